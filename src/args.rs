@@ -1,0 +1,245 @@
+//! Argument cursor shared by every command: walks the argument vector, separating
+//! "ran out of arguments" from "bad value", and parses the common value kinds
+//! (integers, finite floats, durations, timestamps) with the contract's error texts.
+//! Pure: no Redis imports, so it is unit-tested with plain `cargo test`.
+
+use crate::error::{Error, Result};
+
+/// A cursor over a command's arguments (without the command name).
+pub struct Args<'a> {
+    items: &'a [&'a [u8]],
+    pos: usize,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(items: &'a [&'a [u8]]) -> Self {
+        Args { items, pos: 0 }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.items.len().saturating_sub(self.pos)
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// The next raw argument; a missing one is a syntax error (an option without its value).
+    pub fn next_bytes(&mut self) -> Result<&'a [u8]> {
+        let item = self.items.get(self.pos).ok_or(Error::Syntax)?;
+        self.pos += 1;
+        Ok(item)
+    }
+
+    /// The next argument if it equals `keyword` (ASCII case-insensitive); consumes it then.
+    pub fn eat_keyword(&mut self, keyword: &str) -> bool {
+        match self.items.get(self.pos) {
+            Some(item) if item.eq_ignore_ascii_case(keyword.as_bytes()) => {
+                self.pos += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The next argument as an upper-cased option name, for `match`ing option keywords.
+    /// Option names are short; anything longer than 32 bytes cannot be one.
+    pub fn next_keyword(&mut self) -> Result<String> {
+        let item = self.next_bytes()?;
+        if item.len() > 32 {
+            return Err(Error::Syntax);
+        }
+        Ok(String::from_utf8_lossy(item).to_ascii_uppercase())
+    }
+
+    pub fn next_i64(&mut self) -> Result<i64> {
+        parse_i64(self.next_bytes()?)
+    }
+
+    pub fn next_f64(&mut self) -> Result<f64> {
+        parse_finite_f64(self.next_bytes()?)
+    }
+
+    pub fn next_duration(&mut self) -> Result<i64> {
+        parse_duration(self.next_bytes()?)
+    }
+}
+
+/// Sets an option once; a repeated option is a syntax error, as the contract says.
+pub fn set_once<T>(slot: &mut Option<T>, value: T) -> Result<()> {
+    if slot.is_some() {
+        return Err(Error::Syntax);
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+/// Parses a signed 64-bit decimal integer the way Redis does: optional `-`, digits,
+/// no spaces, no `+`, no leading zeros.
+pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    let well_formed = !digits.is_empty()
+        && digits.len() <= 19
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits.len() == 1 || digits.first() != Some(&b'0'))
+        && bytes != b"-0";
+    if !well_formed {
+        return Err(Error::NotInteger);
+    }
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or(Error::NotInteger)
+}
+
+/// Parses a finite double; `inf`, `nan` and anything that is not a number are refused.
+pub fn parse_finite_f64(bytes: &[u8]) -> Result<f64> {
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::NotFloat)?;
+    // Rust accepts "inf", "infinity" and "nan" in any case; Redis users expect numbers only.
+    if text.is_empty() || text.len() > 64 || text.trim() != text {
+        return Err(Error::NotFloat);
+    }
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(Error::NotFloat),
+    }
+}
+
+/// Duration units and their length in milliseconds, longest suffix first so that
+/// `ms` is tried before `m` and `s`.
+const UNITS: [(&str, i64); 6] = [
+    ("ms", 1),
+    ("s", 1_000),
+    ("m", 60_000),
+    ("h", 3_600_000),
+    ("d", 86_400_000),
+    ("w", 604_800_000),
+];
+
+/// Parses a positive duration: bare milliseconds (`1500`) or an integer with a unit
+/// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`). Units are case-insensitive.
+pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
+    let invalid = || Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned());
+    let lower = bytes.to_ascii_lowercase();
+    let (digits, unit_ms) = UNITS
+        .iter()
+        .find_map(|(suffix, ms)| {
+            lower
+                .strip_suffix(suffix.as_bytes())
+                .map(|digits| (digits, *ms))
+        })
+        .unwrap_or((&lower[..], 1));
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid());
+    }
+    let count = std::str::from_utf8(digits)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(invalid)?;
+    match count.checked_mul(unit_ms) {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(invalid()),
+    }
+}
+
+/// The shortest readable form of a duration: the largest unit that divides it exactly.
+/// `format_duration(parse_duration(x)) ` is canonical: `60s` becomes `1m`.
+pub fn format_duration(ms: i64) -> String {
+    for (suffix, unit_ms) in UNITS.iter().rev() {
+        if *unit_ms > 1 && ms % unit_ms == 0 {
+            return format!("{}{}", ms / unit_ms, suffix);
+        }
+    }
+    format!("{ms}ms")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_redis_rules() {
+        assert_eq!(parse_i64(b"0"), Ok(0));
+        assert_eq!(parse_i64(b"-42"), Ok(-42));
+        assert_eq!(parse_i64(b"9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Ok(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"1.5",
+            b" 1",
+            b"9223372036854775808",
+            b"1e3",
+            b"-0",
+            b"\x00",
+        ] {
+            assert_eq!(parse_i64(bad), Err(Error::NotInteger), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn floats_must_be_finite_numbers() {
+        assert_eq!(parse_finite_f64(b"1.5"), Ok(1.5));
+        assert_eq!(parse_finite_f64(b"-1e9"), Ok(-1e9));
+        for bad in [&b"inf"[..], b"-inf", b"nan", b"NaN", b"", b"abc", b" 1", b"1e999"] {
+            assert_eq!(parse_finite_f64(bad), Err(Error::NotFloat), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn durations_with_and_without_units() {
+        assert_eq!(parse_duration(b"500ms"), Ok(500));
+        assert_eq!(parse_duration(b"1500"), Ok(1500));
+        assert_eq!(parse_duration(b"5s"), Ok(5_000));
+        assert_eq!(parse_duration(b"5M"), Ok(300_000));
+        assert_eq!(parse_duration(b"24h"), Ok(86_400_000));
+        assert_eq!(parse_duration(b"180d"), Ok(15_552_000_000));
+        assert_eq!(parse_duration(b"2w"), Ok(1_209_600_000));
+        for bad in [
+            &b"0"[..],
+            b"0s",
+            b"-5s",
+            b"5x",
+            b"s",
+            b"",
+            b"5 s",
+            b"1.5s",
+            b"999999999999999999w",
+        ] {
+            assert!(
+                matches!(parse_duration(bad), Err(Error::InvalidDuration(_))),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            parse_duration(b"5x").unwrap_err().to_string(),
+            "ERR invalid duration '5x'"
+        );
+    }
+
+    #[test]
+    fn canonical_duration_labels() {
+        assert_eq!(format_duration(500), "500ms");
+        assert_eq!(format_duration(1000), "1s");
+        assert_eq!(format_duration(60_000), "1m");
+        assert_eq!(format_duration(90_000), "90s");
+        assert_eq!(format_duration(86_400_000), "1d");
+        assert_eq!(format_duration(604_800_000), "1w");
+        for ms in [1, 999, 1001, 5_000, 300_000, 3_600_000, 18_000_000] {
+            assert_eq!(parse_duration(format_duration(ms).as_bytes()), Ok(ms));
+        }
+    }
+
+    #[test]
+    fn cursor_separates_missing_from_bad() {
+        let raw: Vec<&[u8]> = vec![b"AT", b"12", b"at"];
+        let mut args = Args::new(&raw);
+        assert!(args.eat_keyword("at"));
+        assert_eq!(args.next_i64(), Ok(12));
+        assert_eq!(args.next_keyword(), Ok("AT".to_string()));
+        assert_eq!(args.next_i64(), Err(Error::Syntax));
+        assert!(args.is_done());
+    }
+}

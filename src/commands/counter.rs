@@ -1,0 +1,293 @@
+//! TSCOUNTER.*: multi-resolution counters on one native hash per counter.
+//! Parse every argument, then compute with the pure `crate::counter` logic over the hash,
+//! then reply; writes are replicated as HSET/HDEL/DEL effects.
+
+use redis_module::{Context, RedisString};
+
+use crate::args::{parse_i64, set_once, Args};
+use crate::config;
+use crate::counter::{parse_resolutions, parse_slot_field, slot_field, Counter, SlotStore, MARKER_FIELD, STATE_FIELD};
+use crate::error::{Error, Result};
+use crate::expiry::{self, now_ms, Visit};
+use crate::replicate::HashEffects;
+use crate::reply::Reply;
+use crate::store::{Key, KeyKind};
+use crate::window::effective_time;
+
+/// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
+const META_FIELDS: usize = 2;
+
+/// The counter's slots as stored in its hash, recording every write as an effect.
+struct HashSlots<'a> {
+    key: &'a Key,
+    effects: &'a mut HashEffects,
+}
+
+impl SlotStore for HashSlots<'_> {
+    fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
+        // A value that is not an integer (a user's HSET) counts as absent and is overwritten.
+        self.key.hget_i64(slot_field(res_ms, index).as_bytes()).flatten()
+    }
+
+    fn put(&mut self, res_ms: i64, index: i64, count: i64) {
+        let field = slot_field(res_ms, index);
+        self.key.hset_i64(field.as_bytes(), count);
+        self.effects.set(field, count.to_string());
+    }
+
+    fn remove(&mut self, res_ms: i64, index: i64) -> bool {
+        let field = slot_field(res_ms, index);
+        let existed = self.key.hdel(field.as_bytes());
+        if existed {
+            self.effects.del(field);
+        }
+        existed
+    }
+
+    fn stored_slots(&mut self) -> usize {
+        self.key.len().saturating_sub(META_FIELDS)
+    }
+
+    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+        self.key.hscan(|field, value| {
+            if let (Some((res_ms, index)), Ok(count)) = (parse_slot_field(field), parse_i64(value)) {
+                f(res_ms, index, count);
+            }
+        });
+    }
+}
+
+/// The counter stored at `key`: `None` for a missing key, WRONGTYPE for anything else.
+fn load(key: &Key) -> Result<Option<Counter>> {
+    match key.kind() {
+        KeyKind::Empty => Ok(None),
+        KeyKind::Hash => {
+            let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
+            if !Counter::is_counter_marker(&marker) {
+                return Err(Error::WrongType);
+            }
+            let state = key.hget(STATE_FIELD.as_bytes());
+            Counter::from_stored(&marker, state.as_deref())
+                .map(Some)
+                .ok_or(Error::WrongType)
+        }
+        _ => Err(Error::WrongType),
+    }
+}
+
+/// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
+/// replicates the effects and schedules the next trim.
+fn save(ctx: &Context, key: &Key, name: &[u8], counter: &Counter, old_state: &str, is_new: bool, mut effects: HashEffects) {
+    if counter.stored_slots() == 0 && !is_new {
+        key.delete();
+        effects.delete_key();
+    } else if counter.stored_slots() > 0 {
+        if is_new {
+            let marker = counter.marker();
+            key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+            effects.set(MARKER_FIELD, marker);
+        }
+        let state = counter.state();
+        if is_new || state != old_state {
+            key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
+            effects.set(STATE_FIELD, state);
+        }
+    }
+    if !effects.is_empty() {
+        effects.emit(ctx, name);
+    }
+    if let Some(due) = counter.next_due() {
+        expiry::schedule(ctx, name, due);
+    }
+}
+
+/// Parses `[AT ts]` (the only option of INCRBY/INCR/SUM) and resolves it against `now`.
+fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
+    let mut at = None;
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "AT" => set_once(&mut at, args.next_i64()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)
+}
+
+/// TSCOUNTER.CREATE key [RESOLUTIONS res:samples [res:samples ...]]
+pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let resolutions = if args.is_done() {
+        config::COUNTER_RESOLUTIONS.get_list()
+    } else {
+        if !args.eat_keyword("RESOLUTIONS") || args.is_done() {
+            return Err(Error::Syntax);
+        }
+        parse_resolutions(&rest[1..])?
+    };
+    let key = Key::open(ctx, name, true);
+    if key.kind() != KeyKind::Empty {
+        return Err(Error::KeyExists);
+    }
+    let counter = Counter::new(resolutions);
+    let (marker, state) = (counter.marker(), counter.state());
+    key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+    key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
+    let mut effects = HashEffects::default();
+    effects.set(MARKER_FIELD, marker);
+    effects.set(STATE_FIELD, state);
+    effects.emit(ctx, name.as_slice());
+    Ok(Reply::Ok)
+}
+
+/// TSCOUNTER.INCRBY key increment [AT ts]
+pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let increment = args.next_i64()?;
+    add(ctx, name, increment, &mut args)
+}
+
+/// TSCOUNTER.INCR key [AT ts]
+pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    add(ctx, name, 1, &mut Args::new(rest))
+}
+
+fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
+    let now = now_ms();
+    let ts = parse_at(args, now)?;
+    let key = Key::open(ctx, name, true);
+    let loaded = load(&key)?;
+    let is_new = loaded.is_none();
+    let mut counter = loaded.unwrap_or_else(|| Counter::new(config::COUNTER_RESOLUTIONS.get_list()));
+    let old_state = counter.state();
+    let mut effects = HashEffects::default();
+    let mut slots = HashSlots { key: &key, effects: &mut effects };
+    let reply = counter.incrby(&mut slots, now, ts, increment)?;
+    if increment != 0 {
+        save(ctx, &key, name.as_slice(), &counter, &old_state, is_new, effects);
+    }
+    Ok(Reply::Int(reply))
+}
+
+/// TSCOUNTER.SUM key window [window ...] [AT ts]
+pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let mut windows = vec![args.next_duration()?];
+    while !args.is_done() && !args.eat_keyword("AT") {
+        windows.push(args.next_duration()?);
+    }
+    let now = now_ms();
+    let t = if rest.len() > windows.len() {
+        // "AT" was consumed by the loop: parse its value and anything after it.
+        let at = args.next_i64()?;
+        if !args.is_done() {
+            return Err(Error::Syntax);
+        }
+        effective_time(Some(at), now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?
+    } else {
+        now
+    };
+    let key = Key::open(ctx, name, false);
+    let counter = load(&key)?;
+    let sums = match counter {
+        Some(counter) => {
+            let mut effects = HashEffects::default();
+            counter.sum(&mut HashSlots { key: &key, effects: &mut effects }, now, t, &windows)?
+        }
+        None => {
+            // A missing key answers as an empty counter with the default resolutions, so a
+            // window no default resolution spans is still an error.
+            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
+            for &window in &windows {
+                empty.resolution_for(window)?;
+            }
+            vec![0; windows.len()]
+        }
+    };
+    Ok(match sums.as_slice() {
+        [single] => Reply::Int(*single),
+        _ => Reply::Array(sums.into_iter().map(Reply::Int).collect()),
+    })
+}
+
+/// TSCOUNTER.RANGE key resolution [FROM ts] [TO ts] [EMPTY]
+pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let res_ms = args.next_duration()?;
+    let (mut from, mut to, mut empty) = (None, None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "FROM" => set_once(&mut from, args.next_i64()?)?,
+            "TO" => set_once(&mut to, args.next_i64()?)?,
+            "EMPTY" => set_once(&mut empty, true)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let key = Key::open(ctx, name, false);
+    let Some(counter) = load(&key)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let mut effects = HashEffects::default();
+    let mut slots = HashSlots { key: &key, effects: &mut effects };
+    let rows = counter.range(&mut slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))?;
+    Ok(Reply::pairs(rows.into_iter().map(|(start, count)| (Reply::Int(start), Reply::Int(count)))))
+}
+
+/// TSCOUNTER.INFO key
+pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if !rest.is_empty() {
+        return Err(Error::Arity("tscounter.info".into()));
+    }
+    let key = Key::open(ctx, name, false);
+    let Some(counter) = load(&key)? else {
+        return Ok(Reply::Nil);
+    };
+    let (mut first, mut last, mut slots) = (None::<i64>, None::<i64>, 0i64);
+    key.hscan(|field, _| {
+        if let Some((res_ms, index)) = parse_slot_field(field) {
+            let start = crate::window::slot_start(index, res_ms);
+            first = Some(first.map_or(start, |f| f.min(start)));
+            last = Some(last.map_or(start, |l| l.max(start)));
+            slots += 1;
+        }
+    });
+    drop(key);
+    let opt = |v: Option<i64>| v.map_or(Reply::Nil, Reply::Int);
+    let resolutions = counter
+        .resolutions
+        .iter()
+        .map(|r| (Reply::Int(r.ms), Reply::Int(r.samples)));
+    Ok(Reply::Map(vec![
+        ("resolutions", Reply::pairs(resolutions)),
+        ("slots", Reply::Int(slots)),
+        ("first", opt(first)),
+        ("last", opt(last)),
+        ("memory", Reply::Int(memory_usage(ctx, name.as_slice()))),
+    ]))
+}
+
+/// `MEMORY USAGE` of a key, in bytes (0 if unavailable).
+pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
+    match ctx.call("MEMORY", &[&b"USAGE"[..], name][..]) {
+        Ok(redis_module::RedisValue::Integer(n)) => n,
+        _ => 0,
+    }
+}
+
+/// Timer visit: trims a counter nobody writes to any more.
+pub fn expire(ctx: &Context, key: &Key, name: &[u8], marker: &[u8], now: i64) -> Visit {
+    let state = key.hget(STATE_FIELD.as_bytes());
+    let Some(mut counter) = Counter::from_stored(marker, state.as_deref()) else {
+        return Visit::Done;
+    };
+    let old_state = counter.state();
+    let mut effects = HashEffects::default();
+    let removed = counter.trim(&mut HashSlots { key, effects: &mut effects }, now);
+    if removed > 0 {
+        expiry::count_expired(removed as u64);
+        save(ctx, key, name, &counter, &old_state, false, effects);
+    }
+    match counter.next_due() {
+        Some(due) => Visit::DueAt(due),
+        None => Visit::Done,
+    }
+}

@@ -1,0 +1,71 @@
+//! Command families (one file each) and what they share: the handler wrapper that turns
+//! results into replies and catches any panic, and the dispatch used by the expiry timer.
+
+pub mod counter;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::{Context, RedisResult, RedisString, RedisValue};
+
+use crate::error::{Error, Result};
+use crate::expiry::Visit;
+use crate::reply::{send_error, Reply};
+use crate::store::{Key, KeyKind};
+
+/// Runs a command body: checks the minimum argument count, sends its reply or error, and
+/// turns a panic (a bug) into an error reply instead of aborting the server.
+pub fn run(
+    ctx: &Context,
+    args: Vec<RedisString>,
+    min_args: usize,
+    body: fn(&Context, &RedisString, &[&[u8]]) -> Result<Reply>,
+) -> RedisResult {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let name = args.first().map(|a| a.to_string_lossy()).unwrap_or_default();
+        let Some(key) = args.get(1).filter(|_| args.len() >= min_args) else {
+            return Err(Error::Arity(name));
+        };
+        let rest: Vec<&[u8]> = args.iter().skip(2).map(|a| a.as_slice()).collect();
+        body(ctx, key, &rest)
+    }));
+    match outcome {
+        Ok(Ok(reply)) => reply.send(ctx),
+        Ok(Err(error)) => send_error(ctx, &error.to_string()),
+        Err(_) => send_error(ctx, "ERR internal error in tally (the command was not applied)"),
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// The `_tally` marker of a hash key, if it has one.
+pub fn marker_of(key: &Key) -> Option<Vec<u8>> {
+    match key.kind() {
+        KeyKind::Hash => key.hget(crate::counter::MARKER_FIELD.as_bytes()),
+        _ => None,
+    }
+}
+
+/// True if `name` holds an object some family expires (used by the start-up scan).
+pub fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
+    Key::open_bytes(ctx, name, false)
+        .as_ref()
+        .and_then(marker_of)
+        .is_some()
+}
+
+/// Visits a scheduled key for the expiry timer: the family that owns it trims it.
+pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let Some(key) = Key::open_bytes(ctx, name, true) else {
+            return Visit::Done;
+        };
+        let Some(marker) = marker_of(&key) else {
+            return Visit::Done;
+        };
+        if crate::counter::Counter::is_counter_marker(&marker) {
+            return counter::expire(ctx, &key, name, &marker, now);
+        }
+        let _ = deadline_us;
+        Visit::Done
+    }));
+    outcome.unwrap_or(Visit::Done)
+}

@@ -1,0 +1,93 @@
+//! Module configs (`CONFIG GET/SET tally.*`, `loadmodule ... name value`). Duration and
+//! resolution configs are strings validated on every set, so a bad value is refused by
+//! `CONFIG SET` and never reaches a command.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use redis_module::configuration::ConfigurationContext;
+use redis_module::{ConfigurationValue, RedisError, RedisString};
+
+use crate::args::{format_duration, parse_duration};
+use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
+
+pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A duration config: stored as milliseconds, shown in its canonical form (`24h`).
+pub struct DurationConfig {
+    ms: AtomicI64,
+}
+
+impl DurationConfig {
+    const fn new(ms: i64) -> Self {
+        DurationConfig {
+            ms: AtomicI64::new(ms),
+        }
+    }
+
+    pub fn ms(&self) -> i64 {
+        self.ms.load(Ordering::Relaxed)
+    }
+}
+
+impl ConfigurationValue<RedisString> for DurationConfig {
+    fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
+        RedisString::create(None, format_duration(self.ms()).as_str())
+    }
+
+    fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
+        let ms = parse_duration(value.as_slice()).map_err(|e| RedisError::String(e.to_string()))?;
+        self.ms.store(ms, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The default resolution list of counters created by a write to a missing key.
+pub struct ResolutionsConfig {
+    list: Mutex<Vec<Resolution>>,
+}
+
+impl ResolutionsConfig {
+    pub fn get_list(&self) -> Vec<Resolution> {
+        lock(&self.list).clone()
+    }
+}
+
+impl ConfigurationValue<RedisString> for ResolutionsConfig {
+    fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
+        RedisString::create(None, format_resolutions(&lock(&self.list)).as_str())
+    }
+
+    fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
+        let text = value.try_as_str()?;
+        let list = parse_resolution_text(text).map_err(|e| RedisError::String(e.to_string()))?;
+        *lock(&self.list) = list;
+        Ok(())
+    }
+}
+
+pub static COUNTER_RESOLUTIONS: LazyLock<ResolutionsConfig> = LazyLock::new(|| ResolutionsConfig {
+    list: Mutex::new(parse_resolution_text(DEFAULT_COUNTER_RESOLUTIONS).unwrap_or_default()),
+});
+pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000);
+pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000);
+pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000);
+pub static STATS_PERIOD: DurationConfig = DurationConfig::new(3_600_000);
+pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
+pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
+
+pub fn max_future_ms() -> i64 {
+    MAX_FUTURE.ms()
+}
+
+pub fn expire_budget_us() -> i64 {
+    EXPIRE_BUDGET_US.load(Ordering::Relaxed)
+}
+
+pub fn stats_keep() -> i64 {
+    STATS_KEEP.load(Ordering::Relaxed)
+}

@@ -1,0 +1,746 @@
+//! Pure multi-resolution counter logic (TSCOUNTER). No Redis imports: the algorithm works
+//! against the small [`SlotStore`] trait, implemented over a native hash by the command
+//! layer and over a `BTreeMap` in the unit tests.
+//!
+//! Layout of one counter in its hash:
+//! * `_tally`: `counter <res>:<samples> ...`, the settings (finest resolution first);
+//! * `_state`: `<lo>:<n> ...`, per resolution the count `n` of stored slots and a lower
+//!   bound `lo` of their slot indexes. Invariant: every stored slot of a resolution lies in
+//!   `lo .. lo + samples`. It lets trimming find old slots without scanning the hash:
+//!   at most `samples` probes, and usually one;
+//! * `<res>:<slot start ms>`: the count of one slot, e.g. `1m:1763769600000`. Only
+//!   non-zero counts are stored.
+
+use crate::args::{format_duration, parse_duration, parse_i64};
+use crate::error::{Error, Result};
+use crate::window::{first_kept, leaves_at, slot_index, slot_start, slots_covering};
+
+/// The hash field holding the family marker and settings, common to every tally hash.
+pub const MARKER_FIELD: &str = "_tally";
+/// The hash field holding the per-resolution bookkeeping.
+pub const STATE_FIELD: &str = "_state";
+/// Family word that starts the marker value of a counter.
+pub const FAMILY: &str = "counter";
+
+pub const MAX_RESOLUTIONS: usize = 16;
+pub const MAX_SAMPLES: i64 = 100_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    pub ms: i64,
+    pub samples: i64,
+}
+
+impl Resolution {
+    /// Time span kept by this resolution.
+    pub fn span(&self) -> i64 {
+        self.ms.saturating_mul(self.samples)
+    }
+}
+
+/// Parses `res:samples` tokens (`1s:120`); sorts them finest first.
+pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>> {
+    if tokens.is_empty() || tokens.len() > MAX_RESOLUTIONS {
+        return Err(Error::Invalid(format!(
+            "a counter has 1 to {MAX_RESOLUTIONS} resolutions"
+        )));
+    }
+    let mut out = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let token = token.as_ref();
+        let colon = token.iter().position(|&b| b == b':').ok_or_else(|| {
+            Error::InvalidDuration(String::from_utf8_lossy(token).into_owned())
+        })?;
+        let (res, samples) = (&token[..colon], &token[colon + 1..]);
+        let ms = parse_duration(res)?;
+        let samples = parse_i64(samples)?;
+        if !(1..=MAX_SAMPLES).contains(&samples) {
+            return Err(Error::Invalid(format!(
+                "samples must be between 1 and {MAX_SAMPLES}"
+            )));
+        }
+        out.push(Resolution { ms, samples });
+    }
+    out.sort_by_key(|r| r.ms);
+    if out.windows(2).any(|w| w[0].ms == w[1].ms) {
+        return Err(Error::Invalid("resolutions must be distinct".into()));
+    }
+    Ok(out)
+}
+
+/// Parses a whitespace-separated resolution list (config value, stored settings).
+pub fn parse_resolution_text(text: &str) -> Result<Vec<Resolution>> {
+    let tokens: Vec<&str> = text.split_ascii_whitespace().collect();
+    parse_resolutions(&tokens)
+}
+
+pub fn format_resolutions(resolutions: &[Resolution]) -> String {
+    resolutions
+        .iter()
+        .map(|r| format!("{}:{}", format_duration(r.ms), r.samples))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Name of the hash field holding slot `index` of the resolution `res_ms`.
+pub fn slot_field(res_ms: i64, index: i64) -> String {
+    format!("{}:{}", format_duration(res_ms), slot_start(index, res_ms))
+}
+
+/// Inverse of [`slot_field`]: `(res_ms, slot index)`, or `None` for any other field.
+pub fn parse_slot_field(field: &[u8]) -> Option<(i64, i64)> {
+    let colon = field.iter().position(|&b| b == b':')?;
+    let res_ms = parse_duration(&field[..colon]).ok()?;
+    let start = parse_i64(&field[colon + 1..]).ok()?;
+    (start.rem_euclid(res_ms) == 0).then(|| (res_ms, start.div_euclid(res_ms)))
+}
+
+/// Where a counter's slot counts live. Implemented over a native hash by the command layer.
+pub trait SlotStore {
+    fn get(&mut self, res_ms: i64, index: i64) -> Option<i64>;
+    fn put(&mut self, res_ms: i64, index: i64, count: i64);
+    /// Removes a slot; true if it was stored.
+    fn remove(&mut self, res_ms: i64, index: i64) -> bool;
+    /// Number of stored slots, all resolutions together.
+    fn stored_slots(&mut self) -> usize;
+    /// Calls `f(res_ms, index, count)` for every stored slot, in no particular order.
+    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64));
+}
+
+/// Per-resolution bookkeeping, see the module comment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Track {
+    pub lo: i64,
+    pub n: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counter {
+    pub resolutions: Vec<Resolution>,
+    pub tracks: Vec<Track>,
+}
+
+/// One resolution's part of an increment, computed before anything is written.
+struct SlotChange {
+    res: usize,
+    index: i64,
+    existed: bool,
+    new: i64,
+}
+
+impl Counter {
+    pub fn new(resolutions: Vec<Resolution>) -> Self {
+        let tracks = vec![Track::default(); resolutions.len()];
+        Counter {
+            resolutions,
+            tracks,
+        }
+    }
+
+    /// The marker field's value.
+    pub fn marker(&self) -> String {
+        format!("{FAMILY} {}", format_resolutions(&self.resolutions))
+    }
+
+    /// The state field's value.
+    pub fn state(&self) -> String {
+        self.tracks
+            .iter()
+            .map(|t| format!("{}:{}", t.lo, t.n))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// True if the marker belongs to this family (whatever its settings).
+    pub fn is_counter_marker(marker: &[u8]) -> bool {
+        marker.starts_with(FAMILY.as_bytes())
+            && marker.get(FAMILY.len()).is_none_or(|&b| b == b' ')
+    }
+
+    /// Rebuilds a counter from its stored fields; `None` if they are not a valid counter.
+    pub fn from_stored(marker: &[u8], state: Option<&[u8]>) -> Option<Counter> {
+        let text = std::str::from_utf8(marker).ok()?;
+        let settings = text.strip_prefix(FAMILY)?.strip_prefix(' ')?;
+        let resolutions = parse_resolution_text(settings).ok()?;
+        let mut counter = Counter::new(resolutions);
+        if let Some(state) = state {
+            let state = std::str::from_utf8(state).ok()?;
+            let parsed: Option<Vec<Track>> = state
+                .split_ascii_whitespace()
+                .map(|item| {
+                    let (lo, n) = item.split_once(':')?;
+                    let track = Track {
+                        lo: parse_i64(lo.as_bytes()).ok()?,
+                        n: parse_i64(n.as_bytes()).ok()?,
+                    };
+                    (track.n >= 0).then_some(track)
+                })
+                .collect();
+            let tracks = parsed?;
+            if tracks.len() != counter.tracks.len() {
+                return None;
+            }
+            counter.tracks = tracks;
+        }
+        Some(counter)
+    }
+
+    pub fn stored_slots(&self) -> i64 {
+        self.tracks.iter().map(|t| t.n).sum()
+    }
+
+    /// Removes the slots that are no longer kept at `now`. Returns how many were removed.
+    pub fn trim(&mut self, store: &mut dyn SlotStore, now: i64) -> usize {
+        let mut removed = 0;
+        for (res, track) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
+            let first = first_kept(now, res.ms, res.samples);
+            if track.n == 0 || track.lo >= first {
+                continue;
+            }
+            // Stored slots lie in lo .. lo + samples: never more than `samples` probes.
+            let last_probe = (first - 1).min(track.lo.saturating_add(res.samples - 1));
+            let mut index = track.lo;
+            while index <= last_probe && track.n > 0 {
+                if store.remove(res.ms, index) {
+                    track.n -= 1;
+                    removed += 1;
+                }
+                index += 1;
+            }
+            track.lo = first;
+        }
+        // Self-heal bookkeeping that no longer matches the hash (e.g. a user's HDEL).
+        if removed > 0 && store.stored_slots() == 0 {
+            self.tracks.iter_mut().for_each(|t| t.n = 0);
+        }
+        removed
+    }
+
+    /// Adds `increment` at time `ts` (already clamped to `now`) to every resolution that
+    /// keeps `ts`. Returns the new count of the finest such slot. All checks happen before
+    /// the first write, so an error leaves the store untouched.
+    pub fn incrby(
+        &mut self,
+        store: &mut dyn SlotStore,
+        now: i64,
+        ts: i64,
+        increment: i64,
+    ) -> Result<i64> {
+        let mut changes = Vec::with_capacity(self.resolutions.len());
+        for (res_i, res) in self.resolutions.iter().enumerate() {
+            let index = slot_index(ts, res.ms);
+            if index < first_kept(now, res.ms, res.samples) {
+                continue;
+            }
+            let old = store.get(res.ms, index);
+            let new = old
+                .unwrap_or(0)
+                .checked_add(increment)
+                .ok_or(Error::Overflow)?;
+            changes.push(SlotChange {
+                res: res_i,
+                index,
+                existed: old.is_some(),
+                new,
+            });
+        }
+        let reply = changes
+            .first()
+            .map(|c| c.new)
+            .ok_or(Error::OutsideKeptRange)?;
+        if increment == 0 {
+            return Ok(reply);
+        }
+        self.trim(store, now);
+        for change in changes {
+            let Some((res, track)) = self
+                .resolutions
+                .get(change.res)
+                .zip(self.tracks.get_mut(change.res))
+            else {
+                continue;
+            };
+            if change.new == 0 {
+                if store.remove(res.ms, change.index) {
+                    track.n = (track.n - 1).max(0);
+                }
+            } else {
+                store.put(res.ms, change.index, change.new);
+                if !change.existed {
+                    track.lo = if track.n == 0 {
+                        change.index
+                    } else {
+                        track.lo.min(change.index)
+                    };
+                    track.n += 1;
+                }
+            }
+        }
+        Ok(reply)
+    }
+
+    /// The finest resolution whose kept span covers `window`.
+    pub fn resolution_for(&self, window: i64) -> Result<Resolution> {
+        self.resolutions
+            .iter()
+            .copied()
+            .find(|r| r.span() >= window)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "window '{}' is longer than any resolution keeps",
+                    format_duration(window)
+                ))
+            })
+    }
+
+    /// Sums of each window ending with the slot that contains `t` (`t <= now`), counting
+    /// only slots still kept at `now`.
+    pub fn sum(
+        &self,
+        store: &mut dyn SlotStore,
+        now: i64,
+        t: i64,
+        windows: &[i64],
+    ) -> Result<Vec<i64>> {
+        // Each window becomes a slot-index range of one resolution.
+        let mut ranges = Vec::with_capacity(windows.len());
+        for &window in windows {
+            let res = self.resolution_for(window)?;
+            let hi = slot_index(t, res.ms);
+            let lo = (hi - slots_covering(window, res.ms) + 1)
+                .max(first_kept(now, res.ms, res.samples));
+            ranges.push((res.ms, lo, hi));
+        }
+        let mut sums = vec![0i128; ranges.len()];
+        let probes: i64 = ranges
+            .iter()
+            .map(|&(_, lo, hi)| (hi - lo + 1).max(0))
+            .sum();
+        if probes <= store.stored_slots() as i64 {
+            for (sum, &(res_ms, lo, hi)) in sums.iter_mut().zip(&ranges) {
+                for index in lo..=hi {
+                    *sum += i128::from(store.get(res_ms, index).unwrap_or(0));
+                }
+            }
+        } else {
+            // Fewer stored slots than probes: one pass over the hash answers every window.
+            store.each_slot(&mut |res_ms, index, count| {
+                for (sum, &(r, lo, hi)) in sums.iter_mut().zip(&ranges) {
+                    if r == res_ms && (lo..=hi).contains(&index) {
+                        *sum += i128::from(count);
+                    }
+                }
+            });
+        }
+        sums.into_iter()
+            .map(|s| i64::try_from(s).map_err(|_| Error::Overflow))
+            .collect()
+    }
+
+    /// `(slot start, count)` of resolution `res_ms` for the slots from the one containing
+    /// `from` to the one containing `to`, clamped to what is kept at `now`; oldest first.
+    /// With `empty`, slots without a count are listed with 0.
+    pub fn range(
+        &self,
+        store: &mut dyn SlotStore,
+        now: i64,
+        res_ms: i64,
+        from: Option<i64>,
+        to: Option<i64>,
+        empty: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        let res = self
+            .resolutions
+            .iter()
+            .copied()
+            .find(|r| r.ms == res_ms)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "the counter has no resolution '{}'",
+                    format_duration(res_ms)
+                ))
+            })?;
+        let kept_lo = first_kept(now, res.ms, res.samples);
+        let kept_hi = slot_index(now, res.ms);
+        let lo = from.map_or(kept_lo, |f| slot_index(f, res.ms).max(kept_lo));
+        let hi = to.map_or(kept_hi, |t| slot_index(t, res.ms).min(kept_hi));
+        if lo > hi {
+            return Ok(Vec::new());
+        }
+        let mut counts: Vec<(i64, i64)> = Vec::new();
+        if hi - lo < store.stored_slots() as i64 {
+            for index in lo..=hi {
+                if let Some(count) = store.get(res.ms, index) {
+                    counts.push((index, count));
+                }
+            }
+        } else {
+            store.each_slot(&mut |r, index, count| {
+                if r == res.ms && (lo..=hi).contains(&index) {
+                    counts.push((index, count));
+                }
+            });
+            counts.sort_unstable();
+        }
+        let start = |index: i64| slot_start(index, res.ms);
+        if !empty {
+            return Ok(counts.into_iter().map(|(i, c)| (start(i), c)).collect());
+        }
+        let mut stored = counts.into_iter().peekable();
+        Ok((lo..=hi)
+            .map(|index| {
+                let count = stored.next_if(|&(i, _)| i == index).map_or(0, |(_, c)| c);
+                (start(index), count)
+            })
+            .collect())
+    }
+
+    /// When the oldest stored slot stops being kept: the next time trimming has work.
+    pub fn next_due(&self) -> Option<i64> {
+        self.resolutions
+            .iter()
+            .zip(&self.tracks)
+            .filter(|(_, t)| t.n > 0)
+            .map(|(r, t)| leaves_at(t.lo, r.ms, r.samples))
+            .min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Default)]
+    struct MapStore(BTreeMap<(i64, i64), i64>);
+
+    impl SlotStore for MapStore {
+        fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
+            self.0.get(&(res_ms, index)).copied()
+        }
+        fn put(&mut self, res_ms: i64, index: i64, count: i64) {
+            assert_ne!(count, 0, "zero counts are never stored");
+            self.0.insert((res_ms, index), count);
+        }
+        fn remove(&mut self, res_ms: i64, index: i64) -> bool {
+            self.0.remove(&(res_ms, index)).is_some()
+        }
+        fn stored_slots(&mut self) -> usize {
+            self.0.len()
+        }
+        fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+            // Reverse order, to prove callers do not rely on any order.
+            for (&(r, i), &c) in self.0.iter().rev() {
+                f(r, i, c);
+            }
+        }
+    }
+
+    /// A tiny deterministic PRNG (splitmix64) so the model test needs no crate.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> i64 {
+            (self.next() % n) as i64
+        }
+    }
+
+    fn res(text: &str) -> Vec<Resolution> {
+        parse_resolution_text(text).unwrap()
+    }
+
+    /// Reference model: remembers, per resolution, the increments each slot received when
+    /// it was kept at write time; a read counts the slots kept at read time.
+    #[derive(Default)]
+    struct Model(BTreeMap<(i64, i64), i64>);
+
+    impl Model {
+        fn incr(&mut self, rs: &[Resolution], now: i64, ts: i64, by: i64) -> Option<i64> {
+            let mut reply = None;
+            for r in rs {
+                let i = slot_index(ts, r.ms);
+                if i >= first_kept(now, r.ms, r.samples) {
+                    let v = self.0.entry((r.ms, i)).or_default();
+                    *v += by;
+                    reply.get_or_insert(*v);
+                }
+            }
+            reply
+        }
+        fn kept(&self, r: &Resolution, now: i64, i: i64) -> i64 {
+            if i >= first_kept(now, r.ms, r.samples) {
+                self.0.get(&(r.ms, i)).copied().unwrap_or(0)
+            } else {
+                0
+            }
+        }
+    }
+
+    #[test]
+    fn resolution_lists_parse_sort_and_refuse() {
+        let rs = res("1m:60 1s:120");
+        assert_eq!(
+            rs,
+            vec![
+                Resolution { ms: 1000, samples: 120 },
+                Resolution { ms: 60_000, samples: 60 }
+            ]
+        );
+        assert_eq!(format_resolutions(&rs), "1s:120 1m:60");
+        assert!(matches!(
+            parse_resolution_text("1s:1 1000:5"),
+            Err(Error::Invalid(_))
+        ));
+        assert_eq!(
+            parse_resolution_text("1x:5"),
+            Err(Error::InvalidDuration("1x".into()))
+        );
+        assert_eq!(
+            parse_resolution_text("1s"),
+            Err(Error::InvalidDuration("1s".into()))
+        );
+        assert_eq!(parse_resolution_text("1s:a"), Err(Error::NotInteger));
+        assert!(parse_resolution_text("1s:0").is_err());
+        assert!(parse_resolution_text("1s:100001").is_err());
+        assert!(parse_resolution_text("").is_err());
+        let seventeen: Vec<String> = (1..=17).map(|i| format!("{i}s:1")).collect();
+        assert!(parse_resolutions(&seventeen).is_err());
+    }
+
+    #[test]
+    fn fields_round_trip() {
+        assert_eq!(slot_field(60_000, 3), "1m:180000");
+        assert_eq!(parse_slot_field(b"1m:180000"), Some((60_000, 3)));
+        assert_eq!(parse_slot_field(b"1m:180001"), None);
+        assert_eq!(parse_slot_field(b"_tally"), None);
+        assert_eq!(parse_slot_field(b"1m:"), None);
+    }
+
+    #[test]
+    fn stored_form_round_trips_and_rejects_garbage() {
+        let mut c = Counter::new(res("1s:10 1m:5"));
+        c.tracks[0] = Track { lo: 17, n: 3 };
+        let back = Counter::from_stored(c.marker().as_bytes(), Some(c.state().as_bytes()));
+        assert_eq!(back, Some(c.clone()));
+        assert!(Counter::is_counter_marker(c.marker().as_bytes()));
+        assert!(!Counter::is_counter_marker(b"counterx 1s:1"));
+        for bad in [&b"counter"[..], b"counter 1s", b"rank 1s:1", b"\xff"] {
+            assert_eq!(Counter::from_stored(bad, None), None);
+        }
+        let marker = c.marker();
+        for bad in [&b"1:2"[..], b"1:2 x:1", b"1:-1 0:0", b"1:2 3:4 5:6"] {
+            assert_eq!(Counter::from_stored(marker.as_bytes(), Some(bad)), None);
+        }
+    }
+
+    #[test]
+    fn increments_reply_the_finest_kept_slot() {
+        let mut c = Counter::new(res("1s:10 1m:10"));
+        let mut s = MapStore::default();
+        let now = 1_000_600;
+        assert_eq!(c.incrby(&mut s, now, now, 5), Ok(5));
+        assert_eq!(c.incrby(&mut s, now, now - 500, 2), Ok(7));
+        // 30 s ago: too old for 1s:10, kept by 1m:10.
+        assert_eq!(c.incrby(&mut s, now, now - 30_000, 1), Ok(8));
+        assert_eq!(
+            c.incrby(&mut s, now, now - 3_600_000, 1),
+            Err(Error::OutsideKeptRange)
+        );
+        assert_eq!(c.sum(&mut s, now, now, &[1000, 60_000]), Ok(vec![7, 8]));
+        assert_eq!(c.stored_slots(), 2);
+        assert_eq!(c.incrby(&mut s, now, now, -7), Ok(0));
+        assert_eq!(s.0.len(), 1, "a slot that reaches 0 is removed");
+        assert_eq!(c.stored_slots(), 1);
+    }
+
+    #[test]
+    fn overflow_changes_nothing() {
+        let mut c = Counter::new(res("1s:10 1m:10"));
+        let mut s = MapStore::default();
+        c.incrby(&mut s, 61_000, 61_000, i64::MAX).unwrap();
+        let before = (c.clone(), s.0.clone());
+        assert_eq!(c.incrby(&mut s, 200_000, 200_000, 1), Ok(1));
+        c = before.0.clone();
+        s.0 = before.1.clone();
+        assert_eq!(c.incrby(&mut s, 61_500, 61_500, 1), Err(Error::Overflow));
+        assert_eq!((c, s.0), before);
+    }
+
+    #[test]
+    fn trimming_removes_old_slots_and_schedules_the_next() {
+        let mut c = Counter::new(res("1s:3"));
+        let mut s = MapStore::default();
+        for t in [10_000, 11_000, 12_000] {
+            c.incrby(&mut s, t, t, 1).unwrap();
+        }
+        assert_eq!(c.next_due(), Some(13_000));
+        assert_eq!(c.trim(&mut s, 12_999), 0);
+        assert_eq!(c.trim(&mut s, 13_000), 1);
+        assert_eq!(c.next_due(), Some(14_000));
+        assert_eq!(c.trim(&mut s, 100_000), 2);
+        assert_eq!(c.stored_slots(), 0);
+        assert_eq!(c.next_due(), None);
+        assert!(s.0.is_empty());
+    }
+
+    #[test]
+    fn sparse_counter_trims_with_few_probes() {
+        struct Counting(MapStore, usize);
+        impl SlotStore for Counting {
+            fn get(&mut self, r: i64, i: i64) -> Option<i64> {
+                self.0.get(r, i)
+            }
+            fn put(&mut self, r: i64, i: i64, c: i64) {
+                self.0.put(r, i, c)
+            }
+            fn remove(&mut self, r: i64, i: i64) -> bool {
+                self.1 += 1;
+                self.0.remove(r, i)
+            }
+            fn stored_slots(&mut self) -> usize {
+                self.0.stored_slots()
+            }
+            fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+                self.0.each_slot(f)
+            }
+        }
+        let mut c = Counter::new(res("1s:100000"));
+        let mut s = Counting(MapStore::default(), 0);
+        for day in 1..=5 {
+            let t = day * 86_400_000 * 2;
+            c.incrby(&mut s, t, t, 1).unwrap();
+        }
+        assert!(s.1 <= 8, "{} probes", s.1);
+    }
+
+    #[test]
+    fn range_lists_kept_slots_oldest_first() {
+        let mut c = Counter::new(res("1s:5"));
+        let mut s = MapStore::default();
+        let now = 100_500;
+        c.incrby(&mut s, now, 97_000, 2).unwrap();
+        c.incrby(&mut s, now, 100_000, 3).unwrap();
+        assert_eq!(
+            c.range(&mut s, now, 1000, None, None, false),
+            Ok(vec![(97_000, 2), (100_000, 3)])
+        );
+        assert_eq!(
+            c.range(&mut s, now, 1000, None, None, true),
+            Ok(vec![(96_000, 0), (97_000, 2), (98_000, 0), (99_000, 0), (100_000, 3)])
+        );
+        assert_eq!(
+            c.range(&mut s, now, 1000, Some(97_500), Some(98_000), true),
+            Ok(vec![(97_000, 2), (98_000, 0)])
+        );
+        assert_eq!(c.range(&mut s, now, 1000, Some(99_000), Some(98_000), true), Ok(vec![]));
+        // Later, 97 s has left the kept range: never listed, even if still stored.
+        assert_eq!(
+            c.range(&mut s, 102_000, 1000, Some(0), None, false),
+            Ok(vec![(100_000, 3)])
+        );
+        assert!(c.range(&mut s, now, 60_000, None, None, false).is_err());
+    }
+
+    #[test]
+    fn windows_pick_the_finest_covering_resolution() {
+        let c = Counter::new(res("1s:60 1m:60 1h:24 1d:365"));
+        assert_eq!(c.resolution_for(5_000).map(|r| r.ms), Ok(1000));
+        assert_eq!(c.resolution_for(60_000).map(|r| r.ms), Ok(1000));
+        assert_eq!(c.resolution_for(60_001).map(|r| r.ms), Ok(60_000));
+        assert_eq!(c.resolution_for(5 * 3_600_000).map(|r| r.ms), Ok(3_600_000));
+        assert_eq!(c.resolution_for(180 * 86_400_000).map(|r| r.ms), Ok(86_400_000));
+        assert_eq!(
+            c.resolution_for(366 * 86_400_000).unwrap_err().to_string(),
+            "ERR window '366d' is longer than any resolution keeps"
+        );
+    }
+
+    /// Seeded random workload of increments with backfilled timestamps, compared after
+    /// every step with the reference model, for several resolution sets.
+    #[test]
+    fn model_based_random_workload() {
+        for (seed, text) in [
+            (1u64, "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120"),
+            (2, "1s:60 1m:60 1h:24 1d:365"),
+            (3, "500ms:7 3s:4"),
+            (4, "1s:1 2s:1"),
+        ] {
+            let rs = res(text);
+            let mut rng = Rng(seed);
+            let mut c = Counter::new(rs.clone());
+            let mut s = MapStore::default();
+            let mut m = Model::default();
+            let mut now: i64 = 1_700_000_000_000;
+            let spans: Vec<i64> = rs.iter().map(|r| r.span()).collect();
+            let widest = *spans.iter().max().unwrap();
+            for step in 0..4000 {
+                now += match rng.below(10) {
+                    0 => rng.below(widest as u64 / 4 + 1),
+                    1..=3 => rng.below(5_000),
+                    _ => rng.below(300),
+                };
+                let back = match rng.below(4) {
+                    0 => rng.below(widest as u64 + 1),
+                    _ => rng.below(2_000),
+                };
+                let ts = now - back;
+                let by = rng.below(21) - 10;
+                let expected = m.incr(&rs, now, ts, by);
+                let got = c.incrby(&mut s, now, ts, by);
+                match expected {
+                    Some(v) => assert_eq!(got, Ok(v), "seed {seed} step {step}"),
+                    None => assert_eq!(got, Err(Error::OutsideKeptRange)),
+                }
+                // Invariants: bookkeeping matches the store; nothing old stays after a write.
+                if by != 0 && expected.is_some() {
+                    assert_eq!(c.stored_slots() as usize, s.0.len());
+                    for (&(r_ms, i), &v) in &s.0 {
+                        let r = rs.iter().find(|r| r.ms == r_ms).unwrap();
+                        assert!(i >= first_kept(now, r.ms, r.samples));
+                        assert_ne!(v, 0);
+                    }
+                }
+                if step % 7 == 0 {
+                    let t = now - rng.below(3_000);
+                    let windows: Vec<i64> =
+                        (0..3).map(|_| 1 + rng.below(widest as u64)).collect();
+                    let want: Vec<i64> = windows
+                        .iter()
+                        .map(|&w| {
+                            let r = rs.iter().find(|r| r.span() >= w).unwrap();
+                            let hi = slot_index(t, r.ms);
+                            let k = slots_covering(w, r.ms);
+                            (hi - k + 1..=hi).map(|i| m.kept(r, now, i)).sum()
+                        })
+                        .collect();
+                    assert_eq!(c.sum(&mut s, now, t, &windows), Ok(want), "seed {seed}");
+                    let r = rs[rng.below(rs.len() as u64) as usize];
+                    let lo = first_kept(now, r.ms, r.samples);
+                    let want_range: Vec<(i64, i64)> = (lo..=slot_index(now, r.ms))
+                        .map(|i| (slot_start(i, r.ms), m.kept(&r, now, i)))
+                        .collect();
+                    assert_eq!(c.range(&mut s, now, r.ms, None, None, true), Ok(want_range.clone()));
+                    let nonzero: Vec<(i64, i64)> =
+                        want_range.into_iter().filter(|&(_, v)| v != 0).collect();
+                    assert_eq!(c.range(&mut s, now, r.ms, None, None, false), Ok(nonzero));
+                }
+                if step % 50 == 0 {
+                    // A timer pass later on removes exactly what is no longer kept.
+                    if let Some(due) = c.next_due() {
+                        if due <= now + 10_000 {
+                            now = now.max(due);
+                            c.trim(&mut s, now);
+                            assert!(c.next_due().is_none_or(|d| d > now));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

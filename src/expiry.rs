@@ -1,0 +1,295 @@
+//! Server-side expiry: an in-memory schedule of keys that have slots to expire, and the
+//! one module timer that works through it in bounded ticks.
+//!
+//! * Writes tell the schedule when their key next has work (`schedule`).
+//! * Each tick (at most `tally.expire-budget-us` of work, like Redis's own active expire
+//!   cycle) visits the due keys; the family code trims them and replicates the effects.
+//!   With work left the next tick comes after 1 ms, otherwise at the next due time
+//!   (at most 100 ms away).
+//! * Timers act only on a primary that is not loading: replicas get the effects.
+//! * The schedule lives in memory only. On the first tick as a primary (start-up, after a
+//!   load, after promotion) a bounded incremental SCAN of every database finds the tally
+//!   objects again, so expiry resumes without any client action. Keys that arrive by
+//!   RESTORE/MIGRATE/RENAME/COPY/MOVE are scheduled from keyspace events.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::time::Duration;
+
+use redis_module::{raw, Context, ContextFlags, NotifyEvent};
+
+use crate::config;
+
+/// What visiting a key found.
+pub enum Visit {
+    /// The key has more work at this time.
+    DueAt(i64),
+    /// The budget ran out in the middle of this key: come back at once.
+    Unfinished,
+    /// Nothing left to expire (or not a tally object any more): forget it.
+    Done,
+}
+
+/// Counters shown by `INFO tally`.
+#[derive(Default, Clone, Copy)]
+pub struct Stats {
+    pub timer_ticks: u64,
+    pub slots_expired: u64,
+    pub last_tick_us: u64,
+    pub max_tick_us: u64,
+    pub keys_visited: u64,
+}
+
+struct ScanState {
+    db: c_int,
+    cursor: *mut raw::RedisModuleScanCursor,
+}
+
+#[derive(Default)]
+struct Schedule {
+    /// (due ms, db, key) ordered by due time.
+    queue: BTreeSet<(i64, c_int, Vec<u8>)>,
+    /// db -> key -> due, to update a key's entry without scanning the queue.
+    due_of: HashMap<c_int, HashMap<Vec<u8>, i64>>,
+    scan: Option<ScanState>,
+    was_primary: bool,
+    stats: Stats,
+}
+
+thread_local! {
+    // Module commands, timers and events all run on Redis's main thread.
+    static SCHEDULE: RefCell<Schedule> = RefCell::new(Schedule::default());
+}
+
+const IDLE_TICK_MS: i64 = 100;
+const NUM_DBS_TO_SCAN_MAX: c_int = 1 << 16;
+
+pub fn now_ms() -> i64 {
+    match unsafe { raw::RedisModule_Milliseconds } {
+        Some(f) => unsafe { f() },
+        None => 0,
+    }
+}
+
+fn monotonic_us() -> u64 {
+    match unsafe { raw::RedisModule_MonotonicMicroseconds } {
+        Some(f) => unsafe { f() },
+        None => 0,
+    }
+}
+
+fn selected_db(ctx: &Context) -> c_int {
+    match unsafe { raw::RedisModule_GetSelectedDb } {
+        Some(f) => unsafe { f(ctx.ctx) },
+        None => 0,
+    }
+}
+
+fn select_db(ctx: &Context, db: c_int) -> bool {
+    match unsafe { raw::RedisModule_SelectDb } {
+        Some(f) => (unsafe { f(ctx.ctx, db) }) == raw::REDISMODULE_OK as c_int,
+        None => false,
+    }
+}
+
+fn with_schedule<T>(f: impl FnOnce(&mut Schedule) -> T) -> T {
+    SCHEDULE.with(|s| f(&mut s.borrow_mut()))
+}
+
+impl Schedule {
+    /// Puts `key` in the queue at `due`, unless it is already there at an earlier time
+    /// (an early visit is harmless: it recomputes the real due time).
+    fn insert(&mut self, db: c_int, key: &[u8], due: i64) {
+        let keys = self.due_of.entry(db).or_default();
+        match keys.get_mut(key) {
+            Some(existing) if *existing <= due => {}
+            Some(existing) => {
+                self.queue.remove(&(*existing, db, key.to_vec()));
+                *existing = due;
+                self.queue.insert((due, db, key.to_vec()));
+            }
+            None => {
+                keys.insert(key.to_vec(), due);
+                self.queue.insert((due, db, key.to_vec()));
+            }
+        }
+    }
+
+    fn pop_due(&mut self, now: i64) -> Option<(c_int, Vec<u8>)> {
+        let first = self.queue.first()?;
+        if first.0 > now {
+            return None;
+        }
+        let (_, db, key) = self.queue.pop_first()?;
+        if let Some(keys) = self.due_of.get_mut(&db) {
+            keys.remove(&key);
+        }
+        Some((db, key))
+    }
+
+    fn tracked(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// Called by writes: `key` (in the caller's database) has work at `due`.
+pub fn schedule(ctx: &Context, key: &[u8], due: i64) {
+    let db = selected_db(ctx);
+    with_schedule(|s| s.insert(db, key, due));
+}
+
+/// Keyspace events: a key arrived under a new name or from elsewhere. Visit it soon.
+pub fn on_keyspace_event(ctx: &Context, _event_type: NotifyEvent, event: &str, key: &[u8]) {
+    if matches!(event, "restore" | "rename_to" | "copy_to" | "move_to") {
+        schedule(ctx, key, 0);
+    }
+}
+
+pub fn stats() -> (Stats, usize, usize, bool) {
+    let now = now_ms();
+    with_schedule(|s| {
+        let backlog = s.queue.iter().take_while(|(due, _, _)| *due <= now).count();
+        (s.stats, s.tracked(), backlog, s.scan.is_some())
+    })
+}
+
+fn is_acting_primary(ctx: &Context) -> bool {
+    let flags = ctx.get_flags();
+    flags.contains(ContextFlags::MASTER) && !flags.contains(ContextFlags::LOADING)
+}
+
+/// Starts the timer chain; called once from the module's init.
+pub fn start(ctx: &Context) {
+    arm(ctx, 1);
+}
+
+fn arm(ctx: &Context, delay_ms: i64) {
+    let delay = Duration::from_millis(delay_ms.clamp(1, IDLE_TICK_MS) as u64);
+    ctx.create_timer(delay, tick, ());
+}
+
+fn tick(ctx: &Context, _: ()) {
+    let started = monotonic_us();
+    with_schedule(|s| s.stats.timer_ticks += 1);
+    if !is_acting_primary(ctx) {
+        with_schedule(|s| s.was_primary = false);
+        arm(ctx, IDLE_TICK_MS);
+        return;
+    }
+    let budget = config::expire_budget_us().max(1) as u64;
+    let deadline = started + budget;
+    let became_primary = with_schedule(|s| !std::mem::replace(&mut s.was_primary, true));
+    if became_primary {
+        begin_scan();
+    }
+    let now = now_ms();
+    let original_db = selected_db(ctx);
+    while monotonic_us() < deadline {
+        let Some((db, key)) = with_schedule(|s| s.pop_due(now)) else {
+            break;
+        };
+        if !select_db(ctx, db) {
+            continue;
+        }
+        let visit = crate::commands::expire_key(ctx, &key, now, deadline);
+        with_schedule(|s| {
+            s.stats.keys_visited += 1;
+            match visit {
+                Visit::DueAt(due) => s.insert(db, &key, due),
+                Visit::Unfinished => s.insert(db, &key, now),
+                Visit::Done => {}
+            }
+        });
+    }
+    if monotonic_us() < deadline {
+        scan_step(ctx, deadline, now);
+    }
+    select_db(ctx, original_db);
+    let elapsed = monotonic_us().saturating_sub(started);
+    let next = with_schedule(|s| {
+        s.stats.last_tick_us = elapsed;
+        s.stats.max_tick_us = s.stats.max_tick_us.max(elapsed);
+        if s.scan.is_some() {
+            return 1;
+        }
+        match s.queue.first() {
+            Some((due, _, _)) => due.saturating_sub(now_ms()),
+            None => IDLE_TICK_MS,
+        }
+    });
+    arm(ctx, next);
+}
+
+/// Records slots removed by a visit (for `INFO tally`).
+pub fn count_expired(n: u64) {
+    with_schedule(|s| s.stats.slots_expired += n);
+}
+
+fn begin_scan() {
+    let Some(create) = (unsafe { raw::RedisModule_ScanCursorCreate }) else {
+        return;
+    };
+    with_schedule(|s| {
+        if s.scan.is_none() {
+            let cursor = unsafe { create() };
+            s.scan = Some(ScanState { db: 0, cursor });
+        }
+    });
+}
+
+/// Walks the keyspace a little, scheduling every tally object it finds for a visit now.
+fn scan_step(ctx: &Context, deadline: u64, now: i64) {
+    let (Some(scan), Some(restart), Some(destroy)) = (
+        unsafe { raw::RedisModule_Scan },
+        unsafe { raw::RedisModule_ScanCursorRestart },
+        unsafe { raw::RedisModule_ScanCursorDestroy },
+    ) else {
+        return;
+    };
+    extern "C" fn found(
+        ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+        _key: *mut raw::RedisModuleKey,
+        data: *mut c_void,
+    ) {
+        let found = unsafe { &mut *data.cast::<Vec<Vec<u8>>>() };
+        let _ = ctx;
+        found.push(crate::store::str_bytes(name).to_vec());
+    }
+    while monotonic_us() < deadline {
+        let Some((db, cursor)) = with_schedule(|s| s.scan.as_ref().map(|st| (st.db, st.cursor)))
+        else {
+            return;
+        };
+        if db >= NUM_DBS_TO_SCAN_MAX || !select_db(ctx, db) {
+            // Past the last database: the scan is complete.
+            unsafe { destroy(cursor) };
+            with_schedule(|s| s.scan = None);
+            return;
+        }
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        let more = unsafe {
+            scan(
+                ctx.ctx,
+                cursor,
+                Some(found),
+                (&mut names as *mut Vec<Vec<u8>>).cast::<c_void>(),
+            )
+        } != 0;
+        for name in names {
+            if crate::commands::is_tally_object(ctx, &name) {
+                with_schedule(|s| s.insert(db, &name, now));
+            }
+        }
+        if !more {
+            unsafe { restart(cursor) };
+            with_schedule(|s| {
+                if let Some(st) = s.scan.as_mut() {
+                    st.db += 1;
+                }
+            });
+        }
+    }
+}

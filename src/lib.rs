@@ -1,0 +1,141 @@
+//! tally: time-windowed counters, leaderboards and statistics on native Redis keys.
+//!
+//! Layers: pure arithmetic (`args`, `window`, `counter`, `moments`, `sketch`) with no
+//! Redis imports; `store` is the only code that opens keys; `replicate` emits effects;
+//! `expiry` owns the one timer; `commands/` has one file per command family.
+
+pub mod args;
+pub mod counter;
+pub mod error;
+pub mod window;
+
+#[cfg(not(test))]
+mod cmdinfo;
+#[cfg(not(test))]
+mod commands;
+#[cfg(not(test))]
+mod config;
+#[cfg(not(test))]
+mod expiry;
+#[cfg(not(test))]
+mod replicate;
+#[cfg(not(test))]
+mod reply;
+#[cfg(not(test))]
+mod store;
+
+/// The Redis-facing part: command table, configs, init and `INFO tally`. Left out of
+/// `cargo test`, whose plain test binary has no server to allocate from.
+#[cfg(not(test))]
+mod module {
+    use std::os::raw::c_int;
+
+    use redis_module::configuration::ConfigurationFlags;
+    use redis_module::{raw, redis_module, Context, RedisResult, RedisString, Status};
+
+    use crate::cmdinfo::{self, KeyAt, KeySpec, INSERT, READ, UPDATE};
+    use crate::commands::{counter, run};
+    use crate::config;
+
+    /// Declares a command handler: `name(ctx, args)` runs `body` through `run`, which checks
+    /// that at least `min_args` arguments (command name included) were given.
+    macro_rules! handler {
+        ($name:ident, $min_args:expr, $body:path) => {
+            fn $name(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+                run(ctx, args, $min_args, $body)
+            }
+        };
+    }
+
+    handler!(tscounter_create, 2, counter::create);
+    handler!(tscounter_incrby, 3, counter::incrby);
+    handler!(tscounter_incr, 2, counter::incr);
+    handler!(tscounter_sum, 3, counter::sum);
+    handler!(tscounter_range, 3, counter::range);
+    handler!(tscounter_info, 2, counter::info);
+
+    /// Arity (negative: at least) and key specs of every command.
+    fn command_table() -> Vec<(&'static str, c_int, Vec<KeySpec>)> {
+        let key = |flags| vec![KeySpec { at: KeyAt::Index(1), flags }];
+        vec![
+            ("tscounter.create", -2, key(INSERT)),
+            ("tscounter.incrby", -3, key(UPDATE)),
+            ("tscounter.incr", -2, key(UPDATE)),
+            ("tscounter.sum", -3, key(READ)),
+            ("tscounter.range", -3, key(READ)),
+            ("tscounter.info", 2, key(READ)),
+        ]
+    }
+
+    extern "C" fn info_func(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+        let (stats, tracked, backlog, scanning) = crate::expiry::stats();
+        let add_section = unsafe { raw::RedisModule_InfoAddSection };
+        let add_field = unsafe { raw::RedisModule_InfoAddFieldLongLong };
+        let (Some(add_section), Some(add_field)) = (add_section, add_field) else {
+            return;
+        };
+        unsafe { add_section(ctx, std::ptr::null_mut()) };
+        let fields: [(&std::ffi::CStr, i64); 8] = [
+            (c"tracked_objects", tracked as i64),
+            (c"timer_ticks", stats.timer_ticks as i64),
+            (c"keys_visited", stats.keys_visited as i64),
+            (c"slots_expired", stats.slots_expired as i64),
+            (c"last_tick_us", stats.last_tick_us as i64),
+            (c"max_tick_us", stats.max_tick_us as i64),
+            (c"expiry_backlog", backlog as i64),
+            (c"scan_in_progress", i64::from(scanning)),
+        ];
+        for (name, value) in fields {
+            unsafe { add_field(ctx, name.as_ptr(), value) };
+        }
+    }
+
+    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+        for (name, arity, keys) in command_table() {
+            if let Err(e) = cmdinfo::set(ctx, name, arity, &keys) {
+                ctx.log_warning(&format!("tally: {e}"));
+                return Status::Err;
+            }
+        }
+        if let Some(register) = unsafe { raw::RedisModule_RegisterInfoFunc } {
+            unsafe { register(ctx.ctx, Some(info_func)) };
+        }
+        crate::expiry::start(ctx);
+        Status::Ok
+    }
+
+    redis_module! {
+        name: "tally",
+        version: 1,
+        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        data_types: [],
+        init: init,
+        commands: [
+            ["tscounter.create", tscounter_create, "write deny-oom", 1, 1, 1, ""],
+            ["tscounter.incrby", tscounter_incrby, "write deny-oom", 1, 1, 1, ""],
+            ["tscounter.incr", tscounter_incr, "write deny-oom", 1, 1, 1, ""],
+            ["tscounter.sum", tscounter_sum, "readonly", 1, 1, 1, ""],
+            ["tscounter.range", tscounter_range, "readonly", 1, 1, 1, ""],
+            ["tscounter.info", tscounter_info, "readonly", 1, 1, 1, ""],
+        ],
+        event_handlers: [
+            [@GENERIC: crate::expiry::on_keyspace_event],
+        ],
+        configurations: [
+            i64: [
+                ["stats-keep", &config::STATS_KEEP, 24, 1, 10_000, ConfigurationFlags::DEFAULT, None],
+                ["expire-budget-us", &config::EXPIRE_BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
+            ],
+            string: [
+                ["counter-resolutions", &*config::COUNTER_RESOLUTIONS, config::DEFAULT_COUNTER_RESOLUTIONS, ConfigurationFlags::DEFAULT, None],
+                ["max-future", &config::MAX_FUTURE, "1m", ConfigurationFlags::DEFAULT, None],
+                ["rank-window", &config::RANK_WINDOW, "24h", ConfigurationFlags::DEFAULT, None],
+                ["rank-slot", &config::RANK_SLOT, "1h", ConfigurationFlags::DEFAULT, None],
+                ["stats-period", &config::STATS_PERIOD, "1h", ConfigurationFlags::DEFAULT, None],
+            ],
+            bool: [],
+            enum: [],
+            module_args_as_configuration: true,
+        ]
+    }
+}

@@ -1,0 +1,632 @@
+//! Relative-error quantile sketch (DDSketch-style log buckets).
+//!
+//! Why not the `sketches-ddsketch` crate: each period's sketch is stored as
+//! bytes inside a Redis hash field, so we need a small, stable, compact binary
+//! encoding that we control (varint/zigzag sparse buckets, a few hundred bytes
+//! for typical data) and a strict decoder that never panics on garbage; and
+//! we need negative values, which are kept in a second, mirrored store.
+//!
+//! Accuracy: a positive value `v` goes to bucket `i = ceil(ln v / ln gamma)`
+//! with `gamma = (1 + ALPHA) / (1 - ALPHA)`, i.e. bucket `i` covers
+//! `(gamma^(i-1), gamma^i]`. Reporting `gamma^i * (1 - ALPHA)` for the bucket
+//! is within `ALPHA` relative of every value in it. Ranks are counted exactly,
+//! so `quantile(q)` is within `ALPHA` (0.99%) relative of the true
+//! nearest-rank quantile. `ALPHA` is a hair under 1% so float rounding in
+//! `ln`/`exp` at bucket edges cannot push the error past 1%.
+//!
+//! Zero: values with `|v| < ZERO_THRESHOLD` (1e-9), including subnormals and
+//! `-0.0`, are counted as exactly zero and reported as `0.0`. The relative
+//! guarantee therefore only holds for quantiles whose true value is 0 or has
+//! magnitude `>= 1e-9`.
+//!
+//! Size: the number of buckets grows with the log of the data's dynamic range
+//! (about 50 buckets per factor of e), not with the count. The worst case,
+//! values spread over the whole range 1e-9..f64::MAX, is bounded by
+//! `MAX_INDEX - MIN_INDEX + 1` (~37k) buckets per sign.
+
+use std::collections::BTreeMap;
+
+/// Relative accuracy of reported quantiles.
+pub const ALPHA: f64 = 0.0099;
+/// Magnitudes below this are counted as zero.
+pub const ZERO_THRESHOLD: f64 = 1e-9;
+
+/// Encoding format version (first byte of [`Sketch::encode`]).
+const VERSION: u8 = 1;
+/// Bucket index bounds. `index_of(ZERO_THRESHOLD)` is -1046 and
+/// `index_of(f64::MAX)` is 35847 for ALPHA = 0.0099 (checked by a test), so
+/// every index fits comfortably; decode rejects anything outside.
+const MIN_INDEX: i32 = -1100;
+const MAX_INDEX: i32 = 35900;
+/// Maximum number of buckets one store can legitimately hold.
+const MAX_BUCKETS: u64 = (MAX_INDEX as i64 - MIN_INDEX as i64 + 1) as u64;
+
+/// A mergeable quantile sketch over finite `f64` values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sketch {
+    /// Count of values with `|v| < ZERO_THRESHOLD`.
+    zero: u64,
+    /// Positive values: bucket index -> count (only non-zero counts).
+    pos: BTreeMap<i32, u64>,
+    /// Negative values, indexed by `|v|` (mirrored): index -> count.
+    neg: BTreeMap<i32, u64>,
+}
+
+/// `ln(gamma)`; a function rather than a const because `ln` is not const.
+fn ln_gamma() -> f64 {
+    ((1.0 + ALPHA) / (1.0 - ALPHA)).ln()
+}
+
+/// Bucket index of a magnitude `m >= ZERO_THRESHOLD`.
+fn index_of(m: f64) -> i32 {
+    let raw = (m.ln() / ln_gamma()).ceil();
+    // `as` saturates (and maps NaN to 0), so this cannot panic; the clamp
+    // keeps the invariant that stored indices are inside the decodable range.
+    (raw as i32).clamp(MIN_INDEX, MAX_INDEX)
+}
+
+/// Representative magnitude of bucket `i`: `gamma^i * (1 - ALPHA)`.
+fn value_of(i: i32) -> f64 {
+    // Computed in log space so the top bucket (gamma^i may exceed f64::MAX)
+    // does not overflow before the (1 - ALPHA) factor is applied; the final
+    // min() caps it at f64::MAX, which only moves it closer to real data.
+    let v = (f64::from(i) * ln_gamma() + (1.0 - ALPHA).ln()).exp();
+    v.min(f64::MAX)
+}
+
+impl Sketch {
+    /// An empty sketch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one value. The caller guarantees `v` is finite; non-finite
+    /// values are ignored rather than corrupting the sketch.
+    pub fn add(&mut self, v: f64) {
+        self.add_n(v, 1);
+    }
+
+    /// Adds `v` with multiplicity `n` (counts saturate at `u64::MAX`).
+    pub fn add_n(&mut self, v: f64, n: u64) {
+        if n == 0 || !v.is_finite() {
+            // n == 0 would create an empty bucket, which encode/decode treat
+            // as non-canonical.
+            return;
+        }
+        if v.abs() < ZERO_THRESHOLD {
+            self.zero = self.zero.saturating_add(n);
+            return;
+        }
+        let store = if v > 0.0 {
+            &mut self.pos
+        } else {
+            &mut self.neg
+        };
+        let c = store.entry(index_of(v.abs())).or_insert(0);
+        *c = c.saturating_add(n);
+    }
+
+    /// Merges `other` into `self`. Exact on counts, so merging is
+    /// associative and commutative.
+    pub fn merge(&mut self, other: &Sketch) {
+        self.zero = self.zero.saturating_add(other.zero);
+        for (mine, theirs) in [(&mut self.pos, &other.pos), (&mut self.neg, &other.neg)] {
+            for (&i, &n) in theirs {
+                let c = mine.entry(i).or_insert(0);
+                *c = c.saturating_add(n);
+            }
+        }
+    }
+
+    /// Total number of values (saturating).
+    pub fn count(&self) -> u64 {
+        self.pos
+            .values()
+            .chain(self.neg.values())
+            .fold(self.zero, |acc, &n| acc.saturating_add(n))
+    }
+
+    /// Nearest-rank quantile: the value of rank `max(1, ceil(q * n))` in
+    /// ascending order (negatives, then zeros, then positives), within
+    /// `ALPHA` relative. `None` when empty or `q` is not in `[0, 1]`.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if !(0.0..=1.0).contains(&q) {
+            return None;
+        }
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        // `as u64` saturates; clamp handles q*n rounding past n.
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        // Ascending order: the most negative value has the largest |v|
+        // index, so the negative store is walked in reverse.
+        let buckets = self
+            .neg
+            .iter()
+            .rev()
+            .map(|(&i, &c)| (-value_of(i), c))
+            .chain(std::iter::once((0.0, self.zero)))
+            .chain(self.pos.iter().map(|(&i, &c)| (value_of(i), c)));
+        let mut seen: u64 = 0;
+        let mut last = None;
+        for (v, c) in buckets {
+            if c == 0 {
+                continue;
+            }
+            seen = seen.saturating_add(c);
+            last = Some(v);
+            if seen >= rank {
+                return last;
+            }
+        }
+        // Only reachable if saturation made counts inconsistent; the largest
+        // value is the sensible answer.
+        last
+    }
+
+    /// Compact binary form: version byte, zero count (varint), then the
+    /// negative and the positive store, each as the number of non-empty
+    /// buckets (varint) followed by, per bucket in ascending index order,
+    /// the index delta from the previous index (zigzag varint; the first is
+    /// relative to 0) and the count (varint).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + 2 * self.bucket_count());
+        out.push(VERSION);
+        put_varint(&mut out, self.zero);
+        for store in [&self.neg, &self.pos] {
+            put_varint(&mut out, store.len() as u64);
+            let mut prev: i64 = 0;
+            for (&i, &c) in store {
+                put_varint(&mut out, zigzag(i64::from(i) - prev));
+                put_varint(&mut out, c);
+                prev = i64::from(i);
+            }
+        }
+        out
+    }
+
+    /// Strict inverse of [`Sketch::encode`]; never panics. Returns `None` on
+    /// an unknown version, truncated input, trailing bytes, overlong or
+    /// non-minimal varints, bucket counts above the possible index range,
+    /// indices out of range or not strictly increasing, or empty buckets.
+    /// Anything accepted re-encodes to exactly the same bytes.
+    pub fn decode(bytes: &[u8]) -> Option<Sketch> {
+        let mut r = Reader { bytes, pos: 0 };
+        if r.byte()? != VERSION {
+            return None;
+        }
+        let zero = r.varint()?;
+        let neg = r.store()?;
+        let pos = r.store()?;
+        if r.pos != bytes.len() {
+            return None;
+        }
+        Some(Sketch { zero, pos, neg })
+    }
+
+    /// Number of non-empty log buckets (both signs; the zero count is not a
+    /// bucket). Useful for size accounting.
+    pub fn bucket_count(&self) -> usize {
+        self.pos.len() + self.neg.len()
+    }
+}
+
+/// LEB128 unsigned varint.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Bounds-checked cursor over the encoded bytes.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.pos)?;
+        self.pos += 1;
+        Some(b)
+    }
+
+    /// Reads a minimal LEB128 varint of at most 10 bytes that fits in u64.
+    fn varint(&mut self) -> Option<u64> {
+        let mut result: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            let payload = u64::from(b & 0x7f);
+            // The 10th byte (shift 63) may only carry the top bit.
+            if shift == 63 && payload > 1 {
+                return None;
+            }
+            result |= payload << shift;
+            if b & 0x80 == 0 {
+                // A trailing zero group means a non-minimal encoding; reject
+                // so every sketch has exactly one byte representation.
+                if b == 0 && shift > 0 {
+                    return None;
+                }
+                return Some(result);
+            }
+        }
+        None
+    }
+
+    fn store(&mut self) -> Option<BTreeMap<i32, u64>> {
+        let len = self.varint()?;
+        if len > MAX_BUCKETS {
+            return None;
+        }
+        let mut map = BTreeMap::new();
+        let mut prev: i64 = 0;
+        for k in 0..len {
+            let delta = unzigzag(self.varint()?);
+            // Strictly increasing indices: no duplicates, canonical order.
+            if k > 0 && delta < 1 {
+                return None;
+            }
+            let idx = prev.checked_add(delta)?;
+            let idx32 = i32::try_from(idx).ok()?;
+            if !(MIN_INDEX..=MAX_INDEX).contains(&idx32) {
+                return None;
+            }
+            let count = self.varint()?;
+            if count == 0 {
+                return None;
+            }
+            map.insert(idx32, count);
+            prev = idx;
+        }
+        Some(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// splitmix64: tiny deterministic PRNG so tests need no external crate.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        /// Uniform in [0, 1).
+        fn uniform(&mut self) -> f64 {
+            (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        }
+        /// Standard normal via Box-Muller.
+        fn normal(&mut self) -> f64 {
+            let u1 = 1.0 - self.uniform(); // (0, 1], safe for ln
+            let u2 = self.uniform();
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next_u64() % n as u64) as usize
+        }
+        fn lognormal(&mut self) -> f64 {
+            (3.0 + self.normal()).exp()
+        }
+    }
+
+    const QS: [f64; 9] = [0.0, 0.01, 0.1, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0];
+
+    fn of(xs: &[f64]) -> Sketch {
+        let mut s = Sketch::new();
+        for &x in xs {
+            s.add(x);
+        }
+        s
+    }
+
+    fn exact_quantile(sorted: &[f64], q: f64) -> f64 {
+        let n = sorted.len() as u64;
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        sorted[(rank - 1) as usize]
+    }
+
+    fn datasets() -> Vec<(&'static str, Vec<f64>)> {
+        let mut rng = Rng(2024);
+        let n = 10_000;
+        let mut mixed: Vec<f64> = (0..n).map(|_| rng.normal() * 100.0).collect();
+        for i in (0..n).step_by(7) {
+            mixed[i] = if i % 2 == 0 { 0.0 } else { -0.0 };
+        }
+        vec![
+            ("lognormal", (0..n).map(|_| rng.lognormal()).collect()),
+            (
+                "uniform",
+                (0..n).map(|_| 1.0 + 999.0 * rng.uniform()).collect(),
+            ),
+            ("constant", vec![42.5; n]),
+            ("all-negative", (0..n).map(|_| -rng.lognormal()).collect()),
+            ("mixed-sign+zeros", mixed),
+            ("all-zero", vec![0.0; 100]),
+            ("single", vec![-3.0]),
+        ]
+    }
+
+    fn check_accuracy(name: &str, s: &Sketch, xs: &[f64]) {
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        assert_eq!(s.count(), xs.len() as u64, "{name}");
+        for q in QS {
+            let exact = exact_quantile(&sorted, q);
+            let est = s.quantile(q);
+            let Some(est) = est else {
+                panic!("{name}: no quantile for q={q}");
+            };
+            if exact.abs() < ZERO_THRESHOLD {
+                assert_eq!(est, 0.0, "{name} q={q}");
+            } else {
+                let err = (est - exact).abs() / exact.abs();
+                assert!(
+                    err <= 0.01,
+                    "{name} q={q}: est {est} exact {exact} err {err}"
+                );
+                assert!(err <= ALPHA * (1.0 + 1e-9), "{name} q={q}: err {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn quantiles_within_one_percent() {
+        for (name, xs) in datasets() {
+            check_accuracy(name, &of(&xs), &xs);
+        }
+    }
+
+    #[test]
+    fn quantile_edge_cases() {
+        let s = Sketch::new();
+        assert_eq!(s.quantile(0.5), None);
+        assert_eq!(s.count(), 0);
+        let s = of(&[1.0, 2.0]);
+        assert_eq!(s.quantile(-0.1), None);
+        assert_eq!(s.quantile(1.1), None);
+        assert_eq!(s.quantile(f64::NAN), None);
+        // Rank 1 of 2 at q = 0.5 is the smaller value.
+        let q50 = s.quantile(0.5).unwrap_or(f64::NAN);
+        assert!((q50 - 1.0).abs() <= 0.01);
+    }
+
+    #[test]
+    fn every_bucket_edge_is_within_alpha() {
+        // Dense sweep over several decades, including exact powers of gamma.
+        let gamma = ln_gamma().exp();
+        let mut vals: Vec<f64> = (-200..200).map(|i| gamma.powi(i)).collect();
+        let mut v = 1e-9;
+        while v < 1e12 {
+            vals.push(v);
+            v *= 1.0007;
+        }
+        for v in vals {
+            let est = value_of(index_of(v));
+            let err = (est - v).abs() / v;
+            assert!(err <= ALPHA * (1.0 + 1e-9), "v={v} est={est} err={err}");
+        }
+    }
+
+    #[test]
+    fn index_bounds_cover_all_magnitudes() {
+        let lo = (ZERO_THRESHOLD.ln() / ln_gamma()).ceil();
+        let hi = (f64::MAX.ln() / ln_gamma()).ceil();
+        assert!(lo >= f64::from(MIN_INDEX), "{lo}");
+        assert!(hi <= f64::from(MAX_INDEX), "{hi}");
+        assert_eq!(lo, -1046.0);
+        assert_eq!(hi, 35847.0);
+        assert!(value_of(MAX_INDEX).is_finite());
+    }
+
+    #[test]
+    fn extreme_values_do_not_panic() {
+        let extremes = [
+            f64::MAX,
+            -f64::MAX,
+            5e-324,
+            -5e-324,
+            1e-300,
+            -1e-300,
+            f64::MIN_POSITIVE,
+            ZERO_THRESHOLD,
+            -ZERO_THRESHOLD,
+            ZERO_THRESHOLD * 0.999,
+            1e300,
+            -1e300,
+            0.0,
+            -0.0,
+        ];
+        let s = of(&extremes);
+        assert_eq!(s.count(), extremes.len() as u64);
+        check_accuracy("extremes", &s, &extremes);
+        for q in QS {
+            assert!(s.quantile(q).is_some_and(f64::is_finite));
+        }
+        assert_eq!(Sketch::decode(&s.encode()), Some(s.clone()));
+        // The threshold itself is a real value, just below it is zero.
+        assert_eq!(of(&[ZERO_THRESHOLD]).bucket_count(), 1);
+        assert_eq!(of(&[ZERO_THRESHOLD * 0.999]).bucket_count(), 0);
+
+        // Non-finite input is ignored, not stored.
+        let mut t = Sketch::new();
+        t.add(f64::NAN);
+        t.add(f64::INFINITY);
+        t.add(f64::NEG_INFINITY);
+        t.add_n(1.0, 0);
+        assert_eq!(t, Sketch::new());
+
+        // Counts saturate instead of overflowing.
+        let mut big = Sketch::new();
+        big.add_n(1.0, u64::MAX);
+        big.add_n(1.0, u64::MAX);
+        big.add_n(-1.0, u64::MAX);
+        big.add_n(0.0, u64::MAX);
+        let mut other = big.clone();
+        other.merge(&big);
+        assert_eq!(other.count(), u64::MAX);
+        for q in QS {
+            assert!(other.quantile(q).is_some());
+        }
+        assert_eq!(Sketch::decode(&other.encode()), Some(other));
+    }
+
+    #[test]
+    fn merge_is_associative_and_matches_single_sketch() {
+        for (name, xs) in datasets() {
+            let third = xs.len() / 3;
+            let (pa, rest) = xs.split_at(third);
+            let (pb, pc) = rest.split_at(rest.len() / 2);
+            let (a, b, c) = (of(pa), of(pb), of(pc));
+
+            let mut bc = b.clone();
+            bc.merge(&c);
+            let mut left = a.clone();
+            left.merge(&bc);
+
+            let mut right = a.clone();
+            right.merge(&b);
+            right.merge(&c);
+
+            let mut rev = c.clone();
+            rev.merge(&b);
+            rev.merge(&a);
+
+            let all = of(&xs);
+            assert_eq!(left.encode(), right.encode(), "{name}");
+            assert_eq!(left.encode(), rev.encode(), "{name}");
+            assert_eq!(left, all, "{name}");
+            check_accuracy(name, &left, &xs);
+        }
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let mut cases = vec![Sketch::new(), of(&[0.0]), of(&[-1.0]), of(&[1.0])];
+        for (_, xs) in datasets() {
+            cases.push(of(&xs));
+        }
+        for s in cases {
+            let bytes = s.encode();
+            assert_eq!(Sketch::decode(&bytes).as_ref(), Some(&s));
+        }
+        assert_eq!(Sketch::new().encode(), vec![VERSION, 0, 0, 0]);
+    }
+
+    #[test]
+    fn lognormal_encoded_size() {
+        let mut rng = Rng(3);
+        let xs: Vec<f64> = (0..10_000).map(|_| rng.lognormal()).collect();
+        let s = of(&xs);
+        let len = s.encode().len();
+        println!(
+            "lognormal(mu=3, sigma=1) x 10000: {} buckets, {} bytes encoded",
+            s.bucket_count(),
+            len
+        );
+        assert!(len < 1000, "encoded size {len}");
+        // 24 periods must fit well inside 64 KB.
+        assert!(24 * len < 64 * 1024 / 2);
+    }
+
+    #[test]
+    fn decode_rejects_malformed() {
+        let good = of(&[1.0, 2.0, -3.0, 0.0]).encode();
+        assert!(Sketch::decode(&good).is_some());
+        let mut trailing = good.clone();
+        trailing.push(0);
+        let bad: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![VERSION],
+            vec![VERSION, 0, 0],
+            vec![2, 0, 0, 0],                // unknown version
+            trailing,                        // trailing byte
+            vec![VERSION, 0x80, 0x00, 0, 0], // non-minimal varint
+            vec![
+                VERSION, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0,
+            ], // > u64
+            vec![
+                VERSION, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0,
+            ], // 11 bytes
+            vec![VERSION, 0, 0, 1, 2, 0],    // empty bucket (count 0)
+            vec![VERSION, 0, 0, 2, 2, 1, 0, 1], // repeated index (delta 0)
+            vec![VERSION, 0, 0, 2, 4, 1, 1, 1], // decreasing index (delta -1)
+            vec![VERSION, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f], // absurd bucket count
+        ];
+        for b in &bad {
+            assert_eq!(Sketch::decode(b), None, "{b:?}");
+        }
+        // Index just outside the allowed range.
+        for idx in [i64::from(MAX_INDEX) + 1, i64::from(MIN_INDEX) - 1, 1 << 40] {
+            let mut b = vec![VERSION, 0, 0, 1];
+            put_varint(&mut b, zigzag(idx));
+            b.push(1);
+            assert_eq!(Sketch::decode(&b), None, "{idx}");
+        }
+        // Maximum index is accepted.
+        let mut b = vec![VERSION, 0, 0, 1];
+        put_varint(&mut b, zigzag(i64::from(MAX_INDEX)));
+        b.push(1);
+        assert!(Sketch::decode(&b).is_some());
+    }
+
+    #[test]
+    fn decode_never_panics_on_garbage() {
+        let mut rng = Rng(77);
+        let samples: Vec<Vec<u8>> = datasets()
+            .into_iter()
+            .map(|(_, xs)| of(&xs).encode())
+            .collect();
+        let mut tried = 0;
+        let mut check = |bytes: &[u8]| {
+            tried += 1;
+            if let Some(s) = Sketch::decode(bytes) {
+                // Whatever is accepted is canonical and usable.
+                assert_eq!(s.encode(), bytes);
+                let _ = s.quantile(0.5);
+            }
+        };
+        // Random byte strings, half with a valid version byte.
+        for i in 0..5000 {
+            let len = rng.below(48);
+            let mut bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            if i % 2 == 0 && !bytes.is_empty() {
+                bytes[0] = VERSION;
+            }
+            check(&bytes);
+        }
+        for sample in &samples {
+            // Every truncation of a valid encoding.
+            for cut in 0..sample.len() {
+                check(&sample[..cut]);
+            }
+            // Random single-byte mutations and insertions.
+            for _ in 0..500 {
+                let mut m = sample.clone();
+                let p = rng.below(m.len());
+                m[p] = rng.next_u64() as u8;
+                check(&m);
+                m.insert(rng.below(m.len() + 1), rng.next_u64() as u8);
+                check(&m);
+            }
+        }
+        assert!(tried > 5000);
+    }
+}
