@@ -7,6 +7,8 @@
 pub mod args;
 pub mod counter;
 pub mod error;
+pub mod moments;
+pub mod sketch;
 pub mod window;
 
 #[cfg(not(test))]
@@ -34,7 +36,7 @@ mod module {
     use redis_module::{raw, redis_module, Context, RedisResult, RedisString, Status};
 
     use crate::cmdinfo::{self, KeyAt, KeySpec, INSERT, READ, UPDATE};
-    use crate::commands::{counter, run};
+    use crate::commands::{counter, rank, run, stats};
     use crate::config;
 
     /// Declares a command handler: `name(ctx, args)` runs `body` through `run`, which checks
@@ -53,6 +55,18 @@ mod module {
     handler!(tscounter_sum, 3, counter::sum);
     handler!(tscounter_range, 3, counter::range);
     handler!(tscounter_info, 2, counter::info);
+    handler!(tsrank_create, 2, rank::create);
+    handler!(tsrank_incrby, 4, rank::incrby);
+    handler!(tsrank_top, 3, rank::top);
+    handler!(tsrank_score, 3, rank::score);
+    handler!(tsrank_rank, 3, rank::rank);
+    handler!(tsrank_info, 2, rank::info);
+    handler!(stats_create, 2, stats::create);
+    handler!(stats_add, 3, stats::add);
+    handler!(stats_get, 2, stats::get);
+    handler!(stats_quantile, 3, stats::quantile);
+    handler!(stats_range, 2, stats::range);
+    handler!(stats_info, 2, stats::info);
 
     /// Arity (negative: at least) and key specs of every command.
     fn command_table() -> Vec<(&'static str, c_int, Vec<KeySpec>)> {
@@ -64,6 +78,27 @@ mod module {
             ("tscounter.sum", -3, key(READ)),
             ("tscounter.range", -3, key(READ)),
             ("tscounter.info", 2, key(READ)),
+            ("tsrank.create", -2, key(INSERT)),
+            ("tsrank.incrby", -4, key(UPDATE)),
+            ("tsrank.top", -3, key(READ)),
+            ("tsrank.score", 3, key(READ)),
+            ("tsrank.rank", 3, key(READ)),
+            ("tsrank.info", 2, key(READ)),
+            ("stats.create", -2, key(INSERT)),
+            (
+                "stats.add",
+                -3,
+                vec![
+                    KeySpec { at: KeyAt::Index(1), flags: UPDATE },
+                    // REPORT rankkey: a declared key, so cluster routing, CROSSSLOT and
+                    // ACL checks cover it. Values are numbers, never the word REPORT.
+                    KeySpec { at: KeyAt::AfterKeyword(c"REPORT", 3), flags: UPDATE },
+                ],
+            ),
+            ("stats.get", -2, key(READ)),
+            ("stats.quantile", -3, key(READ)),
+            ("stats.range", -2, key(READ)),
+            ("stats.info", 2, key(READ)),
         ]
     }
 
@@ -117,9 +152,21 @@ mod module {
             ["tscounter.sum", tscounter_sum, "readonly", 1, 1, 1, ""],
             ["tscounter.range", tscounter_range, "readonly", 1, 1, 1, ""],
             ["tscounter.info", tscounter_info, "readonly", 1, 1, 1, ""],
+            ["tsrank.create", tsrank_create, "write deny-oom", 1, 1, 1, ""],
+            ["tsrank.incrby", tsrank_incrby, "write deny-oom", 1, 1, 1, ""],
+            ["tsrank.top", tsrank_top, "readonly", 1, 1, 1, ""],
+            ["tsrank.score", tsrank_score, "readonly", 1, 1, 1, ""],
+            ["tsrank.rank", tsrank_rank, "readonly", 1, 1, 1, ""],
+            ["tsrank.info", tsrank_info, "readonly", 1, 1, 1, ""],
+            ["stats.create", stats_create, "write deny-oom", 1, 1, 1, ""],
+            ["stats.add", stats_add, "write deny-oom", 1, 1, 1, ""],
+            ["stats.get", stats_get, "readonly", 1, 1, 1, ""],
+            ["stats.quantile", stats_quantile, "readonly", 1, 1, 1, ""],
+            ["stats.range", stats_range, "readonly", 1, 1, 1, ""],
+            ["stats.info", stats_info, "readonly", 1, 1, 1, ""],
         ],
         event_handlers: [
-            [@GENERIC: crate::expiry::on_keyspace_event],
+            [@GENERIC @EXPIRED: crate::commands::on_keyspace_event],
         ],
         configurations: [
             i64: [

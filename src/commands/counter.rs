@@ -261,16 +261,8 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         ("slots", Reply::Int(slots)),
         ("first", opt(first)),
         ("last", opt(last)),
-        ("memory", Reply::Int(memory_usage(ctx, name.as_slice()))),
+        ("memory", Reply::Int(super::memory_usage(ctx, name.as_slice()))),
     ]))
-}
-
-/// `MEMORY USAGE` of a key, in bytes (0 if unavailable).
-pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
-    match ctx.call("MEMORY", &[&b"USAGE"[..], name][..]) {
-        Ok(redis_module::RedisValue::Integer(n)) => n,
-        _ => 0,
-    }
 }
 
 /// Timer visit: trims a counter nobody writes to any more.

@@ -2,10 +2,12 @@
 //! results into replies and catches any panic, and the dispatch used by the expiry timer.
 
 pub mod counter;
+pub mod rank;
+pub mod stats;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NotifyEvent, RedisResult, RedisString, RedisValue};
 
 use crate::error::{Error, Result};
 use crate::expiry::Visit;
@@ -44,6 +46,27 @@ pub fn marker_of(key: &Key) -> Option<Vec<u8>> {
     }
 }
 
+/// True if a `_tally` marker value starts with the family word `family`.
+pub fn has_family(marker: &[u8], family: &str) -> bool {
+    marker.starts_with(family.as_bytes())
+        && marker.get(family.len()).is_none_or(|&b| b == b' ')
+}
+
+/// Keyspace events, for every family: keys that arrive get an expiry visit soon, and
+/// leaderboards follow their main key (DEL, RENAME, EXPIRE).
+pub fn on_keyspace_event(ctx: &Context, event_type: NotifyEvent, event: &str, key: &[u8]) {
+    crate::expiry::on_keyspace_event(ctx, event_type, event, key);
+    rank::on_keyspace_event(ctx, event, key);
+}
+
+/// `MEMORY USAGE` of a key, in bytes (0 if unavailable).
+pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
+    match ctx.call("MEMORY", &[&b"USAGE"[..], name][..]) {
+        Ok(RedisValue::Integer(n)) => n,
+        _ => 0,
+    }
+}
+
 /// True if `name` holds an object some family expires (used by the start-up scan).
 pub fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
     Key::open_bytes(ctx, name, false)
@@ -62,10 +85,14 @@ pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Vis
             return Visit::Done;
         };
         if crate::counter::Counter::is_counter_marker(&marker) {
-            return counter::expire(ctx, &key, name, &marker, now);
+            counter::expire(ctx, &key, name, &marker, now)
+        } else if has_family(&marker, rank::FAMILY) {
+            rank::expire(ctx, &key, name, &marker, now, deadline_us)
+        } else if has_family(&marker, stats::FAMILY) {
+            stats::expire(ctx, &key, name, &marker, now, deadline_us)
+        } else {
+            Visit::Done
         }
-        let _ = deadline_us;
-        Visit::Done
     }));
     outcome.unwrap_or(Visit::Done)
 }
