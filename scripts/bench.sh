@@ -68,17 +68,29 @@ bench "Lua seed 001/003 update (7 precisions)"      -- EVALSHA "$SHA_COUNTER" 1 
 bench "TSCOUNTER.SUM 5s 5m 5h 5d 180d (ring)"       -- TSCOUNTER.SUM ring 5s 5m 5h 5d 180d
 bench "TSCOUNTER.SUM 1m 5m 1h 5h 1d (hot key)"      -- TSCOUNTER.SUM hot 1m 5m 1h 5h 1d
 
-if [ -n "${BENCH_EXTRA:-}" ]; then source "$BENCH_EXTRA"; fi
+# ratio lines: "label|numerator test|denominator test"
+RATIOS=(
+  "TSCOUNTER.INCR hot / HINCRBY [>= 0.5]|TSCOUNTER.INCR (hot key, default res)|HINCRBY (hot key)"
+  "TSCOUNTER.INCR 100k keys / HINCRBY [>= 0.5]|TSCOUNTER.INCR (100k keys, default res)|HINCRBY (hot key)"
+  "TSCOUNTER.INCR ring / HINCRBY [>= 0.5]|TSCOUNTER.INCR (ring key)|HINCRBY (hot key)"
+  "TSCOUNTER.INCR hot / Lua seed 001/003 update|TSCOUNTER.INCR (hot key, default res)|Lua seed 001/003 update (7 precisions)"
+  "TSCOUNTER.SUM 5 windows ring / HGET [>= 0.5]|TSCOUNTER.SUM 5s 5m 5h 5d 180d (ring)|HGET"
+  "TSCOUNTER.SUM 5 windows hot / HGET [>= 0.5]|TSCOUNTER.SUM 1m 5m 1h 5h 1d (hot key)|HGET"
+)
+MEMORY_LINES=()
 
-ratio() { awk -v a="${RPS[$1]}" -v b="${RPS[$2]}" 'BEGIN { printf "%.2f", a / b }'; }
+# Other families add their tests, ratios and memory lines here (same server, same run).
+for extra in scripts/bench_*.sh; do
+    [ -e "$extra" ] && source "$extra"
+done
+
+ratio() { awk -v a="${RPS[$1]:-0}" -v b="${RPS[$2]:-1}" 'BEGIN { printf "%.2f", a / b }'; }
 echo
 echo "ratios (target in brackets)"
-printf '  %-60s %s\n' "TSCOUNTER.INCR hot / HINCRBY [>= 0.5]" "$(ratio 'TSCOUNTER.INCR (hot key, default res)' 'HINCRBY (hot key)')"
-printf '  %-60s %s\n' "TSCOUNTER.INCR 100k keys / HINCRBY [>= 0.5]" "$(ratio 'TSCOUNTER.INCR (100k keys, default res)' 'HINCRBY (hot key)')"
-printf '  %-60s %s\n' "TSCOUNTER.INCR ring / HINCRBY [>= 0.5]" "$(ratio 'TSCOUNTER.INCR (ring key)' 'HINCRBY (hot key)')"
-printf '  %-60s %s\n' "TSCOUNTER.INCR hot / Lua seed update" "$(ratio 'TSCOUNTER.INCR (hot key, default res)' 'Lua seed 001/003 update (7 precisions)')"
-printf '  %-60s %s\n' "TSCOUNTER.SUM 5 windows ring / HGET [>= 0.5]" "$(ratio 'TSCOUNTER.SUM 5s 5m 5h 5d 180d (ring)' 'HGET')"
-printf '  %-60s %s\n' "TSCOUNTER.SUM 5 windows hot / HGET [>= 0.5]" "$(ratio 'TSCOUNTER.SUM 1m 5m 1h 5h 1d (hot key)' 'HGET')"
+for line in "${RATIOS[@]}"; do
+    IFS='|' read -r label num den <<<"$line"
+    printf '  %-60s %s\n' "$label" "$(ratio "$num" "$den")"
+done
 echo
 echo "memory (MEMORY USAGE)"
 "${CLI[@]}" del sparse >/dev/null
@@ -87,3 +99,4 @@ for i in 9 8 7 6 5 4 3 2 1 0; do
     "${CLI[@]}" tscounter.incr sparse AT $(( NOW_MS - i * 3600000 )) >/dev/null
 done
 printf '  %-60s %s bytes [<= 400]\n' "sparse ring counter, 10 events an hour apart" "$("${CLI[@]}" memory usage sparse)"
+for line in "${MEMORY_LINES[@]}"; do echo "  $line"; done
