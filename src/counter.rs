@@ -4,10 +4,12 @@
 //!
 //! Layout of one counter in its hash:
 //! * `_tally`: `counter <res>:<samples> ...`, the settings (finest resolution first);
-//! * `_state`: `<lo>:<n> ...`, per resolution the count `n` of stored slots and a lower
-//!   bound `lo` of their slot indexes. Invariant: every stored slot of a resolution lies in
-//!   `lo .. lo + samples`. It lets trimming find old slots without scanning the hash:
-//!   at most `samples` probes, and usually one;
+//! * `_state`: `<ref> <d>:<n> ...`, per resolution the count `n` of stored slots and a
+//!   lower bound `lo` of their slot indexes, written as `d = slot_index(ref) - lo` from a
+//!   reference time `ref` (ms) so the field stays short: a hash keeps the compact listpack
+//!   encoding only while every value is at most 64 bytes. Invariant: every stored slot of
+//!   a resolution lies in `lo .. lo + samples`. It lets trimming find old slots without
+//!   scanning the hash: at most `samples` probes, and usually one;
 //! * `<res>:<slot index>`: the count of one slot, e.g. `1m:29396160` for the minute that
 //!   starts at 29396160 × 60000 ms. Only non-zero counts are stored. The index, not the
 //!   start in ms, keeps fields short: a sparse ring counter fits in under 400 bytes.
@@ -106,6 +108,17 @@ pub trait SlotStore {
     fn stored_slots(&mut self) -> usize;
     /// Calls `f(res_ms, index, count)` for every stored slot, in no particular order.
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64));
+    /// Sum of the stored slots `lo ..= hi` of one resolution. Stores that can do better than
+    /// one probe per slot (an ordered in-memory copy) override it.
+    fn sum_range(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
+        (lo..=hi)
+            .map(|index| i128::from(self.get(res_ms, index).unwrap_or(0)))
+            .sum()
+    }
+    /// True if probing slots one by one costs no more than walking every stored slot.
+    fn probes_are_cheap(&mut self, probes: i64) -> bool {
+        probes <= self.stored_slots() as i64
+    }
 }
 
 /// Per-resolution bookkeeping, see the module comment.
@@ -119,7 +132,12 @@ pub struct Track {
 pub struct Counter {
     pub resolutions: Vec<Resolution>,
     pub tracks: Vec<Track>,
+    /// Reference time of the stored state (see the module comment).
+    pub reference: i64,
 }
+
+/// Largest `|slot_index(ref) - lo|` written before the reference is moved to a newer time.
+const MAX_STATE_OFFSET: i64 = 999;
 
 /// One resolution's part of an increment, computed before anything is written.
 struct SlotChange {
@@ -135,6 +153,7 @@ impl Counter {
         Counter {
             resolutions,
             tracks,
+            reference: 0,
         }
     }
 
@@ -143,13 +162,23 @@ impl Counter {
         format!("{FAMILY} {}", format_resolutions(&self.resolutions))
     }
 
-    /// The state field's value.
-    pub fn state(&self) -> String {
-        self.tracks
-            .iter()
-            .map(|t| format!("{}:{}", t.lo, t.n))
-            .collect::<Vec<_>>()
-            .join(" ")
+    /// The state field's value at time `now`. The reference time moves to `now` only when
+    /// an offset would grow long, so an unchanged state keeps the same text.
+    pub fn state(&mut self, now: i64) -> String {
+        let offsets_fit = |reference: i64| {
+            self.resolutions.iter().zip(&self.tracks).all(|(r, t)| {
+                t.n == 0 || (slot_index(reference, r.ms) - t.lo).abs() <= MAX_STATE_OFFSET
+            })
+        };
+        if !offsets_fit(self.reference) {
+            self.reference = now;
+        }
+        let mut text = self.reference.to_string();
+        for (r, t) in self.resolutions.iter().zip(&self.tracks) {
+            let offset = if t.n == 0 { 0 } else { slot_index(self.reference, r.ms) - t.lo };
+            text.push_str(&format!(" {offset}:{}", t.n));
+        }
+        text
     }
 
     /// True if the marker belongs to this family (whatever its settings).
@@ -165,23 +194,25 @@ impl Counter {
         let resolutions = parse_resolution_text(settings).ok()?;
         let mut counter = Counter::new(resolutions);
         if let Some(state) = state {
-            let state = std::str::from_utf8(state).ok()?;
-            let parsed: Option<Vec<Track>> = state
-                .split_ascii_whitespace()
-                .map(|item| {
-                    let (lo, n) = item.split_once(':')?;
+            let mut items = std::str::from_utf8(state).ok()?.split_ascii_whitespace();
+            let reference = parse_i64(items.next()?.as_bytes()).ok()?;
+            let parsed: Option<Vec<Track>> = items
+                .zip(&counter.resolutions)
+                .map(|(item, r)| {
+                    let (offset, n) = item.split_once(':')?;
+                    let offset = parse_i64(offset.as_bytes()).ok()?;
                     let track = Track {
-                        lo: parse_i64(lo.as_bytes()).ok()?,
+                        lo: slot_index(reference, r.ms).checked_sub(offset)?,
                         n: parse_i64(n.as_bytes()).ok()?,
                     };
                     (track.n >= 0).then_some(track)
                 })
                 .collect();
-            let tracks = parsed?;
-            if tracks.len() != counter.tracks.len() {
+            counter.reference = reference;
+            if state.split(|&b| b == b' ').filter(|t| !t.is_empty()).count() != counter.tracks.len() + 1 {
                 return None;
             }
-            counter.tracks = tracks;
+            counter.tracks = parsed?;
         }
         Some(counter)
     }
@@ -317,10 +348,10 @@ impl Counter {
             .iter()
             .map(|&(_, lo, hi)| (hi - lo + 1).max(0))
             .sum();
-        if probes <= store.stored_slots() as i64 {
+        if store.probes_are_cheap(probes) {
             for (sum, &(res_ms, lo, hi)) in sums.iter_mut().zip(&ranges) {
-                for index in lo..=hi {
-                    *sum += i128::from(store.get(res_ms, index).unwrap_or(0));
+                if lo <= hi {
+                    *sum += store.sum_range(res_ms, lo, hi);
                 }
             }
         } else {
@@ -369,7 +400,7 @@ impl Counter {
             return Ok(Vec::new());
         }
         let mut counts: Vec<(i64, i64)> = Vec::new();
-        if hi - lo < store.stored_slots() as i64 {
+        if store.probes_are_cheap(hi - lo + 1) {
             for index in lo..=hi {
                 if let Some(count) = store.get(res.ms, index) {
                     counts.push((index, count));
@@ -528,15 +559,21 @@ mod tests {
     fn stored_form_round_trips_and_rejects_garbage() {
         let mut c = Counter::new(res("1s:10 1m:5"));
         c.tracks[0] = Track { lo: 17, n: 3 };
-        let back = Counter::from_stored(c.marker().as_bytes(), Some(c.state().as_bytes()));
+        let state = c.state(20_000);
+        assert_eq!(state, "0 -17:3 0:0");
+        let back = Counter::from_stored(c.marker().as_bytes(), Some(state.as_bytes()));
         assert_eq!(back, Some(c.clone()));
+        // The reference stays while offsets are short, and moves when they grow.
+        assert_eq!(c.state(30_000), state);
+        c.tracks[0].lo = 5_000;
+        assert_eq!(c.state(5_000_500), "5000500 0:3 0:0");
         assert!(Counter::is_counter_marker(c.marker().as_bytes()));
         assert!(!Counter::is_counter_marker(b"counterx 1s:1"));
         for bad in [&b"counter"[..], b"counter 1s", b"rank 1s:1", b"\xff"] {
             assert_eq!(Counter::from_stored(bad, None), None);
         }
         let marker = c.marker();
-        for bad in [&b"1:2"[..], b"1:2 x:1", b"1:-1 0:0", b"1:2 3:4 5:6"] {
+        for bad in [&b"1:2"[..], b"0 1:2 x:1", b"0 1:-1 0:0", b"0 1:2 3:4 5:6", b"x 1:1 1:1", b"0 1:2"] {
             assert_eq!(Counter::from_stored(marker.as_bytes(), Some(bad)), None);
         }
     }

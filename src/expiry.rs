@@ -80,7 +80,7 @@ fn monotonic_us() -> u64 {
     }
 }
 
-fn selected_db(ctx: &Context) -> c_int {
+pub fn selected_db(ctx: &Context) -> c_int {
     match unsafe { raw::RedisModule_GetSelectedDb } {
         Some(f) => unsafe { f(ctx.ctx) },
         None => 0,
@@ -225,6 +225,12 @@ fn tick(ctx: &Context, _: ()) {
 /// Records slots removed by a visit (for `INFO tally`).
 pub fn count_expired(n: u64) {
     with_schedule(|s| s.stats.slots_expired += n);
+}
+
+/// Asks for a fresh scan of the keyspace (after a load or SWAPDB). It starts at the next
+/// tick as a primary.
+pub fn request_scan() {
+    with_schedule(|s| s.was_primary = false);
 }
 
 fn begin_scan() {

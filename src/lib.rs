@@ -6,9 +6,11 @@
 
 pub mod args;
 pub mod counter;
+pub mod rank;
 pub mod error;
 pub mod moments;
 pub mod sketch;
+pub mod stats;
 pub mod window;
 
 #[cfg(not(test))]
@@ -110,7 +112,8 @@ mod module {
             return;
         };
         unsafe { add_section(ctx, std::ptr::null_mut()) };
-        let fields: [(&std::ffi::CStr, i64); 8] = [
+        let mirrored = crate::commands::mirror::mirrored_slots();
+        let fields: [(&std::ffi::CStr, i64); 9] = [
             (c"tracked_objects", tracked as i64),
             (c"timer_ticks", stats.timer_ticks as i64),
             (c"keys_visited", stats.keys_visited as i64),
@@ -119,13 +122,45 @@ mod module {
             (c"max_tick_us", stats.max_tick_us as i64),
             (c"expiry_backlog", backlog as i64),
             (c"scan_in_progress", i64::from(scanning)),
+            (c"mirrored_slots", mirrored as i64),
         ];
         for (name, value) in fields {
             unsafe { add_field(ctx, name.as_ptr(), value) };
         }
     }
 
+    /// Flushes, SWAPDB and loading replace data behind tally's back: drop the counter
+    /// mirrors, and rebuild the expiry schedule by a fresh scan.
+    unsafe extern "C" fn on_server_event(
+        _ctx: *mut raw::RedisModuleCtx,
+        event: raw::RedisModuleEvent,
+        subevent: u64,
+        _data: *mut std::os::raw::c_void,
+    ) {
+        crate::commands::mirror::forget_all();
+        let reloaded = event.id == raw::REDISMODULE_EVENT_LOADING
+            && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED;
+        if reloaded || event.id == raw::REDISMODULE_EVENT_SWAPDB {
+            crate::expiry::request_scan();
+        }
+    }
+
+    fn subscribe_server_events(ctx: &Context) {
+        let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToServerEvent }) else {
+            return;
+        };
+        for id in [
+            raw::REDISMODULE_EVENT_FLUSHDB,
+            raw::REDISMODULE_EVENT_SWAPDB,
+            raw::REDISMODULE_EVENT_LOADING,
+        ] {
+            let event = raw::RedisModuleEvent { id, dataver: 1 };
+            unsafe { subscribe(ctx.ctx, event, Some(on_server_event)) };
+        }
+    }
+
     fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+        subscribe_server_events(ctx);
         for (name, arity, keys) in command_table() {
             if let Err(e) = cmdinfo::set(ctx, name, arity, &keys) {
                 ctx.log_warning(&format!("tally: {e}"));

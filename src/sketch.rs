@@ -24,7 +24,11 @@
 //! values spread over the whole range 1e-9..f64::MAX, is bounded by
 //! `MAX_INDEX - MIN_INDEX + 1` (~37k) buckets per sign.
 
-use std::collections::BTreeMap;
+/// One sign's buckets: `(index, count)` sorted by index, counts non-zero.
+/// A sorted `Vec` rather than a `BTreeMap`: a sketch is decoded, updated and
+/// re-encoded on every STATS.ADD, and building a map node by node costs
+/// several times more than filling one vector (a few hundred buckets).
+type Store = Vec<(i32, u64)>;
 
 /// Relative accuracy of reported quantiles.
 pub const ALPHA: f64 = 0.0099;
@@ -47,9 +51,9 @@ pub struct Sketch {
     /// Count of values with `|v| < ZERO_THRESHOLD`.
     zero: u64,
     /// Positive values: bucket index -> count (only non-zero counts).
-    pos: BTreeMap<i32, u64>,
+    pos: Store,
     /// Negative values, indexed by `|v|` (mirrored): index -> count.
-    neg: BTreeMap<i32, u64>,
+    neg: Store,
 }
 
 /// `ln(gamma)`; a function rather than a const because `ln` is not const.
@@ -102,8 +106,15 @@ impl Sketch {
         } else {
             &mut self.neg
         };
-        let c = store.entry(index_of(v.abs())).or_insert(0);
-        *c = c.saturating_add(n);
+        let idx = index_of(v.abs());
+        match store.binary_search_by_key(&idx, |&(i, _)| i) {
+            Ok(p) => {
+                if let Some((_, c)) = store.get_mut(p) {
+                    *c = c.saturating_add(n);
+                }
+            }
+            Err(p) => store.insert(p, (idx, n)),
+        }
     }
 
     /// Merges `other` into `self`. Exact on counts, so merging is
@@ -111,9 +122,8 @@ impl Sketch {
     pub fn merge(&mut self, other: &Sketch) {
         self.zero = self.zero.saturating_add(other.zero);
         for (mine, theirs) in [(&mut self.pos, &other.pos), (&mut self.neg, &other.neg)] {
-            for (&i, &n) in theirs {
-                let c = mine.entry(i).or_insert(0);
-                *c = c.saturating_add(n);
+            if !theirs.is_empty() {
+                *mine = merge_stores(mine, theirs);
             }
         }
     }
@@ -121,9 +131,9 @@ impl Sketch {
     /// Total number of values (saturating).
     pub fn count(&self) -> u64 {
         self.pos
-            .values()
-            .chain(self.neg.values())
-            .fold(self.zero, |acc, &n| acc.saturating_add(n))
+            .iter()
+            .chain(self.neg.iter())
+            .fold(self.zero, |acc, &(_, n)| acc.saturating_add(n))
     }
 
     /// Nearest-rank quantile: the value of rank `max(1, ceil(q * n))` in
@@ -140,29 +150,37 @@ impl Sketch {
         // `as u64` saturates; clamp handles q*n rounding past n.
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
         // Ascending order: the most negative value has the largest |v|
-        // index, so the negative store is walked in reverse.
+        // index, so the negative store is walked in reverse. Bucket values
+        // (an `exp` each) are computed only for the bucket that is returned.
         let buckets = self
             .neg
             .iter()
             .rev()
-            .map(|(&i, &c)| (-value_of(i), c))
-            .chain(std::iter::once((0.0, self.zero)))
-            .chain(self.pos.iter().map(|(&i, &c)| (value_of(i), c)));
+            .map(|&(i, c)| (-1.0, i, c))
+            .chain(std::iter::once((0.0, 0, self.zero)))
+            .chain(self.pos.iter().map(|&(i, c)| (1.0, i, c)));
+        let value = |(sign, i, _): (f64, i32, u64)| {
+            if sign == 0.0 {
+                0.0
+            } else {
+                sign * value_of(i)
+            }
+        };
         let mut seen: u64 = 0;
         let mut last = None;
-        for (v, c) in buckets {
-            if c == 0 {
+        for bucket in buckets {
+            if bucket.2 == 0 {
                 continue;
             }
-            seen = seen.saturating_add(c);
-            last = Some(v);
+            seen = seen.saturating_add(bucket.2);
+            last = Some(bucket);
             if seen >= rank {
-                return last;
+                return last.map(value);
             }
         }
         // Only reachable if saturation made counts inconsistent; the largest
         // value is the sensible answer.
-        last
+        last.map(value)
     }
 
     /// Compact binary form: version byte, zero count (varint), then the
@@ -177,7 +195,7 @@ impl Sketch {
         for store in [&self.neg, &self.pos] {
             put_varint(&mut out, store.len() as u64);
             let mut prev: i64 = 0;
-            for (&i, &c) in store {
+            for &(i, c) in store {
                 put_varint(&mut out, zigzag(i64::from(i) - prev));
                 put_varint(&mut out, c);
                 prev = i64::from(i);
@@ -210,6 +228,40 @@ impl Sketch {
     pub fn bucket_count(&self) -> usize {
         self.pos.len() + self.neg.len()
     }
+}
+
+/// Union of two sorted stores, adding the counts of equal indices (saturating).
+fn merge_stores(a: &[(i32, u64)], b: &[(i32, u64)]) -> Store {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut x, mut y) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let next = match (x.peek(), y.peek()) {
+            (Some(&&(i, c)), Some(&&(j, d))) => {
+                if i < j {
+                    x.next();
+                    (i, c)
+                } else if j < i {
+                    y.next();
+                    (j, d)
+                } else {
+                    x.next();
+                    y.next();
+                    (i, c.saturating_add(d))
+                }
+            }
+            (Some(&&e), None) => {
+                x.next();
+                e
+            }
+            (None, Some(&&e)) => {
+                y.next();
+                e
+            }
+            (None, None) => break,
+        };
+        out.push(next);
+    }
+    out
 }
 
 /// LEB128 unsigned varint.
@@ -265,12 +317,14 @@ impl Reader<'_> {
         None
     }
 
-    fn store(&mut self) -> Option<BTreeMap<i32, u64>> {
+    fn store(&mut self) -> Option<Store> {
         let len = self.varint()?;
         if len > MAX_BUCKETS {
             return None;
         }
-        let mut map = BTreeMap::new();
+        // Each bucket takes at least two bytes, so the input bounds the size.
+        let cap = usize::try_from(len).ok()?.min(self.bytes.len() / 2);
+        let mut map = Vec::with_capacity(cap);
         let mut prev: i64 = 0;
         for k in 0..len {
             let delta = unzigzag(self.varint()?);
@@ -287,7 +341,7 @@ impl Reader<'_> {
             if count == 0 {
                 return None;
             }
-            map.insert(idx32, count);
+            map.push((idx32, count));
             prev = idx;
         }
         Some(map)

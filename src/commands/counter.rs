@@ -12,19 +12,43 @@ use crate::expiry::{self, now_ms, Visit};
 use crate::replicate::HashEffects;
 use crate::reply::Reply;
 use crate::store::{Key, KeyKind};
+
+use super::mirror::{self, Mirror};
 use crate::window::effective_time;
 
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
 const META_FIELDS: usize = 2;
 
-/// The counter's slots as stored in its hash, recording every write as an effect.
+/// The counter's slots as stored in its hash, recording every write as an effect and
+/// keeping the key's mirror (if it has one) in step.
 struct HashSlots<'a> {
     key: &'a Key,
-    effects: &'a mut HashEffects,
+    effects: HashEffects,
+    mirror: Option<&'a mut Mirror>,
+}
+
+impl<'a> HashSlots<'a> {
+    fn new(key: &'a Key, mirror: Option<&'a mut Mirror>) -> Self {
+        HashSlots {
+            key,
+            effects: HashEffects::default(),
+            mirror,
+        }
+    }
+
+    /// Records the hash's field count in the mirror once the command's writes are done.
+    fn sync_mirror(&mut self) {
+        if let Some(mirror) = self.mirror.as_deref_mut() {
+            mirror.fields = self.key.len();
+        }
+    }
 }
 
 impl SlotStore for HashSlots<'_> {
     fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
+        if let Some(mirror) = self.mirror.as_deref() {
+            return mirror.slots.get(&(res_ms, index)).copied();
+        }
         // A value that is not an integer (a user's HSET) counts as absent and is overwritten.
         self.key.hget_i64(slot_field(res_ms, index).as_bytes()).flatten()
     }
@@ -33,9 +57,18 @@ impl SlotStore for HashSlots<'_> {
         let field = slot_field(res_ms, index);
         self.key.hset_i64(field.as_bytes(), count);
         self.effects.set(field, count.to_string());
+        if let Some(mirror) = self.mirror.as_deref_mut() {
+            mirror.slots.insert((res_ms, index), count);
+        }
     }
 
     fn remove(&mut self, res_ms: i64, index: i64) -> bool {
+        if let Some(mirror) = self.mirror.as_deref_mut() {
+            // The mirror knows the slot is absent: no need to probe the hash.
+            if mirror.slots.remove(&(res_ms, index)).is_none() {
+                return false;
+            }
+        }
         let field = slot_field(res_ms, index);
         let existed = self.key.hdel(field.as_bytes());
         if existed {
@@ -45,16 +78,73 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn stored_slots(&mut self) -> usize {
-        self.key.len().saturating_sub(META_FIELDS)
+        match self.mirror.as_deref() {
+            Some(mirror) => mirror.slots.len(),
+            None => self.key.len().saturating_sub(META_FIELDS),
+        }
     }
 
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+        if let Some(mirror) = self.mirror.as_deref() {
+            for (&(res_ms, index), &count) in &mirror.slots {
+                f(res_ms, index, count);
+            }
+            return;
+        }
         self.key.hscan(|field, value| {
             if let (Some((res_ms, index)), Ok(count)) = (parse_slot_field(field), parse_i64(value)) {
                 f(res_ms, index, count);
             }
         });
     }
+
+    fn sum_range(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
+        match self.mirror.as_deref() {
+            Some(mirror) => mirror
+                .slots
+                .range((res_ms, lo)..=(res_ms, hi))
+                .map(|(_, &count)| i128::from(count))
+                .sum(),
+            None => (lo..=hi)
+                .map(|index| i128::from(self.get(res_ms, index).unwrap_or(0)))
+                .sum(),
+        }
+    }
+
+    fn probes_are_cheap(&mut self, probes: i64) -> bool {
+        self.mirror.is_some() || probes <= self.stored_slots() as i64
+    }
+}
+
+/// Counters with fewer slot fields than this are not mirrored: probing a short listpack is
+/// as cheap as a mirror, and small counters are the many.
+const MIRROR_MIN_SLOTS: usize = 16;
+
+/// Runs `f` over the counter's slots, through its mirror when there is one. Reads
+/// (`build_mirror`) create the mirror of a large counter; writes only maintain it.
+fn with_slots<T>(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    build_mirror: bool,
+    f: impl FnOnce(&mut HashSlots) -> T,
+) -> T {
+    let fields = key.len();
+    let mut load = |mirror: &mut Mirror| {
+        key.hscan(|field, value| {
+            if let (Some(slot), Ok(count)) = (parse_slot_field(field), parse_i64(value)) {
+                mirror.slots.insert(slot, count);
+            }
+        });
+    };
+    let build: Option<&mut dyn FnMut(&mut Mirror)> =
+        (build_mirror && fields >= MIRROR_MIN_SLOTS + META_FIELDS).then_some(&mut load);
+    mirror::with_mirror(expiry::selected_db(ctx), name, fields, build, |mirror| {
+        let mut slots = HashSlots::new(key, mirror);
+        let result = f(&mut slots);
+        slots.sync_mirror();
+        result
+    })
 }
 
 /// The counter stored at `key`: `None` for a missing key, WRONGTYPE for anything else.
@@ -77,7 +167,7 @@ fn load(key: &Key) -> Result<Option<Counter>> {
 
 /// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
 /// replicates the effects and schedules the next trim.
-fn save(ctx: &Context, key: &Key, name: &[u8], counter: &Counter, old_state: &str, is_new: bool, mut effects: HashEffects) {
+fn save(ctx: &Context, key: &Key, name: &[u8], counter: &mut Counter, old_state: &str, is_new: bool, mut effects: HashEffects) {
     if counter.stored_slots() == 0 && !is_new {
         key.delete();
         effects.delete_key();
@@ -87,7 +177,7 @@ fn save(ctx: &Context, key: &Key, name: &[u8], counter: &Counter, old_state: &st
             key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
             effects.set(MARKER_FIELD, marker);
         }
-        let state = counter.state();
+        let state = counter.state(now_ms());
         if is_new || state != old_state {
             key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
             effects.set(STATE_FIELD, state);
@@ -129,7 +219,8 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         return Err(Error::KeyExists);
     }
     let counter = Counter::new(resolutions);
-    let (marker, state) = (counter.marker(), counter.state());
+    let mut counter = counter;
+    let (marker, state) = (counter.marker(), counter.state(now_ms()));
     key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
     key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
     let mut effects = HashEffects::default();
@@ -158,14 +249,15 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     let loaded = load(&key)?;
     let is_new = loaded.is_none();
     let mut counter = loaded.unwrap_or_else(|| Counter::new(config::COUNTER_RESOLUTIONS.get_list()));
-    let old_state = counter.state();
-    let mut effects = HashEffects::default();
-    let mut slots = HashSlots { key: &key, effects: &mut effects };
-    let reply = counter.incrby(&mut slots, now, ts, increment)?;
-    if increment != 0 {
-        save(ctx, &key, name.as_slice(), &counter, &old_state, is_new, effects);
-    }
-    Ok(Reply::Int(reply))
+    let old_state = counter.state(now);
+    with_slots(ctx, &key, name.as_slice(), false, |slots| {
+        let reply = counter.incrby(slots, now, ts, increment)?;
+        if increment != 0 {
+            let effects = std::mem::take(&mut slots.effects);
+            save(ctx, &key, name.as_slice(), &mut counter, &old_state, is_new, effects);
+        }
+        Ok(Reply::Int(reply))
+    })
 }
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
@@ -189,10 +281,9 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let key = Key::open(ctx, name, false);
     let counter = load(&key)?;
     let sums = match counter {
-        Some(counter) => {
-            let mut effects = HashEffects::default();
-            counter.sum(&mut HashSlots { key: &key, effects: &mut effects }, now, t, &windows)?
-        }
+        Some(counter) => with_slots(ctx, &key, name.as_slice(), true, |slots| {
+            counter.sum(slots, now, t, &windows)
+        })?,
         None => {
             // A missing key answers as an empty counter with the default resolutions, so a
             // window no default resolution spans is still an error.
@@ -226,9 +317,9 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let Some(counter) = load(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let mut effects = HashEffects::default();
-    let mut slots = HashSlots { key: &key, effects: &mut effects };
-    let rows = counter.range(&mut slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))?;
+    let rows = with_slots(ctx, &key, name.as_slice(), true, |slots| {
+        counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
+    })?;
     Ok(Reply::pairs(rows.into_iter().map(|(start, count)| (Reply::Int(start), Reply::Int(count)))))
 }
 
@@ -271,13 +362,15 @@ pub fn expire(ctx: &Context, key: &Key, name: &[u8], marker: &[u8], now: i64) ->
     let Some(mut counter) = Counter::from_stored(marker, state.as_deref()) else {
         return Visit::Done;
     };
-    let old_state = counter.state();
-    let mut effects = HashEffects::default();
-    let removed = counter.trim(&mut HashSlots { key, effects: &mut effects }, now);
-    if removed > 0 {
-        expiry::count_expired(removed as u64);
-        save(ctx, key, name, &counter, &old_state, false, effects);
-    }
+    let old_state = counter.state(now);
+    with_slots(ctx, key, name, false, |slots| {
+        let removed = counter.trim(slots, now);
+        if removed > 0 {
+            expiry::count_expired(removed as u64);
+            let effects = std::mem::take(&mut slots.effects);
+            save(ctx, key, name, &mut counter, &old_state, false, effects);
+        }
+    });
     match counter.next_due() {
         Some(due) => Visit::DueAt(due),
         None => Visit::Done,

@@ -2,6 +2,7 @@
 //! results into replies and catches any panic, and the dispatch used by the expiry timer.
 
 pub mod counter;
+pub mod mirror;
 pub mod rank;
 pub mod stats;
 
@@ -55,6 +56,7 @@ pub fn has_family(marker: &[u8], family: &str) -> bool {
 /// Keyspace events, for every family: keys that arrive get an expiry visit soon, and
 /// leaderboards follow their main key (DEL, RENAME, EXPIRE).
 pub fn on_keyspace_event(ctx: &Context, event_type: NotifyEvent, event: &str, key: &[u8]) {
+    mirror::forget(crate::expiry::selected_db(ctx), key);
     crate::expiry::on_keyspace_event(ctx, event_type, event, key);
     rank::on_keyspace_event(ctx, event, key);
 }

@@ -1,40 +1,586 @@
-//! STATS command family (stub: being implemented).
+//! STATS.*: windowed statistics on one native hash per object (layout: `crate::stats`).
+//! Every argument is parsed and every key checked before the first write; writes are
+//! replicated as HSET/HDEL/DEL effects on the hash and ZADD/ZREM on a REPORT zset.
 
-use redis_module::{Context, RedisString};
+use std::collections::BTreeMap;
+use std::os::raw::c_int;
+use std::ptr;
 
+use redis_module::{raw, Context, RedisString};
+
+use crate::args::{parse_i64, set_once, Args};
+use crate::config;
+use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::Visit;
+use crate::expiry::{self, now_ms, Visit};
+use crate::replicate::HashEffects;
 use crate::reply::Reply;
-use crate::store::Key;
+use crate::stats::{
+    check_quantile, check_value, field, parse_field, parse_keep, Part, Record, Settings, Summary,
+};
+use crate::store::{str_bytes, Key, KeyKind, RStr};
+use crate::window::effective_time;
 
 /// Family word that starts the `_tally` marker value of this family's hashes.
-pub const FAMILY: &str = "stats";
+pub const FAMILY: &str = crate::stats::FAMILY;
 
-pub fn create(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
+const DEFAULT_REPORT_KEEP: i64 = 100;
+
+/// Settings of an object auto-created by a write (configs `tally.stats-period/keep`).
+fn default_settings() -> Settings {
+    // The configs are validated on CONFIG SET, so this only falls back on a bug.
+    Settings::new(config::STATS_PERIOD.ms(), config::stats_keep()).unwrap_or(Settings {
+        period: 3_600_000,
+        keep: 24,
+    })
 }
 
-pub fn add(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// The settings of the object at `key`: `None` for a missing key, WRONGTYPE for anything
+/// that is not a statistics object.
+fn load(key: &Key) -> Result<Option<Settings>> {
+    match key.kind() {
+        KeyKind::Empty => Ok(None),
+        KeyKind::Hash => {
+            let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
+            Settings::from_marker(&marker)
+                .map(Some)
+                .ok_or(Error::WrongType)
+        }
+        _ => Err(Error::WrongType),
+    }
 }
 
-pub fn get(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// The stored record of period `index`, if it is stored and valid.
+fn get_record(key: &Key, settings: &Settings, index: i64) -> Option<Record> {
+    let start = settings.start(index);
+    let moments = key.hget(field(start, Part::Moments).as_bytes())?;
+    let sketch = key.hget(field(start, Part::Sketch).as_bytes())?;
+    Record::decode(&moments, &sketch)
 }
 
-pub fn quantile(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// The stored records of periods `lo..=hi`, oldest first. Probes the fields one by one
+/// when the range is shorter than the hash, else reads the hash in one scan.
+fn load_periods(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Vec<(i64, Record)> {
+    let span = hi.saturating_sub(lo).saturating_add(1);
+    if span.saturating_mul(2) < key.len() as i64 {
+        return (lo..=hi)
+            .filter_map(|index| get_record(key, settings, index).map(|r| (index, r)))
+            .collect();
+    }
+    type Fields = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let mut found: BTreeMap<i64, Fields> = BTreeMap::new();
+    key.hscan(|name, value| {
+        let Some((start, part)) = parse_field(name) else {
+            return;
+        };
+        let Some(index) = settings
+            .index_of_start(start)
+            .filter(|i| (lo..=hi).contains(i))
+        else {
+            return;
+        };
+        let entry = found.entry(index).or_default();
+        match part {
+            Part::Moments => entry.0 = Some(value.to_vec()),
+            Part::Sketch => entry.1 = Some(value.to_vec()),
+        }
+    });
+    found
+        .into_iter()
+        .filter_map(|(index, fields)| match fields {
+            (Some(m), Some(q)) => Record::decode(&m, &q).map(|r| (index, r)),
+            _ => None,
+        })
+        .collect()
 }
 
-pub fn range(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// The merged record of the latest `periods` periods at `now`.
+fn load_window(key: &Key, settings: &Settings, now: i64, periods: i64) -> Record {
+    let (lo, hi) = settings.window_range(now, periods);
+    let mut merged = Record::default();
+    for (_, record) in load_periods(key, settings, lo, hi) {
+        merged.merge(&record);
+    }
+    merged
 }
 
-pub fn info(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// What one scan of the hash found about its periods at `now`.
+struct Inventory {
+    /// Fields of periods no longer kept.
+    stale: Vec<Vec<u8>>,
+    /// Number of distinct stale periods.
+    stale_periods: usize,
+    /// Oldest kept period index.
+    oldest_kept: Option<i64>,
+    /// Number of periods stored (kept or not).
+    stored: usize,
 }
 
-/// Timer visit of a scheduled key whose `_tally` marker starts with [`FAMILY`].
-pub fn expire(_ctx: &Context, _key: &Key, _name: &[u8], _marker: &[u8], _now: i64, _deadline_us: u64) -> Visit {
-    Visit::Done
+fn inventory(key: &Key, settings: &Settings, now: i64) -> Inventory {
+    let mut inv = Inventory {
+        stale: Vec::new(),
+        stale_periods: 0,
+        oldest_kept: None,
+        stored: 0,
+    };
+    key.hscan(|name, _| {
+        let Some((start, part)) = parse_field(name) else {
+            return;
+        };
+        let Some(index) = settings.index_of_start(start) else {
+            return;
+        };
+        if part == Part::Moments {
+            inv.stored += 1;
+        }
+        if index < settings.first_kept(now) {
+            inv.stale.push(name.to_vec());
+            if part == Part::Moments {
+                inv.stale_periods += 1;
+            }
+        } else {
+            inv.oldest_kept = Some(inv.oldest_kept.map_or(index, |o| o.min(index)));
+        }
+    });
+    inv
+}
+
+fn summary_map(s: &Summary) -> Reply {
+    Reply::Map(vec![
+        (
+            "count",
+            Reply::Int(i64::try_from(s.count).unwrap_or(i64::MAX)),
+        ),
+        ("sum", Reply::Double(s.sum)),
+        ("min", Reply::Double(s.min)),
+        ("max", Reply::Double(s.max)),
+        ("mean", Reply::Double(s.mean)),
+        ("stddev", Reply::Double(s.stddev)),
+        ("p50", Reply::Double(s.p50)),
+        ("p90", Reply::Double(s.p90)),
+        ("p99", Reply::Double(s.p99)),
+    ])
+}
+
+/// Shortest text that parses back to exactly `x` (Redis reads it with strtod): the
+/// shorter of Rust's plain and exponent forms, both shortest round-trip.
+fn format_score(x: f64) -> String {
+    let plain = format!("{x}");
+    let exp = format!("{x:e}");
+    if exp.len() < plain.len() {
+        exp
+    } else {
+        plain
+    }
+}
+
+/// Parses an optional trailing `WINDOW dur` (the only option of GET and QUANTILE).
+fn parse_window(args: &mut Args) -> Result<Option<i64>> {
+    let mut window = None;
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "WINDOW" => set_once(&mut window, args.next_duration()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    Ok(window)
+}
+
+/// Opens `name` and resolves the window: the object's settings (or the defaults for a
+/// missing key, so a bad WINDOW is an error either way) and the number of periods.
+fn open_window(
+    ctx: &Context,
+    name: &RedisString,
+    window: Option<i64>,
+) -> Result<(Key, Option<Settings>, i64)> {
+    let key = Key::open(ctx, name, false);
+    let settings = load(&key)?;
+    let periods = settings
+        .unwrap_or_else(default_settings)
+        .window_periods(window)?;
+    Ok((key, settings, periods))
+}
+
+// ------------------------------------------------------------------------ sorted set
+
+/// The few raw sorted-set calls REPORT needs, on a key opened for writing.
+mod zset {
+    use super::*;
+
+    /// Ends a range iteration when dropped.
+    struct RangeGuard(*mut raw::RedisModuleKey);
+
+    impl Drop for RangeGuard {
+        fn drop(&mut self) {
+            if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
+                unsafe { stop(self.0) };
+            }
+        }
+    }
+
+    /// Sets `member`'s score (adds it if missing). False if the server refused.
+    pub fn add(key: &Key, score: f64, member: &[u8]) -> bool {
+        let (Some(zadd), Some(member)) = (unsafe { raw::RedisModule_ZsetAdd }, RStr::new(member))
+        else {
+            return false;
+        };
+        let mut flags: c_int = 0;
+        let status = unsafe { zadd(key.raw(), score, member.as_ptr(), &mut flags) };
+        status == raw::REDISMODULE_OK as c_int
+    }
+
+    /// Removes `member`; true if it was there.
+    pub fn rem(key: &Key, member: &[u8]) -> bool {
+        let (Some(zrem), Some(member)) = (unsafe { raw::RedisModule_ZsetRem }, RStr::new(member))
+        else {
+            return false;
+        };
+        let mut deleted: c_int = 0;
+        let status = unsafe { zrem(key.raw(), member.as_ptr(), &mut deleted) };
+        status == raw::REDISMODULE_OK as c_int && deleted != 0
+    }
+
+    /// The `n` lowest members in rank order (score, then member, as ZRANGE).
+    pub fn lowest(key: &Key, n: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::with_capacity(n);
+        let (Some(first), Some(current), Some(next), Some(end), Some(free)) = (
+            unsafe { raw::RedisModule_ZsetFirstInScoreRange },
+            unsafe { raw::RedisModule_ZsetRangeCurrentElement },
+            unsafe { raw::RedisModule_ZsetRangeNext },
+            unsafe { raw::RedisModule_ZsetRangeEndReached },
+            unsafe { raw::RedisModule_FreeString },
+        ) else {
+            return out;
+        };
+        if n == 0
+            || unsafe { first(key.raw(), f64::NEG_INFINITY, f64::INFINITY, 0, 0) }
+                != raw::REDISMODULE_OK as c_int
+        {
+            return out;
+        }
+        let _guard = RangeGuard(key.raw());
+        while out.len() < n && unsafe { end(key.raw()) } == 0 {
+            let mut score = 0.0;
+            let element = unsafe { current(key.raw(), &mut score) };
+            if element.is_null() {
+                break;
+            }
+            out.push(str_bytes(element).to_vec());
+            // The element is a new string owned by us (no automatic memory).
+            unsafe { free(ptr::null_mut(), element) };
+            if unsafe { next(key.raw()) } == 0 {
+                break;
+            }
+        }
+        out
+    }
+}
+
+// ------------------------------------------------------------------------- commands
+
+/// STATS.CREATE key [PERIOD dur] [KEEP n]
+pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let (mut period, mut keep) = (None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "PERIOD" => set_once(&mut period, args.next_duration()?)?,
+            "KEEP" => set_once(&mut keep, parse_keep(args.next_bytes()?)?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let defaults = default_settings();
+    let settings = Settings::new(
+        period.unwrap_or(defaults.period),
+        keep.unwrap_or(defaults.keep),
+    )?;
+    let key = Key::open(ctx, name, true);
+    if key.kind() != KeyKind::Empty {
+        return Err(Error::KeyExists);
+    }
+    let marker = settings.marker();
+    key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+    let mut effects = HashEffects::default();
+    effects.set(MARKER_FIELD, marker);
+    effects.emit(ctx, name.as_slice());
+    Ok(Reply::Ok)
+}
+
+/// `REPORT rankkey member [KEEP n]` of STATS.ADD.
+struct Report<'a> {
+    rankkey: &'a [u8],
+    member: &'a [u8],
+    keep: i64,
+}
+
+/// STATS.ADD key value [value ...] [AT ts] [REPORT rankkey member [KEEP n]]
+///
+/// Replies with the number of values in the period the values went to (the current
+/// period without AT), and REPORT ranks that period's mean.
+pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    // Values run up to the first AT or REPORT (values are numbers, never those words).
+    let split = rest
+        .iter()
+        .skip(1)
+        .position(|a| a.eq_ignore_ascii_case(b"AT") || a.eq_ignore_ascii_case(b"REPORT"))
+        .map_or(rest.len(), |p| p + 1);
+    let (value_args, option_args) = rest.split_at(split);
+    let mut values = Vec::with_capacity(value_args.len());
+    for arg in value_args {
+        values.push(check_value(Args::new(&[arg]).next_f64()?)?);
+    }
+    let mut args = Args::new(option_args);
+    let (mut at, mut report) = (None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "AT" => set_once(&mut at, args.next_i64()?)?,
+            "REPORT" => {
+                let rankkey = args.next_bytes()?;
+                let member = args.next_bytes()?;
+                let keep = if args.eat_keyword("KEEP") {
+                    parse_i64(args.next_bytes()?)?
+                } else {
+                    DEFAULT_REPORT_KEEP
+                };
+                if keep < 1 {
+                    return Err(Error::Invalid(
+                        "REPORT KEEP must be a positive integer".into(),
+                    ));
+                }
+                set_once(
+                    &mut report,
+                    Report {
+                        rankkey,
+                        member,
+                        keep,
+                    },
+                )?;
+            }
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let now = now_ms();
+    let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
+
+    let key = Key::open(ctx, name, true);
+    let stored = load(&key)?;
+    let rank = match &report {
+        Some(r) => {
+            // The statistics hash cannot also be the ranking zset.
+            if r.rankkey == name.as_slice() {
+                return Err(Error::WrongType);
+            }
+            let rank = Key::open_bytes(ctx, r.rankkey, true).ok_or(Error::WrongType)?;
+            if !matches!(rank.kind(), KeyKind::Empty | KeyKind::Zset) {
+                return Err(Error::WrongType);
+            }
+            Some(rank)
+        }
+        None => None,
+    };
+    let settings = stored.unwrap_or_else(default_settings);
+    let index = settings.write_index(ts, now)?;
+
+    // Everything is checked: from here on the command writes.
+    let start = settings.start(index);
+    let (m_field, q_field) = (field(start, Part::Moments), field(start, Part::Sketch));
+    let previous = match (key.hget(m_field.as_bytes()), key.hget(q_field.as_bytes())) {
+        (Some(m), Some(q)) => Some(Record::decode(&m, &q)),
+        (None, None) => None,
+        _ => Some(None),
+    };
+    let new_period = previous.is_none();
+    let mut record = previous.flatten().unwrap_or_default();
+    for &v in &values {
+        record.add(v);
+    }
+    let (m_text, q_bytes) = record.encode();
+    let mut effects = HashEffects::default();
+    if stored.is_none() {
+        let marker = settings.marker();
+        key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+        effects.set(MARKER_FIELD, marker);
+    }
+    key.hset(m_field.as_bytes(), m_text.as_bytes());
+    key.hset(q_field.as_bytes(), &q_bytes);
+    effects.set(m_field, m_text);
+    effects.set(q_field, q_bytes);
+    if new_period {
+        // A new period is when older ones may have left: drop them now (the timer drops
+        // them too, at the moment they leave) and schedule the next departure.
+        if let Some(due) = trim(&key, &settings, now, &mut effects) {
+            expiry::schedule(ctx, name.as_slice(), due);
+        }
+    }
+    effects.emit(ctx, name.as_slice());
+
+    if let (Some(r), Some(rank)) = (&report, &rank) {
+        report_mean(ctx, rank, r, record.moments.mean);
+    }
+    Ok(Reply::Int(
+        i64::try_from(record.count()).unwrap_or(i64::MAX),
+    ))
+}
+
+/// Deletes the periods no longer kept at `now`, and the key if that leaves none (an
+/// object never written to keeps its settings). Returns when the next period leaves.
+fn trim(key: &Key, settings: &Settings, now: i64, effects: &mut HashEffects) -> Option<i64> {
+    let inv = inventory(key, settings, now);
+    for stale in &inv.stale {
+        if key.hdel(stale) {
+            effects.del(stale.clone());
+        }
+    }
+    if !inv.stale.is_empty() && inv.oldest_kept.is_none() {
+        key.delete();
+        effects.delete_key();
+    }
+    if inv.stale_periods > 0 {
+        expiry::count_expired(inv.stale_periods as u64);
+    }
+    inv.oldest_kept.map(|oldest| settings.leaves_at(oldest))
+}
+
+/// REPORT: sets `member`'s score to `mean` and keeps the `keep` highest members.
+fn report_mean(ctx: &Context, rank: &Key, report: &Report, mean: f64) {
+    if !zset::add(rank, mean, report.member) {
+        return;
+    }
+    let score = format_score(mean);
+    ctx.replicate(
+        "ZADD",
+        &[report.rankkey, score.as_bytes(), report.member][..],
+    );
+    let excess = (rank.len() as i64).saturating_sub(report.keep);
+    if excess <= 0 {
+        return;
+    }
+    let lowest = zset::lowest(rank, usize::try_from(excess).unwrap_or(0));
+    let removed: Vec<&[u8]> = lowest
+        .iter()
+        .filter(|m| zset::rem(rank, m))
+        .map(Vec::as_slice)
+        .collect();
+    if !removed.is_empty() {
+        let mut args: Vec<&[u8]> = Vec::with_capacity(removed.len() + 1);
+        args.push(report.rankkey);
+        args.extend(removed);
+        ctx.replicate("ZREM", &args[..]);
+    }
+}
+
+/// STATS.GET key [WINDOW dur]
+pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let window = parse_window(&mut Args::new(rest))?;
+    let (key, settings, periods) = open_window(ctx, name, window)?;
+    let Some(settings) = settings else {
+        return Ok(Reply::Nil);
+    };
+    let record = load_window(&key, &settings, now_ms(), periods);
+    Ok(record.summary().as_ref().map_or(Reply::Nil, summary_map))
+}
+
+/// STATS.QUANTILE key q [q ...] [WINDOW dur]
+pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let split = rest
+        .iter()
+        .position(|a| a.eq_ignore_ascii_case(b"WINDOW"))
+        .unwrap_or(rest.len());
+    let (q_args, option_args) = rest.split_at(split);
+    if q_args.is_empty() {
+        return Err(Error::NotFloat);
+    }
+    let mut qs = Vec::with_capacity(q_args.len());
+    for arg in q_args {
+        qs.push(check_quantile(Args::new(&[arg]).next_f64()?)?);
+    }
+    let window = parse_window(&mut Args::new(option_args))?;
+    let (key, settings, periods) = open_window(ctx, name, window)?;
+    let Some(settings) = settings else {
+        return Ok(Reply::Nil);
+    };
+    let record = load_window(&key, &settings, now_ms(), periods);
+    if record.count() == 0 {
+        return Ok(Reply::Nil);
+    }
+    Ok(Reply::Array(
+        qs.into_iter()
+            .map(|q| record.quantile(q).map_or(Reply::Nil, Reply::Double))
+            .collect(),
+    ))
+}
+
+/// STATS.RANGE key [FROM ts] [TO ts]
+pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let (mut from, mut to) = (None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "FROM" => set_once(&mut from, args.next_i64()?)?,
+            "TO" => set_once(&mut to, args.next_i64()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let key = Key::open(ctx, name, false);
+    let Some(settings) = load(&key)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let Some((lo, hi)) = settings.range_bounds(now_ms(), from, to) else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let rows = load_periods(&key, &settings, lo, hi)
+        .into_iter()
+        .filter_map(|(index, record)| {
+            record
+                .summary()
+                .map(|s| (Reply::Int(settings.start(index)), summary_map(&s)))
+        });
+    Ok(Reply::pairs(rows))
+}
+
+/// STATS.INFO key
+pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if !rest.is_empty() {
+        return Err(Error::Arity("stats.info".into()));
+    }
+    let key = Key::open(ctx, name, false);
+    let Some(settings) = load(&key)? else {
+        return Ok(Reply::Nil);
+    };
+    let stored = inventory(&key, &settings, now_ms()).stored;
+    drop(key);
+    Ok(Reply::Map(vec![
+        ("period", Reply::Int(settings.period)),
+        ("keep", Reply::Int(settings.keep)),
+        ("periods", Reply::Int(stored as i64)),
+        (
+            "memory",
+            Reply::Int(super::memory_usage(ctx, name.as_slice())),
+        ),
+    ]))
+}
+
+/// Timer visit of a scheduled key whose `_tally` marker starts with [`FAMILY`]: drops
+/// the periods that have left (one hash scan; a key has at most 2 × 10000 + 1 fields).
+pub fn expire(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    marker: &[u8],
+    now: i64,
+    _deadline_us: u64,
+) -> Visit {
+    let Some(settings) = Settings::from_marker(marker) else {
+        return Visit::Done;
+    };
+    let mut effects = HashEffects::default();
+    let due = trim(key, &settings, now, &mut effects);
+    if !effects.is_empty() {
+        effects.emit(ctx, name);
+    }
+    match due {
+        Some(due) => Visit::DueAt(due),
+        None => Visit::Done,
+    }
 }

@@ -1,0 +1,121 @@
+//! In-memory mirrors of the slot counts of recently read counters.
+//!
+//! Why: a counter's hash is usually listpack-encoded (up to 512 fields by default), where
+//! every field lookup is a linear scan. A SUM over 180 daily slots would cost 180 such scans.
+//! A mirror, an ordered copy of the slots, answers any window with one range walk.
+//!
+//! Correctness rules. The hash stays the only source of truth; a mirror is a cache that is
+//! dropped whenever it might be stale:
+//! * tally's own writes go through `HashSlots`, which updates hash and mirror together;
+//! * any keyspace event on a mirrored key (a user's HSET/HDEL/DEL, RENAME, RESTORE, expiry,
+//!   eviction, effects arriving on a replica, ...) drops its mirror;
+//! * flushes, SWAPDB and loading drop every mirror;
+//! * every use first compares the hash's field count with the one recorded.
+//!
+//! Mirrors are built by reads (SUM, RANGE) and maintained by writes; a write to a counter
+//! without a mirror does not build one (that would cost a full scan of the hash).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::os::raw::c_int;
+
+/// At most this many slots are mirrored in all; past it every mirror is dropped and the
+/// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
+const MAX_MIRRORED_SLOTS: usize = 1_000_000;
+
+#[derive(Default)]
+pub struct Mirror {
+    /// (resolution ms, slot index) -> count, for every stored slot.
+    pub slots: BTreeMap<(i64, i64), i64>,
+    /// Field count of the hash when the mirror was last known to match it.
+    pub fields: usize,
+}
+
+#[derive(Default)]
+struct Mirrors {
+    by_db: HashMap<c_int, HashMap<Vec<u8>, Mirror>>,
+    slots: usize,
+}
+
+thread_local! {
+    // Commands, timers and keyspace events all run on Redis's main thread.
+    static MIRRORS: RefCell<Mirrors> = RefCell::new(Mirrors::default());
+    // Set when an invalidation could not take the cache (it was in use): drop everything
+    // at the next use rather than risk a stale mirror.
+    static CLEAR_PENDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with the mirror of `name` in `db` if there is a valid one. With `build` a missing
+/// or stale mirror is rebuilt from `load` (every stored slot) first. `fields` is the hash's
+/// current field count. `f` gets the mirror and returns the field count after its writes.
+pub fn with_mirror<T>(
+    db: c_int,
+    name: &[u8],
+    fields: usize,
+    build: Option<&mut dyn FnMut(&mut Mirror)>,
+    f: impl FnOnce(Option<&mut Mirror>) -> T,
+) -> T {
+    MIRRORS.with(|cell| {
+        let Ok(mut mirrors) = cell.try_borrow_mut() else {
+            return f(None);
+        };
+        if CLEAR_PENDING.with(|c| c.replace(false)) {
+            *mirrors = Mirrors::default();
+        }
+        let Mirrors { by_db, slots } = &mut *mirrors;
+        let keys = by_db.entry(db).or_default();
+        let stale = keys.get(name).is_some_and(|m| m.fields != fields);
+        if stale {
+            if let Some(old) = keys.remove(name) {
+                *slots = slots.saturating_sub(old.slots.len());
+            }
+        }
+        if !keys.contains_key(name) {
+            if let Some(load) = build {
+                let mut mirror = Mirror {
+                    fields,
+                    ..Mirror::default()
+                };
+                load(&mut mirror);
+                *slots += mirror.slots.len();
+                keys.insert(name.to_vec(), mirror);
+            }
+        }
+        let before = keys.get(name).map_or(0, |m| m.slots.len());
+        let result = f(keys.get_mut(name));
+        let after = keys.get(name).map_or(0, |m| m.slots.len());
+        *slots = (*slots + after).saturating_sub(before);
+        if *slots > MAX_MIRRORED_SLOTS {
+            *mirrors = Mirrors::default();
+        }
+        result
+    })
+}
+
+/// Drops the mirror of one key (keyspace events).
+pub fn forget(db: c_int, name: &[u8]) {
+    MIRRORS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut mirrors) => {
+            let removed = mirrors
+                .by_db
+                .get_mut(&db)
+                .and_then(|keys| keys.remove(name));
+            if let Some(old) = removed {
+                mirrors.slots = mirrors.slots.saturating_sub(old.slots.len());
+            }
+        }
+        Err(_) => CLEAR_PENDING.with(|c| c.set(true)),
+    });
+}
+
+/// Drops every mirror (flush, SWAPDB, loading).
+pub fn forget_all() {
+    MIRRORS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut mirrors) => *mirrors = Mirrors::default(),
+        Err(_) => CLEAR_PENDING.with(|c| c.set(true)),
+    });
+}
+
+pub fn mirrored_slots() -> usize {
+    MIRRORS.with(|cell| cell.try_borrow().map_or(0, |m| m.slots))
+}

@@ -1,0 +1,438 @@
+//! Pure leaderboard (TSRANK) logic. No Redis imports: settings and bookkeeping, names of
+//! derived keys, and the ranking algorithms used while an expired slot is still being
+//! subtracted. The command layer (`commands/rank.rs`) feeds these from native keys.
+//!
+//! Layout of one leaderboard `key` (all keys start with `key`, so a hash tag in `key`
+//! keeps them in one cluster slot):
+//! * `key`: a native sorted set of window totals (`ZREVRANGE key 0 9 WITHSCORES`);
+//! * `key|meta`: a hash whose `_tally` field is `rank <window ms> <slot ms> <lo> <hi>`:
+//!   settings and the range of slot indexes that may still have a slot hash
+//!   (`hi < lo`: none);
+//! * `key|slot|<slot index>`: a hash `member -> count` of the events of one slot
+//!   (slot index = slot start / slot length).
+//!
+//! Exactness while an expiry is in progress: expiry subtracts a member's count from the
+//! totals and removes the member from the expiring slot's hash in the same step. So at any
+//! moment, what is not yet subtracted is exactly what remains in slot hashes that have
+//! left the window ("pending" slots), and a member's window total is its sorted-set score
+//! minus its counts in the pending slots.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use crate::args::parse_i64;
+use crate::error::{Error, Result};
+use crate::window::{first_kept, leaves_at, slot_index};
+
+/// Family word that starts the `_tally` marker value of a leaderboard's meta hash.
+pub const FAMILY: &str = "rank";
+/// Suffix of the meta hash name.
+pub const META_SUFFIX: &[u8] = b"|meta";
+/// Infix of slot hash names: `key|slot|<index>`.
+pub const SLOT_INFIX: &[u8] = b"|slot|";
+/// At most this many slots in a window.
+pub const MAX_SLOTS: i64 = 10_000;
+/// Totals are kept in sorted-set scores (doubles): integers are exact up to 2^53.
+pub const MAX_TOTAL: i64 = 1 << 53;
+
+/// Settings and slot bookkeeping of one leaderboard, stored in its meta hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub window: i64,
+    pub slot: i64,
+    /// Every existing slot hash has an index in `lo ..= hi` (none when `hi < lo`).
+    pub lo: i64,
+    pub hi: i64,
+}
+
+/// Checks `WINDOW`/`SLOT` settings.
+pub fn validate_settings(window: i64, slot: i64) -> Result<()> {
+    if window <= 0 || slot <= 0 || window % slot != 0 {
+        return Err(Error::Invalid("WINDOW must be a whole multiple of SLOT".into()));
+    }
+    if window / slot > MAX_SLOTS {
+        return Err(Error::Invalid(format!(
+            "WINDOW can hold at most {MAX_SLOTS} slots"
+        )));
+    }
+    Ok(())
+}
+
+impl Meta {
+    /// A new, empty leaderboard (settings must have been validated).
+    pub fn new(window: i64, slot: i64) -> Meta {
+        Meta { window, slot, lo: 0, hi: -1 }
+    }
+
+    /// Number of slots in the window.
+    pub fn slots(&self) -> i64 {
+        (self.window / self.slot.max(1)).max(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hi < self.lo
+    }
+
+    /// Oldest slot index in the window at `now`.
+    pub fn first_kept(&self, now: i64) -> i64 {
+        first_kept(now, self.slot, self.slots())
+    }
+
+    /// Slot indexes that have left the window at `now` but may still have a slot hash
+    /// (their counts are not fully subtracted yet): `lo ..= end`, if any.
+    pub fn pending_range(&self, now: i64) -> Option<(i64, i64)> {
+        let end = self.hi.min(self.first_kept(now).saturating_sub(1));
+        (self.lo <= end).then_some((self.lo, end))
+    }
+
+    /// Slot indexes in the window at `now` that may have a slot hash.
+    pub fn live_range(&self, now: i64) -> Option<(i64, i64)> {
+        let start = self.lo.max(self.first_kept(now));
+        let end = self.hi.min(slot_index(now, self.slot));
+        (start <= end).then_some((start, end))
+    }
+
+    /// Records a write to slot `index`; true if the bookkeeping changed.
+    pub fn note_write(&mut self, index: i64) -> bool {
+        if self.is_empty() {
+            self.lo = index;
+            self.hi = index;
+            return true;
+        }
+        let before = (self.lo, self.hi);
+        self.lo = self.lo.min(index);
+        self.hi = self.hi.max(index);
+        before != (self.lo, self.hi)
+    }
+
+    /// When the oldest possibly existing slot leaves the window (`None`: no slot).
+    pub fn next_due(&self) -> Option<i64> {
+        (!self.is_empty()).then(|| leaves_at(self.lo, self.slot, self.slots()))
+    }
+
+    /// The `_tally` field's value.
+    pub fn marker(&self) -> String {
+        format!("{FAMILY} {} {} {} {}", self.window, self.slot, self.lo, self.hi)
+    }
+
+    /// Parses a `_tally` value; `None` if it is not a valid leaderboard marker.
+    pub fn parse(marker: &[u8]) -> Option<Meta> {
+        let rest = marker.strip_prefix(FAMILY.as_bytes())?.strip_prefix(b" ")?;
+        let mut fields = rest.split(|&b| b == b' ').map(|f| parse_i64(f).ok());
+        let meta = Meta {
+            window: fields.next()??,
+            slot: fields.next()??,
+            lo: fields.next()??,
+            hi: fields.next()??,
+        };
+        if fields.next().is_some() || validate_settings(meta.window, meta.slot).is_err() {
+            return None;
+        }
+        Some(meta)
+    }
+
+    /// Number of slots in `TOP ... WINDOW dur`: a multiple of SLOT, at most WINDOW.
+    pub fn sub_window_slots(&self, dur: i64) -> Result<i64> {
+        if dur % self.slot != 0 || dur > self.window {
+            return Err(Error::Invalid(
+                "WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW".into(),
+            ));
+        }
+        Ok(dur / self.slot)
+    }
+}
+
+/// Name of the meta hash of leaderboard `base`.
+pub fn meta_key(base: &[u8]) -> Vec<u8> {
+    let mut name = Vec::with_capacity(base.len() + META_SUFFIX.len());
+    name.extend_from_slice(base);
+    name.extend_from_slice(META_SUFFIX);
+    name
+}
+
+/// Name of the hash of slot `index` of leaderboard `base`.
+pub fn slot_key(base: &[u8], index: i64) -> Vec<u8> {
+    let mut name = Vec::with_capacity(base.len() + SLOT_INFIX.len() + 20);
+    name.extend_from_slice(base);
+    name.extend_from_slice(SLOT_INFIX);
+    name.extend_from_slice(index.to_string().as_bytes());
+    name
+}
+
+/// The leaderboard whose meta hash is `meta`.
+pub fn base_of_meta(meta: &[u8]) -> Option<&[u8]> {
+    meta.strip_suffix(META_SUFFIX)
+}
+
+/// True if `key` has a hash tag as Redis Cluster reads it (the first `{` followed later by
+/// a `}` with at least one byte between), so `key` + any suffix hashes to the same slot.
+pub fn has_hash_tag(key: &[u8]) -> bool {
+    let Some(open) = key.iter().position(|&b| b == b'{') else {
+        return false;
+    };
+    let after = key.get(open + 1..).unwrap_or_default();
+    matches!(after.iter().position(|&b| b == b'}'), Some(close) if close > 0)
+}
+
+/// A sorted-set score as an integer total (scores written by tally are integers).
+pub fn score_to_total(score: f64) -> i64 {
+    if score.is_nan() {
+        return 0;
+    }
+    score.round().clamp(i64::MIN as f64, i64::MAX as f64) as i64
+}
+
+/// Leaderboard order: higher total first, ties by member descending (as `ZREVRANGE`).
+/// `Ordering::Greater` means `a` ranks ahead of `b`.
+pub fn ahead(a: (i64, &[u8]), b: (i64, &[u8])) -> Ordering {
+    a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1))
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Entry {
+    total: i64,
+    member: Vec<u8>,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        ahead((self.total, &self.member), (other.total, &other.member))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The `want` best `(member, total)` of `members`, best first.
+///
+/// `members` yields `(member, raw score)` in leaderboard order (as a reverse walk of the
+/// sorted set does); `adjust(member, raw)` gives the exact total, which is never above
+/// `raw`. Threshold algorithm: the walk stops once the next raw score (with its member)
+/// ranks below the `want`-th best exact total found so far, since no later member can
+/// beat it. Members whose total is not positive are skipped.
+pub fn top_adjusted(
+    members: impl Iterator<Item = (Vec<u8>, i64)>,
+    want: usize,
+    mut adjust: impl FnMut(&[u8], i64) -> i64,
+) -> Vec<(Vec<u8>, i64)> {
+    if want == 0 {
+        return Vec::new();
+    }
+    let mut best: BinaryHeap<Reverse<Entry>> = BinaryHeap::new();
+    for (member, raw) in members {
+        if raw <= 0 {
+            break;
+        }
+        if best.len() >= want {
+            if let Some(Reverse(worst)) = best.peek() {
+                if ahead((raw, &member), (worst.total, &worst.member)) == Ordering::Less {
+                    break;
+                }
+            }
+        }
+        let total = adjust(&member, raw);
+        if total <= 0 {
+            continue;
+        }
+        best.push(Reverse(Entry { total, member }));
+        if best.len() > want {
+            best.pop();
+        }
+    }
+    let mut out: Vec<Entry> = best.into_iter().map(|Reverse(e)| e).collect();
+    out.sort_by(|a, b| b.cmp(a));
+    out.into_iter().map(|e| (e.member, e.total)).collect()
+}
+
+/// Rank (0 = best) of a member whose exact total is `total`, among `members` (leaderboard
+/// order, raw scores, as for [`top_adjusted`]). Only members whose raw score ranks ahead of
+/// `(total, member)` can be ahead, so the walk stops at the first one that does not.
+pub fn rank_adjusted(
+    members: impl Iterator<Item = (Vec<u8>, i64)>,
+    target: (i64, &[u8]),
+    mut adjust: impl FnMut(&[u8], i64) -> i64,
+) -> i64 {
+    let mut rank = 0;
+    for (member, raw) in members {
+        if ahead((raw, &member), target) != Ordering::Greater {
+            break;
+        }
+        let total = adjust(&member, raw);
+        if total > 0 && ahead((total, &member), target) == Ordering::Greater {
+            rank += 1;
+        }
+    }
+    rank
+}
+
+/// Every `(member, total)` of `totals` in leaderboard order, positive totals only.
+pub fn sort_totals(totals: impl IntoIterator<Item = (Vec<u8>, i64)>) -> Vec<(Vec<u8>, i64)> {
+    let mut out: Vec<(Vec<u8>, i64)> = totals.into_iter().filter(|(_, t)| *t > 0).collect();
+    out.sort_by(|a, b| ahead((b.1, &b.0), (a.1, &a.0)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A small deterministic generator (xorshift) so tests are reproducible.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> i64 {
+            (self.next() % n) as i64
+        }
+    }
+
+    #[test]
+    fn marker_round_trip_and_rejects() {
+        let meta = Meta { window: 86_400_000, slot: 3_600_000, lo: 480_000, hi: 480_023 };
+        assert_eq!(meta.marker(), "rank 86400000 3600000 480000 480023");
+        assert_eq!(Meta::parse(meta.marker().as_bytes()), Some(meta));
+        for bad in [
+            &b"rank"[..],
+            b"rank 1 2 3",
+            b"rank 10 3 0 0",
+            b"rank 10 5 0 0 9",
+            b"ranks 10 5 0 0",
+            b"counter 1s:10",
+            b"rank 10 5 x 0",
+            b"rank 100000 1 0 0",
+        ] {
+            assert_eq!(Meta::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        assert!(validate_settings(86_400_000, 3_600_000).is_ok());
+        assert_eq!(
+            validate_settings(1000, 300).unwrap_err().to_string(),
+            "ERR WINDOW must be a whole multiple of SLOT"
+        );
+        assert_eq!(
+            validate_settings(10_001, 1).unwrap_err().to_string(),
+            "ERR WINDOW can hold at most 10000 slots"
+        );
+        assert!(validate_settings(10_000, 1).is_ok());
+    }
+
+    #[test]
+    fn ranges_follow_the_window() {
+        // 4 slots of 10 ms; slots 3..=7 written.
+        let mut meta = Meta::new(40, 10);
+        assert!(meta.is_empty());
+        assert_eq!(meta.next_due(), None);
+        assert!(meta.note_write(5));
+        assert!(meta.note_write(3));
+        assert!(meta.note_write(7));
+        assert!(!meta.note_write(6));
+        assert_eq!((meta.lo, meta.hi), (3, 7));
+        // At t=75 the window is slots 4..=7: slot 3 is pending.
+        assert_eq!(meta.pending_range(75), Some((3, 3)));
+        assert_eq!(meta.live_range(75), Some((4, 7)));
+        assert_eq!(meta.next_due(), Some(70));
+        assert_eq!(meta.pending_range(69), None);
+        // Long after: everything pending, nothing live.
+        assert_eq!(meta.pending_range(1000), Some((3, 7)));
+        assert_eq!(meta.live_range(1000), None);
+    }
+
+    #[test]
+    fn derived_names_and_hash_tags() {
+        assert_eq!(meta_key(b"{lb}x"), b"{lb}x|meta".to_vec());
+        assert_eq!(slot_key(b"lb", 42), b"lb|slot|42".to_vec());
+        assert_eq!(base_of_meta(b"lb|meta"), Some(&b"lb"[..]));
+        assert_eq!(base_of_meta(b"lb"), None);
+        assert!(has_hash_tag(b"{a}"));
+        assert!(has_hash_tag(b"x{a}y"));
+        assert!(!has_hash_tag(b"{}a"));
+        assert!(!has_hash_tag(b"a{"));
+        assert!(!has_hash_tag(b"abc"));
+        assert!(!has_hash_tag(b"}{"));
+        assert!(has_hash_tag(b"a{{}b}"));
+    }
+
+    #[test]
+    fn sub_windows() {
+        let meta = Meta::new(86_400_000, 3_600_000);
+        assert_eq!(meta.sub_window_slots(3_600_000), Ok(1));
+        assert_eq!(meta.sub_window_slots(86_400_000), Ok(24));
+        assert!(meta.sub_window_slots(1_800_000).is_err());
+        assert!(meta.sub_window_slots(90_000_000).is_err());
+    }
+
+    /// Brute force: exact totals sorted in leaderboard order.
+    fn brute(raw: &BTreeMap<Vec<u8>, i64>, pending: &BTreeMap<Vec<u8>, i64>) -> Vec<(Vec<u8>, i64)> {
+        sort_totals(raw.iter().map(|(m, r)| (m.clone(), r - pending.get(m).copied().unwrap_or(0))))
+    }
+
+    /// The raw sorted set in reverse order, as `ZREVRANGE` walks it.
+    fn walk(raw: &BTreeMap<Vec<u8>, i64>) -> Vec<(Vec<u8>, i64)> {
+        let mut all: Vec<(Vec<u8>, i64)> = raw.iter().map(|(m, r)| (m.clone(), *r)).collect();
+        all.sort_by(|a, b| ahead((b.1, &b.0), (a.1, &a.0)));
+        all
+    }
+
+    #[test]
+    fn threshold_top_and_rank_match_brute_force() {
+        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        for round in 0..400 {
+            let n = 1 + rng.below(40) as usize;
+            let mut raw = BTreeMap::new();
+            let mut pending = BTreeMap::new();
+            for _ in 0..n {
+                let member = format!("m{}", rng.below(60)).into_bytes();
+                let r = 1 + rng.below(8);
+                let p = if rng.below(3) == 0 { rng.below(r + 1) } else { 0 };
+                raw.insert(member.clone(), r);
+                pending.insert(member, p);
+            }
+            let expected = brute(&raw, &pending);
+            let adjust = |m: &[u8], r: i64| r - pending.get(m).copied().unwrap_or(0);
+            for want in [0usize, 1, 3, 10, 100] {
+                let got = top_adjusted(walk(&raw).into_iter(), want, adjust);
+                let exp: Vec<_> = expected.iter().take(want).cloned().collect();
+                assert_eq!(got, exp, "round {round} want {want}");
+            }
+            for (pos, (member, total)) in expected.iter().enumerate() {
+                let rank = rank_adjusted(walk(&raw).into_iter(), (*total, member), adjust);
+                assert_eq!(rank, pos as i64, "round {round} member {member:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn threshold_stops_early() {
+        // 1000 members, nothing pending: the walk reads only want + 1 of them.
+        let raw: BTreeMap<Vec<u8>, i64> =
+            (0..1000).map(|i| (format!("m{i:04}").into_bytes(), 1000 - i)).collect();
+        let mut read = 0;
+        let top = top_adjusted(
+            walk(&raw).into_iter().inspect(|_| read += 1),
+            10,
+            |_, r| r,
+        );
+        assert_eq!(top.len(), 10);
+        assert_eq!(top.first().map(|e| e.1), Some(1000));
+        assert_eq!(read, 11);
+    }
+
+    #[test]
+    fn scores_become_totals() {
+        assert_eq!(score_to_total(42.0), 42);
+        assert_eq!(score_to_total(f64::NAN), 0);
+        assert_eq!(score_to_total(1e300), i64::MAX);
+        assert_eq!(score_to_total(MAX_TOTAL as f64), MAX_TOTAL);
+    }
+}

@@ -1,0 +1,554 @@
+//! Pure STATS logic: settings, period arithmetic, per-period records and their stored
+//! form. No Redis imports; the command layer (`commands::stats`) reads and writes the
+//! hash and uses this module for everything else.
+//!
+//! Layout of one statistics object in its hash:
+//! * `_tally`: `stats <period> <keep>`, e.g. `stats 1h 24` (period in its canonical
+//!   duration form). The family word comes first so the start-up scan and the expiry
+//!   timer recognise the hash.
+//! * `<period start ms>:m`: the period's moments as text,
+//!   `count sum sum_comp mean m2 min max` (see [`Moments::encode`]); e.g.
+//!   `1718028000000:m` → `3 6 0 2 2 1 3`.
+//! * `<period start ms>:q`: the period's quantile sketch in its compact binary form
+//!   (see [`Sketch::encode`]).
+//!
+//! A period is stored only once it has a value; both fields are always written together.
+//! A period whose fields are missing, do not decode, or disagree on the count (a user's
+//! `HSET`) counts as empty and is overwritten by the next write to it.
+
+use crate::args::{format_duration, parse_duration, parse_i64};
+use crate::error::{Error, Result};
+use crate::moments::Moments;
+use crate::sketch::Sketch;
+use crate::window::{first_kept, leaves_at, slot_index, slot_start};
+
+/// Family word that starts the `_tally` marker value.
+pub const FAMILY: &str = "stats";
+/// Largest `KEEP` (the config `tally.stats-keep` has the same bound).
+pub const MAX_KEEP: i64 = 10_000;
+/// Largest accepted magnitude of a value. The moments square deviations, so values near
+/// 1e154 would overflow to infinity and the stored period would no longer decode; with
+/// 1e100 every intermediate stays finite even for 2^64 values.
+pub const MAX_ABS_VALUE: f64 = 1e100;
+/// Field suffix of a period's moments.
+pub const MOMENTS_SUFFIX: &str = ":m";
+/// Field suffix of a period's sketch.
+pub const SKETCH_SUFFIX: &str = ":q";
+
+/// Which of a period's two fields a field name designates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Moments,
+    Sketch,
+}
+
+/// Name of the field holding `part` of the period starting at `start` (ms).
+pub fn field(start: i64, part: Part) -> String {
+    let suffix = match part {
+        Part::Moments => MOMENTS_SUFFIX,
+        Part::Sketch => SKETCH_SUFFIX,
+    };
+    format!("{start}{suffix}")
+}
+
+/// Inverse of [`field`]: the period start and the part, or `None` for any other field.
+pub fn parse_field(name: &[u8]) -> Option<(i64, Part)> {
+    let (start, part) = if let Some(s) = name.strip_suffix(MOMENTS_SUFFIX.as_bytes()) {
+        (s, Part::Moments)
+    } else {
+        (name.strip_suffix(SKETCH_SUFFIX.as_bytes())?, Part::Sketch)
+    };
+    Some((parse_i64(start).ok()?, part))
+}
+
+/// Parses `KEEP n` of STATS.CREATE.
+pub fn parse_keep(bytes: &[u8]) -> Result<i64> {
+    let keep = parse_i64(bytes)?;
+    if !(1..=MAX_KEEP).contains(&keep) {
+        return Err(Error::Invalid(format!(
+            "KEEP must be between 1 and {MAX_KEEP}"
+        )));
+    }
+    Ok(keep)
+}
+
+/// Checks a value already parsed as a finite double against [`MAX_ABS_VALUE`].
+pub fn check_value(v: f64) -> Result<f64> {
+    if v.abs() > MAX_ABS_VALUE {
+        return Err(Error::Invalid(
+            "value is out of range (the limit is 1e100 in magnitude)".into(),
+        ));
+    }
+    Ok(v)
+}
+
+/// Checks a quantile argument (a finite double) is in `[0, 1]`.
+pub fn check_quantile(q: f64) -> Result<f64> {
+    if !(0.0..=1.0).contains(&q) {
+        return Err(Error::Invalid("quantile must be between 0 and 1".into()));
+    }
+    Ok(q)
+}
+
+/// Period length and number of kept periods of one statistics object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub period: i64,
+    pub keep: i64,
+}
+
+impl Settings {
+    /// Validated settings: `period` positive, `keep` in `1..=MAX_KEEP`, and the kept span
+    /// `period * keep` representable.
+    pub fn new(period: i64, keep: i64) -> Result<Settings> {
+        if period < 1 || period.checked_mul(keep).is_none() {
+            return Err(Error::InvalidDuration(format_duration(period)));
+        }
+        if !(1..=MAX_KEEP).contains(&keep) {
+            return Err(Error::Invalid(format!(
+                "KEEP must be between 1 and {MAX_KEEP}"
+            )));
+        }
+        Ok(Settings { period, keep })
+    }
+
+    /// The `_tally` field's value.
+    pub fn marker(&self) -> String {
+        format!("{FAMILY} {} {}", format_duration(self.period), self.keep)
+    }
+
+    /// Settings from a `_tally` value; `None` if it is not a valid stats marker.
+    pub fn from_marker(marker: &[u8]) -> Option<Settings> {
+        let text = std::str::from_utf8(marker).ok()?;
+        let mut words = text.strip_prefix(FAMILY)?.strip_prefix(' ')?.split(' ');
+        let period = parse_duration(words.next()?.as_bytes()).ok()?;
+        let keep = parse_i64(words.next()?.as_bytes()).ok()?;
+        if words.next().is_some() {
+            return None;
+        }
+        Settings::new(period, keep).ok()
+    }
+
+    /// Index of the period containing `t`.
+    pub fn index(&self, t: i64) -> i64 {
+        slot_index(t, self.period)
+    }
+
+    /// Start (ms) of the period with index `index`.
+    pub fn start(&self, index: i64) -> i64 {
+        slot_start(index, self.period)
+    }
+
+    /// Index of the period a stored field's start designates; `None` if `start` is not
+    /// the start of a period (not a field this object wrote).
+    pub fn index_of_start(&self, start: i64) -> Option<i64> {
+        let index = self.index(start);
+        (self.start(index) == start).then_some(index)
+    }
+
+    /// Oldest kept period index at `now`: kept are `first_kept(now) ..= index(now)`.
+    pub fn first_kept(&self, now: i64) -> i64 {
+        first_kept(now, self.period, self.keep)
+    }
+
+    /// True if the period `index` is kept at `now` (not too old; a future period, which a
+    /// primary never writes, is not kept either).
+    pub fn is_kept(&self, index: i64, now: i64) -> bool {
+        (self.first_kept(now)..=self.index(now)).contains(&index)
+    }
+
+    /// When period `index` stops being kept.
+    pub fn leaves_at(&self, index: i64) -> i64 {
+        leaves_at(index, self.period, self.keep)
+    }
+
+    /// The period a write at `ts` (already resolved against `now` and max-future) goes to.
+    pub fn write_index(&self, ts: i64, now: i64) -> Result<i64> {
+        let index = self.index(ts);
+        if index < self.first_kept(now) {
+            return Err(Error::OutsideKeptRange);
+        }
+        Ok(index)
+    }
+
+    /// Number of periods a read covers: 1 without `WINDOW`, else `window / period`, which
+    /// must be a whole number between 1 and `keep`.
+    pub fn window_periods(&self, window: Option<i64>) -> Result<i64> {
+        let Some(window) = window else {
+            return Ok(1);
+        };
+        let periods = window / self.period;
+        if window % self.period != 0 || !(1..=self.keep).contains(&periods) {
+            return Err(Error::Invalid(format!(
+                "WINDOW must be a multiple of the period ({}) of at most {} periods",
+                format_duration(self.period),
+                self.keep
+            )));
+        }
+        Ok(periods)
+    }
+
+    /// Period indices `(lo, hi)` of the latest `periods` periods at `now`.
+    pub fn window_range(&self, now: i64, periods: i64) -> (i64, i64) {
+        let hi = self.index(now);
+        (hi.saturating_sub(periods.max(1)).saturating_add(1), hi)
+    }
+
+    /// Period indices `(lo, hi)` from the period containing `from` to the one containing
+    /// `to`, clamped to what is kept at `now`; `None` when that is empty.
+    pub fn range_bounds(&self, now: i64, from: Option<i64>, to: Option<i64>) -> Option<(i64, i64)> {
+        let lo = from
+            .map_or(i64::MIN, |f| self.index(f))
+            .max(self.first_kept(now));
+        let hi = to.map_or(i64::MAX, |t| self.index(t)).min(self.index(now));
+        (lo <= hi).then_some((lo, hi))
+    }
+}
+
+/// The statistics of one period (or of a merged window): exact moments plus the sketch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Record {
+    pub moments: Moments,
+    pub sketch: Sketch,
+}
+
+/// What GET and RANGE report for a non-empty record.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub sum: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+}
+
+impl Record {
+    /// Adds one finite value.
+    pub fn add(&mut self, v: f64) {
+        self.moments.add(v);
+        self.sketch.add(v);
+    }
+
+    /// Merges another record (another period) into this one.
+    pub fn merge(&mut self, other: &Record) {
+        self.moments.merge(&other.moments);
+        self.sketch.merge(&other.sketch);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.moments.count
+    }
+
+    /// The values of the `:m` and `:q` fields.
+    pub fn encode(&self) -> (String, Vec<u8>) {
+        (self.moments.encode(), self.sketch.encode())
+    }
+
+    /// Rebuilds a record from its two fields; `None` unless both decode and agree on the
+    /// number of values.
+    pub fn decode(moments: &[u8], sketch: &[u8]) -> Option<Record> {
+        let moments = Moments::decode(moments)?;
+        let sketch = Sketch::decode(sketch)?;
+        (moments.count == sketch.count()).then_some(Record { moments, sketch })
+    }
+
+    /// Quantile `q` in `[0, 1]` (nearest rank, within 1% relative); `None` when empty.
+    /// The sketch's estimate is clamped to the exact min and max, which are known.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        let estimate = self.sketch.quantile(q)?;
+        Some(estimate.clamp(self.moments.min, self.moments.max))
+    }
+
+    /// The reported statistics; `None` for an empty record.
+    pub fn summary(&self) -> Option<Summary> {
+        let m = &self.moments;
+        if m.count == 0 {
+            return None;
+        }
+        Some(Summary {
+            count: m.count,
+            sum: m.sum(),
+            min: m.min,
+            max: m.max,
+            mean: m.mean,
+            stddev: m.stddev(),
+            p50: self.quantile(0.5)?,
+            p90: self.quantile(0.9)?,
+            p99: self.quantile(0.99)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// splitmix64: tiny deterministic PRNG so tests need no external crate.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn uniform(&mut self) -> f64 {
+            (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        }
+        fn normal(&mut self) -> f64 {
+            let u1 = 1.0 - self.uniform();
+            let u2 = self.uniform();
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+    }
+
+    const HOUR: i64 = 3_600_000;
+
+    fn of(xs: &[f64]) -> Record {
+        let mut r = Record::default();
+        for &x in xs {
+            r.add(x);
+        }
+        r
+    }
+
+    #[test]
+    fn marker_round_trip_and_rejects() {
+        let s = Settings::new(HOUR, 24).unwrap();
+        assert_eq!(s.marker(), "stats 1h 24");
+        assert_eq!(Settings::from_marker(b"stats 1h 24"), Some(s));
+        assert_eq!(
+            Settings::from_marker(b"stats 200ms 2"),
+            Some(Settings {
+                period: 200,
+                keep: 2
+            })
+        );
+        for bad in [
+            &b"stats"[..],
+            b"stats 1h",
+            b"stats 1h 0",
+            b"stats 1h 10001",
+            b"stats 0 2",
+            b"stats 1h 24 x",
+            b"statsx 1h 24",
+            b"counter 1s:120",
+            b"stats 1h  24",
+            b"\xff",
+        ] {
+            assert_eq!(Settings::from_marker(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn settings_are_validated() {
+        assert!(Settings::new(1, 1).is_ok());
+        assert!(Settings::new(HOUR, MAX_KEEP).is_ok());
+        assert_eq!(
+            Settings::new(HOUR, 0).unwrap_err().to_string(),
+            "ERR KEEP must be between 1 and 10000"
+        );
+        assert!(Settings::new(0, 1).is_err());
+        assert!(Settings::new(i64::MAX / 2, 3).is_err());
+        assert_eq!(parse_keep(b"24"), Ok(24));
+        assert_eq!(parse_keep(b"x"), Err(Error::NotInteger));
+        assert!(matches!(parse_keep(b"0"), Err(Error::Invalid(_))));
+        assert!(matches!(parse_keep(b"10001"), Err(Error::Invalid(_))));
+    }
+
+    #[test]
+    fn field_names_round_trip() {
+        assert_eq!(field(1_718_028_000_000, Part::Moments), "1718028000000:m");
+        assert_eq!(field(0, Part::Sketch), "0:q");
+        assert_eq!(
+            parse_field(b"1718028000000:m"),
+            Some((1_718_028_000_000, Part::Moments))
+        );
+        assert_eq!(parse_field(b"-3600000:q"), Some((-HOUR, Part::Sketch)));
+        for bad in [
+            &b"_tally"[..],
+            b":m",
+            b"12:x",
+            b"012:m",
+            b"1h:m",
+            b"12:mq",
+            b"12",
+        ] {
+            assert_eq!(parse_field(bad), None, "{bad:?}");
+        }
+        let s = Settings::new(HOUR, 24).unwrap();
+        assert_eq!(s.index_of_start(5 * HOUR), Some(5));
+        assert_eq!(s.index_of_start(5 * HOUR + 1), None);
+    }
+
+    #[test]
+    fn period_arithmetic() {
+        let s = Settings::new(HOUR, 3).unwrap();
+        let now = 10 * HOUR + 5;
+        assert_eq!(s.index(now), 10);
+        assert_eq!(s.first_kept(now), 8);
+        assert!(s.is_kept(8, now) && s.is_kept(10, now));
+        assert!(!s.is_kept(7, now) && !s.is_kept(11, now));
+        // Period 8 leaves exactly when period 11 starts.
+        assert_eq!(s.leaves_at(8), 11 * HOUR);
+        assert!(!s.is_kept(8, s.leaves_at(8)));
+        assert!(s.is_kept(8, s.leaves_at(8) - 1));
+        assert_eq!(s.write_index(8 * HOUR, now), Ok(8));
+        assert_eq!(
+            s.write_index(8 * HOUR - 1, now),
+            Err(Error::OutsideKeptRange)
+        );
+        // Negative times floor towards minus infinity.
+        assert_eq!(s.index(-1), -1);
+        assert_eq!(s.start(-1), -HOUR);
+    }
+
+    #[test]
+    fn windows() {
+        let s = Settings::new(HOUR, 24).unwrap();
+        assert_eq!(s.window_periods(None), Ok(1));
+        assert_eq!(s.window_periods(Some(HOUR)), Ok(1));
+        assert_eq!(s.window_periods(Some(24 * HOUR)), Ok(24));
+        let err = "ERR WINDOW must be a multiple of the period (1h) of at most 24 periods";
+        for bad in [25 * HOUR, HOUR / 2, 90 * 60_000] {
+            assert_eq!(s.window_periods(Some(bad)).unwrap_err().to_string(), err);
+        }
+        let now = 100 * HOUR + 7;
+        assert_eq!(s.window_range(now, 1), (100, 100));
+        assert_eq!(s.window_range(now, 24), (77, 100));
+        assert_eq!(s.range_bounds(now, None, None), Some((77, 100)));
+        assert_eq!(
+            s.range_bounds(now, Some(90 * HOUR + 1), Some(95 * HOUR)),
+            Some((90, 95))
+        );
+        assert_eq!(
+            s.range_bounds(now, Some(0), Some(HOUR * 1000)),
+            Some((77, 100))
+        );
+        assert_eq!(s.range_bounds(now, Some(99 * HOUR), Some(98 * HOUR)), None);
+        assert_eq!(s.range_bounds(now, None, Some(10 * HOUR)), None);
+    }
+
+    #[test]
+    fn values_are_bounded() {
+        assert_eq!(check_value(1e100), Ok(1e100));
+        assert_eq!(check_value(-1e100), Ok(-1e100));
+        assert!(check_value(1.0000001e100).is_err());
+        assert!(check_value(-f64::MAX).is_err());
+        assert_eq!(check_quantile(0.0), Ok(0.0));
+        assert_eq!(check_quantile(1.0), Ok(1.0));
+        assert!(check_quantile(1.01).is_err());
+        assert!(check_quantile(-0.5).is_err());
+    }
+
+    #[test]
+    fn record_encode_decode_round_trip() {
+        let mut rng = Rng(5);
+        let cases = vec![
+            vec![],
+            vec![0.0],
+            vec![-2.5],
+            vec![1e100, -1e100, 0.0, 1e-300],
+            (0..5000)
+                .map(|_| (3.0 + rng.normal()).exp())
+                .collect::<Vec<_>>(),
+            (0..5000).map(|_| rng.normal() * 1e6).collect(),
+        ];
+        for xs in cases {
+            let r = of(&xs);
+            let (m, q) = r.encode();
+            let back = Record::decode(m.as_bytes(), &q).unwrap();
+            assert_eq!(back, r);
+            assert_eq!(back.encode(), (m, q));
+        }
+        // Extreme accepted values still leave a storable, decodable record.
+        let mut r = Record::default();
+        for _ in 0..1000 {
+            r.add(MAX_ABS_VALUE);
+            r.add(-MAX_ABS_VALUE);
+        }
+        let (m, q) = r.encode();
+        assert!(Record::decode(m.as_bytes(), &q).is_some(), "{m}");
+    }
+
+    #[test]
+    fn record_decode_rejects_mismatch_and_garbage() {
+        let a = of(&[1.0, 2.0, 3.0]);
+        let b = of(&[1.0, 2.0]);
+        let (am, _) = a.encode();
+        let (_, bq) = b.encode();
+        assert_eq!(Record::decode(am.as_bytes(), &bq), None);
+        assert_eq!(Record::decode(b"garbage", &bq), None);
+        assert_eq!(Record::decode(am.as_bytes(), b"garbage"), None);
+        assert_eq!(Record::decode(b"", b""), None);
+    }
+
+    #[test]
+    fn record_merge_is_associative() {
+        let mut rng = Rng(11);
+        let parts: Vec<Vec<f64>> = (0..6)
+            .map(|i| (0..(300 + 50 * i)).map(|_| 1e9 + rng.uniform()).collect())
+            .collect();
+        let recs: Vec<Record> = parts.iter().map(|p| of(p)).collect();
+        // ((a+b)+c) vs (a+(b+c)) for every consecutive triple.
+        for w in recs.windows(3) {
+            let mut left = w[0].clone();
+            left.merge(&w[1]);
+            left.merge(&w[2]);
+            let mut bc = w[1].clone();
+            bc.merge(&w[2]);
+            let mut right = w[0].clone();
+            right.merge(&bc);
+            assert_eq!(left.sketch, right.sketch);
+            assert_eq!(left.count(), right.count());
+            let (l, r) = (left.summary().unwrap(), right.summary().unwrap());
+            assert_eq!(
+                (l.min, l.max, l.p50, l.p90, l.p99),
+                (r.min, r.max, r.p50, r.p90, r.p99)
+            );
+            assert!((l.sum - r.sum).abs() <= 1e-15 * l.sum.abs());
+            assert!((l.mean - r.mean).abs() <= 1e-15 * l.mean.abs());
+            assert!((l.stddev - r.stddev).abs() <= 1e-9 * l.stddev);
+        }
+        // Merging everything equals adding everything to one record.
+        let all: Vec<f64> = parts.concat();
+        let single = of(&all);
+        let mut merged = Record::default();
+        for r in &recs {
+            merged.merge(r);
+        }
+        assert_eq!(merged.sketch, single.sketch);
+        let (m, s) = (merged.summary().unwrap(), single.summary().unwrap());
+        assert_eq!(m.count, s.count);
+        assert!(
+            (m.stddev - s.stddev).abs() <= 1e-9 * s.stddev,
+            "{} {}",
+            m.stddev,
+            s.stddev
+        );
+        // Merging an empty record changes nothing.
+        let mut e = merged.clone();
+        e.merge(&Record::default());
+        assert_eq!(e, merged);
+    }
+
+    #[test]
+    fn summary_of_small_records() {
+        assert_eq!(Record::default().summary(), None);
+        let s = of(&[5.0]).summary().unwrap();
+        assert_eq!(
+            (s.count, s.sum, s.min, s.max, s.mean, s.stddev),
+            (1, 5.0, 5.0, 5.0, 5.0, 0.0)
+        );
+        // Quantiles are clamped to the exact extremes: a single value is reported exactly.
+        assert_eq!((s.p50, s.p90, s.p99), (5.0, 5.0, 5.0));
+        let s = of(&[1.0, 3.0]).summary().unwrap();
+        assert_eq!((s.mean, s.stddev), (2.0, 2f64.sqrt()));
+    }
+}
