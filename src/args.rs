@@ -120,37 +120,46 @@ const UNITS: [(&str, i64); 6] = [
 /// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`). Units are case-insensitive.
 pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
     let invalid = || Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned());
-    let lower = bytes.to_ascii_lowercase();
+    // Case-insensitive suffix match without copying: this runs for every stored
+    // resolution on every counter write.
     let (digits, unit_ms) = UNITS
         .iter()
         .find_map(|(suffix, ms)| {
-            lower
-                .strip_suffix(suffix.as_bytes())
-                .map(|digits| (digits, *ms))
+            let split = bytes.len().checked_sub(suffix.len())?;
+            let (digits, unit) = bytes.split_at(split);
+            unit.eq_ignore_ascii_case(suffix.as_bytes())
+                .then_some((digits, *ms))
         })
-        .unwrap_or((&lower[..], 1));
+        .unwrap_or((bytes, 1));
     if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
         return Err(invalid());
     }
-    let count = std::str::from_utf8(digits)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(invalid)?;
+    let count = digits
+        .iter()
+        .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
     match count.checked_mul(unit_ms) {
         Some(ms) if ms > 0 => Ok(ms),
         _ => Err(invalid()),
     }
 }
 
+/// Appends the shortest readable form of a duration (see [`format_duration`]).
+pub fn push_duration(out: &mut String, ms: i64) {
+    use std::fmt::Write;
+    let (count, suffix) = UNITS
+        .iter()
+        .rev()
+        .find(|(_, unit_ms)| *unit_ms > 1 && ms % unit_ms == 0)
+        .map_or((ms, "ms"), |(suffix, unit_ms)| (ms / unit_ms, *suffix));
+    let _ = write!(out, "{count}{suffix}");
+}
+
 /// The shortest readable form of a duration: the largest unit that divides it exactly.
 /// `format_duration(parse_duration(x)) ` is canonical: `60s` becomes `1m`.
 pub fn format_duration(ms: i64) -> String {
-    for (suffix, unit_ms) in UNITS.iter().rev() {
-        if *unit_ms > 1 && ms % unit_ms == 0 {
-            return format!("{}{}", ms / unit_ms, suffix);
-        }
-    }
-    format!("{ms}ms")
+    let mut out = String::new();
+    push_duration(&mut out, ms);
+    out
 }
 
 #[cfg(test)]

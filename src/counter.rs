@@ -14,7 +14,7 @@
 //!   starts at 29396160 × 60000 ms. Only non-zero counts are stored. The index, not the
 //!   start in ms, keeps fields short: a sparse ring counter fits in under 400 bytes.
 
-use crate::args::{format_duration, parse_duration, parse_i64};
+use crate::args::{format_duration, parse_duration, parse_i64, push_duration};
 use crate::error::{Error, Result};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start, slots_covering};
 
@@ -87,7 +87,11 @@ pub fn format_resolutions(resolutions: &[Resolution]) -> String {
 
 /// Name of the hash field holding slot `index` of the resolution `res_ms`.
 pub fn slot_field(res_ms: i64, index: i64) -> String {
-    format!("{}:{}", format_duration(res_ms), index)
+    use std::fmt::Write;
+    let mut field = String::with_capacity(24);
+    push_duration(&mut field, res_ms);
+    let _ = write!(field, ":{index}");
+    field
 }
 
 /// Inverse of [`slot_field`]: `(res_ms, slot index)`, or `None` for any other field.
@@ -173,10 +177,12 @@ impl Counter {
         if !offsets_fit(self.reference) {
             self.reference = now;
         }
-        let mut text = self.reference.to_string();
+        use std::fmt::Write;
+        let mut text = String::with_capacity(16 + 8 * self.tracks.len());
+        let _ = write!(text, "{}", self.reference);
         for (r, t) in self.resolutions.iter().zip(&self.tracks) {
             let offset = if t.n == 0 { 0 } else { slot_index(self.reference, r.ms) - t.lo };
-            text.push_str(&format!(" {offset}:{}", t.n));
+            let _ = write!(text, " {offset}:{}", t.n);
         }
         text
     }
