@@ -11,7 +11,6 @@ pub mod error;
 pub mod moments;
 pub mod sketch;
 pub mod stats;
-pub mod stats;
 pub mod window;
 
 #[cfg(not(test))]
