@@ -979,3 +979,429 @@ fn at_within_max_future_counts_as_now() {
         );
     }
 }
+
+// =============================================================== behaviour
+
+/// `TSCOUNTER.INFO` as (field, value) pairs, from a RESP2 flat array or a RESP3 map.
+fn info_pairs(v: &Value) -> Vec<(String, Value)> {
+    match v {
+        Value::Map(m) => m
+            .iter()
+            .map(|(k, v)| (value_text(k).unwrap(), v.clone()))
+            .collect(),
+        Value::Array(a) => a
+            .chunks(2)
+            .map(|c| (value_text(&c[0]).unwrap(), c[1].clone()))
+            .collect(),
+        other => panic!("TSCOUNTER.INFO gave {other:?}"),
+    }
+}
+
+fn info_resolutions(srv: &Server, key: &str) -> Value {
+    let v = srv.cmd_value(&["TSCOUNTER.INFO", key]);
+    info_pairs(&v)
+        .into_iter()
+        .find(|(k, _)| k == "resolutions")
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no resolutions in {v:?}"))
+}
+
+fn config_get(srv: &Server, name: &str) -> Value {
+    match srv.cmd_value(&["CONFIG", "GET", name]) {
+        Value::Array(a) if a.len() == 2 => a[1].clone(),
+        other => panic!("CONFIG GET {name}: {other:?}"),
+    }
+}
+
+#[test]
+fn auto_create_uses_the_configured_resolutions() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = &kind.name;
+        assert_eq!(
+            config_get(&srv, "tally.counter-resolutions"),
+            v_bulk(DEFAULT_RES),
+            "{k}"
+        );
+        assert_eq!(config_get(&srv, "tally.max-future"), v_bulk("1m"), "{k}");
+        let default_pairs: Vec<(i64, i64)> = res_list(DEFAULT_RES)
+            .iter()
+            .map(|r| (r.ms, r.samples))
+            .collect();
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "a"]), v_int(1), "{k}");
+        assert_eq!(info_resolutions(&srv, "a"), v_pairs(&default_pairs), "{k}");
+
+        assert_eq!(
+            srv.cmd_value(&["CONFIG", "SET", "tally.counter-resolutions", "1m:5 1s:5"]),
+            v_ok(),
+            "{k}"
+        );
+        // Shown in canonical form, finest first.
+        assert_eq!(
+            config_get(&srv, "tally.counter-resolutions"),
+            v_bulk("1s:5 1m:5"),
+            "{k}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "b", "4"]),
+            v_int(4),
+            "{k}"
+        );
+        assert_eq!(
+            info_resolutions(&srv, "b"),
+            v_pairs(&[(1000, 5), (60_000, 5)]),
+            "{k}"
+        );
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.CREATE", "b2"]), v_ok(), "{k}");
+        assert_eq!(
+            info_resolutions(&srv, "b2"),
+            v_pairs(&[(1000, 5), (60_000, 5)]),
+            "{k}"
+        );
+        assert_eq!(
+            hash(&srv, b"b").get("_tally").map(String::as_str),
+            Some("counter 1s:5 1m:5"),
+            "{k}"
+        );
+        // Existing counters keep their own settings.
+        assert_eq!(info_resolutions(&srv, "a"), v_pairs(&default_pairs), "{k}");
+        // A missing key is read as an empty counter with the configured resolutions.
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "none", "5m"]),
+            v_int(0),
+            "{k}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "none", "6m"]),
+            v_err("ERR window '6m' is longer than any resolution keeps"),
+            "{k}"
+        );
+
+        // Invalid values are refused and change nothing.
+        for (name, value) in [
+            ("tally.counter-resolutions", "1s:0"),
+            ("tally.counter-resolutions", "5x:5"),
+            ("tally.counter-resolutions", "1s"),
+            ("tally.counter-resolutions", ""),
+            ("tally.counter-resolutions", "1s:5 1000:5"),
+            ("tally.max-future", "5x"),
+            ("tally.max-future", "0"),
+            ("tally.max-future", "-1s"),
+        ] {
+            let before = config_get(&srv, name);
+            let got = srv.cmd_value(&["CONFIG", "SET", name, value]);
+            let text = error_text(&got).unwrap_or_else(|| panic!("{k}: {name}={value:?}: {got:?}"));
+            assert!(text.starts_with("ERR"), "{k}: {text}");
+            assert_eq!(config_get(&srv, name), before, "{k}: {name}={value:?}");
+        }
+
+        // max-future follows its config at once.
+        assert_eq!(
+            srv.cmd_value(&["CONFIG", "SET", "tally.max-future", "5s"]),
+            v_ok()
+        );
+        let t0 = server_ms(&srv);
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCR", "b", "AT", &(t0 + 30_000).to_string()]),
+            v_err(FUTURE),
+            "{k}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["CONFIG", "SET", "tally.max-future", "1m"]),
+            v_ok()
+        );
+        let v = srv.cmd_value(&["TSCOUNTER.INCR", "b", "AT", &(t0 + 30_000).to_string()]);
+        assert!(
+            matches!(v, Value::Int(1 | 5)),
+            "{k}: within max-future: {v:?}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "b", "5m"]),
+            v_int(5),
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn module_arguments_set_the_configs() {
+    for kind in server_kinds() {
+        let srv = Server::start_with(
+            &kind,
+            ServerOptions::new().module_args(&[
+                "counter-resolutions",
+                "1s:5 1m:5",
+                "max-future",
+                "5s",
+            ]),
+        );
+        let k = &kind.name;
+        assert_eq!(
+            config_get(&srv, "tally.counter-resolutions"),
+            v_bulk("1s:5 1m:5"),
+            "{k}"
+        );
+        assert_eq!(config_get(&srv, "tally.max-future"), v_bulk("5s"), "{k}");
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "x"]), v_int(1), "{k}");
+        assert_eq!(
+            info_resolutions(&srv, "x"),
+            v_pairs(&[(1000, 5), (60_000, 5)]),
+            "{k}"
+        );
+        let t0 = server_ms(&srv);
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCR", "x", "AT", &(t0 + 30_000).to_string()]),
+            v_err(FUTURE),
+            "{k}: 30 s ahead is refused with max-future 5s"
+        );
+        let v = srv.cmd_value(&["TSCOUNTER.INCR", "x", "AT", &(t0 + 2_000).to_string()]);
+        assert!(
+            matches!(v, Value::Int(1 | 2)),
+            "{k}: 2 s ahead is accepted as now: {v:?}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "x", "5m"]),
+            v_int(2),
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn missing_keys_read_as_empty() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = &kind.name;
+        for (cmd, want) in [
+            (&["TSCOUNTER.INFO", "m"][..], v_nil()),
+            (&["TSCOUNTER.SUM", "m", "1m"], v_int(0)),
+            (&["TSCOUNTER.SUM", "m", "1m", "AT", "1000"], v_int(0)),
+            (
+                &["TSCOUNTER.SUM", "m", "1s", "1h", "120d"],
+                v_ints(&[0, 0, 0]),
+            ),
+            (&["TSCOUNTER.RANGE", "m", "1s"], v_arr(vec![])),
+            (&["TSCOUNTER.RANGE", "m", "1m", "EMPTY"], v_arr(vec![])),
+            (
+                &[
+                    "TSCOUNTER.RANGE",
+                    "m",
+                    "1m",
+                    "FROM",
+                    "0",
+                    "TO",
+                    "100000",
+                    "EMPTY",
+                ],
+                v_arr(vec![]),
+            ),
+        ] {
+            assert_eq!(srv.cmd_value(cmd), want, "{k}: {cmd:?}");
+            assert_eq!(srv.cmd_value_resp3(cmd), want, "{k}: RESP3 {cmd:?}");
+        }
+        // INCRBY 0 on a missing key answers 0 and creates nothing.
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "m", "0"]),
+            v_int(0),
+            "{k}"
+        );
+        assert!(
+            !exists(&srv, b"m"),
+            "{k}: reads and INCRBY 0 create nothing"
+        );
+        assert_eq!(srv.cmd_value(&["DBSIZE"]), v_int(0), "{k}");
+    }
+}
+
+#[test]
+fn zero_slots_are_removed_and_an_empty_counter_disappears() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = &kind.name;
+        // The simplest case, default resolutions.
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "z", "5"]),
+            v_int(5),
+            "{k}"
+        );
+        assert_eq!(
+            slot_fields(&srv, b"z").len(),
+            7,
+            "{k}: one slot per resolution"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "z", "-5"]),
+            v_int(0),
+            "{k}"
+        );
+        assert!(!exists(&srv, b"z"), "{k}: no slot left, the key disappears");
+
+        // Two timestamps: slots reach 0 one by one.
+        let rs = res_list("1s:60 1h:2");
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.CREATE", "y", "RESOLUTIONS", "1s:60", "1h:2"]),
+            v_ok()
+        );
+        assert_eq!(
+            hash(&srv, b"y").len(),
+            2,
+            "{k}: CREATE stores only the settings"
+        );
+        let t0 = server_ms(&srv);
+        let (ta, tb) = (t0 - 10_000, t0);
+        let (sa, sb) = (ta.to_string(), tb.to_string());
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "y", "5", "AT", &sa]),
+            v_int(5)
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "y", "2", "AT", &sb]),
+            v_int(2)
+        );
+        assert_eq!(
+            slot_fields(&srv, b"y"),
+            expected_fields(&rs, &[(ta, 5), (tb, 2)]),
+            "{k}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "y", "-5", "AT", &sa]),
+            v_int(0)
+        );
+        assert_eq!(
+            slot_fields(&srv, b"y"),
+            expected_fields(&rs, &[(ta, 5), (tb, 2), (ta, -5)]),
+            "{k}: the 1s slot that reached 0 is gone"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", "y", "-2", "AT", &sb]),
+            v_int(0)
+        );
+        assert!(!exists(&srv, b"y"), "{k}");
+
+        // A counter created empty disappears once its only slots are back to zero.
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.CREATE", "e"]), v_ok());
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCRBY", "e", "0"]), v_int(0));
+        assert!(
+            exists(&srv, b"e"),
+            "{k}: INCRBY 0 keeps the created counter"
+        );
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCRBY", "e", "3"]), v_int(3));
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCRBY", "e", "-3"]), v_int(0));
+        assert!(!exists(&srv, b"e"), "{k}");
+    }
+}
+
+/// Proof that a write trims: the old slot and the write run inside one MULTI/EXEC, where
+/// no timer can run, with a DEBUG SLEEP in between that lets the slot leave its range.
+#[test]
+fn old_slots_are_removed_by_the_next_write() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = &kind.name;
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.CREATE", "w", "RESOLUTIONS", "100ms:3", "1h:2"]),
+            v_ok()
+        );
+        let mut conn = srv.conn();
+        let got = pipeline(
+            &mut conn,
+            &[
+                args(&["MULTI"]),
+                args(&["TSCOUNTER.INCR", "w"]),
+                args(&["HKEYS", "w"]),
+                args(&["DEBUG", "SLEEP", "0.5"]),
+                args(&["TSCOUNTER.INCR", "w"]),
+                args(&["HKEYS", "w"]),
+                args(&["EXEC"]),
+            ],
+        );
+        let Value::Array(exec) = &got[6] else {
+            panic!("{k}: EXEC gave {got:?}")
+        };
+        assert_eq!(exec[0], v_int(1), "{k}");
+        assert_eq!(exec[3], v_int(1), "{k}: the new 100ms slot starts at 1");
+        let keys = |v: &Value| -> Vec<String> {
+            let Value::Array(a) = v else { panic!("{v:?}") };
+            let mut out: Vec<String> = a.iter().map(|x| value_text(x).unwrap()).collect();
+            out.sort();
+            out
+        };
+        let fine = |ks: &[String]| -> Vec<i64> {
+            ks.iter()
+                .filter_map(|f| f.strip_prefix("100ms:"))
+                .map(|i| i.parse().unwrap())
+                .collect()
+        };
+        let (first, second) = (keys(&exec[1]), keys(&exec[4]));
+        let (old, new) = (fine(&first), fine(&second));
+        assert_eq!(old.len(), 1, "{k}: {first:?}");
+        assert_eq!(
+            new.len(),
+            1,
+            "{k}: the write removed the old slot: {second:?}"
+        );
+        assert!(new[0] >= old[0] + 3, "{k}: {old:?} -> {new:?}");
+        // The hour slot(s) still count both increments.
+        let hour: i64 = hash(&srv, b"w")
+            .iter()
+            .filter(|(f, _)| f.starts_with("1h:"))
+            .map(|(_, v)| v.parse::<i64>().unwrap())
+            .sum();
+        assert_eq!(hour, 2, "{k}");
+    }
+}
+
+/// Nobody writes: the timer alone trims old slots, deletes counters left empty, and
+/// `INFO tally` shows it.
+#[test]
+fn idle_counters_are_trimmed_by_the_timer() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = &kind.name;
+        let expired0 = info_tally(&srv, "slots_expired");
+        let ticks0 = info_tally(&srv, "timer_ticks");
+        let visited0 = info_tally(&srv, "keys_visited");
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.CREATE", "i", "RESOLUTIONS", "100ms:3", "1h:2"]),
+            v_ok()
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.CREATE", "j", "RESOLUTIONS", "100ms:2"]),
+            v_ok()
+        );
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCRBY", "i", "3"]), v_int(3));
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCRBY", "j", "4"]), v_int(4));
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                !exists(&srv, b"j")
+                    && !slot_fields(&srv, b"i")
+                        .keys()
+                        .any(|f| f.starts_with("100ms:"))
+            }),
+            "{k}: timer did not trim: i={:?} j={:?}",
+            hash(&srv, b"i"),
+            hash(&srv, b"j")
+        );
+        let fields = slot_fields(&srv, b"i");
+        assert_eq!(fields.len(), 1, "{k}: the hour slot stays: {fields:?}");
+        assert_eq!(fields.values().next().map(String::as_str), Some("3"), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "i", "1h"]),
+            v_int(3),
+            "{k}"
+        );
+        assert!(info_tally(&srv, "slots_expired") >= expired0 + 2, "{k}");
+        assert!(info_tally(&srv, "keys_visited") >= visited0 + 2, "{k}");
+        let ticks1 = info_tally(&srv, "timer_ticks");
+        assert!(ticks1 > ticks0, "{k}");
+        assert!(
+            wait_until(Duration::from_secs(5), || info_tally(&srv, "timer_ticks")
+                > ticks1),
+            "{k}: the timer keeps ticking"
+        );
+        assert!(
+            info_tally(&srv, "tracked_objects") >= 1,
+            "{k}: i is still tracked"
+        );
+    }
+}
