@@ -34,6 +34,9 @@ pub const SLOT_INFIX: &[u8] = b"|slot|";
 pub const MAX_SLOTS: i64 = 10_000;
 /// Totals are kept in sorted-set scores (doubles): integers are exact up to 2^53.
 pub const MAX_TOTAL: i64 = 1 << 53;
+/// Largest `hi - lo` a stored marker may have: every slot index in between may be probed,
+/// so a damaged marker must not make a command walk billions of names.
+pub const MAX_SPAN: i64 = 1_000_000;
 
 /// Settings and slot bookkeeping of one leaderboard, stored in its meta hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +51,9 @@ pub struct Meta {
 /// Checks `WINDOW`/`SLOT` settings.
 pub fn validate_settings(window: i64, slot: i64) -> Result<()> {
     if window <= 0 || slot <= 0 || window % slot != 0 {
-        return Err(Error::Invalid("WINDOW must be a whole multiple of SLOT".into()));
+        return Err(Error::Invalid(
+            "WINDOW must be a whole multiple of SLOT".into(),
+        ));
     }
     if window / slot > MAX_SLOTS {
         return Err(Error::Invalid(format!(
@@ -61,7 +66,12 @@ pub fn validate_settings(window: i64, slot: i64) -> Result<()> {
 impl Meta {
     /// A new, empty leaderboard (settings must have been validated).
     pub fn new(window: i64, slot: i64) -> Meta {
-        Meta { window, slot, lo: 0, hi: -1 }
+        Meta {
+            window,
+            slot,
+            lo: 0,
+            hi: -1,
+        }
     }
 
     /// Number of slots in the window.
@@ -112,7 +122,10 @@ impl Meta {
 
     /// The `_tally` field's value.
     pub fn marker(&self) -> String {
-        format!("{FAMILY} {} {} {} {}", self.window, self.slot, self.lo, self.hi)
+        format!(
+            "{FAMILY} {} {} {} {}",
+            self.window, self.slot, self.lo, self.hi
+        )
     }
 
     /// Parses a `_tally` value; `None` if it is not a valid leaderboard marker.
@@ -125,7 +138,10 @@ impl Meta {
             lo: fields.next()??,
             hi: fields.next()??,
         };
-        if fields.next().is_some() || validate_settings(meta.window, meta.slot).is_err() {
+        if fields.next().is_some()
+            || validate_settings(meta.window, meta.slot).is_err()
+            || meta.hi.saturating_sub(meta.lo) > MAX_SPAN
+        {
             return None;
         }
         Some(meta)
@@ -296,7 +312,12 @@ mod tests {
 
     #[test]
     fn marker_round_trip_and_rejects() {
-        let meta = Meta { window: 86_400_000, slot: 3_600_000, lo: 480_000, hi: 480_023 };
+        let meta = Meta {
+            window: 86_400_000,
+            slot: 3_600_000,
+            lo: 480_000,
+            hi: 480_023,
+        };
         assert_eq!(meta.marker(), "rank 86400000 3600000 480000 480023");
         assert_eq!(Meta::parse(meta.marker().as_bytes()), Some(meta));
         for bad in [
@@ -308,6 +329,7 @@ mod tests {
             b"counter 1s:10",
             b"rank 10 5 x 0",
             b"rank 100000 1 0 0",
+            b"rank 10 5 0 9000000000",
         ] {
             assert_eq!(Meta::parse(bad), None, "{bad:?}");
         }
@@ -373,8 +395,14 @@ mod tests {
     }
 
     /// Brute force: exact totals sorted in leaderboard order.
-    fn brute(raw: &BTreeMap<Vec<u8>, i64>, pending: &BTreeMap<Vec<u8>, i64>) -> Vec<(Vec<u8>, i64)> {
-        sort_totals(raw.iter().map(|(m, r)| (m.clone(), r - pending.get(m).copied().unwrap_or(0))))
+    fn brute(
+        raw: &BTreeMap<Vec<u8>, i64>,
+        pending: &BTreeMap<Vec<u8>, i64>,
+    ) -> Vec<(Vec<u8>, i64)> {
+        sort_totals(
+            raw.iter()
+                .map(|(m, r)| (m.clone(), r - pending.get(m).copied().unwrap_or(0))),
+        )
     }
 
     /// The raw sorted set in reverse order, as `ZREVRANGE` walks it.
@@ -394,7 +422,11 @@ mod tests {
             for _ in 0..n {
                 let member = format!("m{}", rng.below(60)).into_bytes();
                 let r = 1 + rng.below(8);
-                let p = if rng.below(3) == 0 { rng.below(r + 1) } else { 0 };
+                let p = if rng.below(3) == 0 {
+                    rng.below(r + 1)
+                } else {
+                    0
+                };
                 raw.insert(member.clone(), r);
                 pending.insert(member, p);
             }
@@ -415,14 +447,11 @@ mod tests {
     #[test]
     fn threshold_stops_early() {
         // 1000 members, nothing pending: the walk reads only want + 1 of them.
-        let raw: BTreeMap<Vec<u8>, i64> =
-            (0..1000).map(|i| (format!("m{i:04}").into_bytes(), 1000 - i)).collect();
+        let raw: BTreeMap<Vec<u8>, i64> = (0..1000)
+            .map(|i| (format!("m{i:04}").into_bytes(), 1000 - i))
+            .collect();
         let mut read = 0;
-        let top = top_adjusted(
-            walk(&raw).into_iter().inspect(|_| read += 1),
-            10,
-            |_, r| r,
-        );
+        let top = top_adjusted(walk(&raw).into_iter().inspect(|_| read += 1), 10, |_, r| r);
         assert_eq!(top.len(), 10);
         assert_eq!(top.first().map(|e| e.1), Some(1000));
         assert_eq!(read, 11);

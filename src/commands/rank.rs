@@ -1,43 +1,1031 @@
-//! RANK command family (stub: being implemented).
+//! TSRANK.*: sliding-window leaderboards on native keys (layout: `crate::rank`).
+//!
+//! Every command parses and checks all of its arguments and ACL permissions before the
+//! first write. Writes go through the key API and are replicated as effects with
+//! absolute values (`HSET`, `ZADD`, `ZREM`, `HDEL`, `UNLINK`, `RENAME`). Reads on a primary
+//! are exact even while an expired slot is still being subtracted (see `crate::rank`).
+//!
+//! Lifecycle of the derived keys: DEL/UNLINK/EXPIRE/RENAME of `key` are seen as keyspace
+//! events, where writing is not allowed; the work is queued and done by a post-notification
+//! job (Redis 7.2+, Valkey) or by a 1 ms timer (Redis 7.0). Until then, reads resolve names
+//! through the queue, and writes run the queue first.
 
-use redis_module::{Context, RedisString};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::time::Duration;
 
+use redis_module::{raw, AclPermissions, Context, ContextFlags, RedisString, RedisValue, Status};
+
+use crate::args::{parse_i64, set_once, Args};
+use crate::config;
+use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::Visit;
+use crate::expiry::{self, now_ms, Visit};
+use crate::rank::{
+    base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key, sort_totals,
+    top_adjusted, validate_settings, Meta, MAX_TOTAL,
+};
 use crate::reply::Reply;
-use crate::store::Key;
+use crate::store::zset::HashCursor;
+use crate::store::{Key, KeyKind, RStr};
+use crate::window::{effective_time, slot_index, slot_start};
 
 /// Family word that starts the `_tally` marker value of this family's hashes.
-pub const FAMILY: &str = "rank";
+pub const FAMILY: &str = crate::rank::FAMILY;
 
-pub fn create(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+// ------------------------------------------------------------------------------ helpers
+
+fn selected_db(ctx: &Context) -> c_int {
+    match unsafe { raw::RedisModule_GetSelectedDb } {
+        Some(f) => unsafe { f(ctx.ctx) },
+        None => 0,
+    }
 }
 
-pub fn incrby(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+fn select_db(ctx: &Context, db: c_int) -> bool {
+    match unsafe { raw::RedisModule_SelectDb } {
+        Some(f) => (unsafe { f(ctx.ctx, db) }) == raw::REDISMODULE_OK as c_int,
+        None => false,
+    }
 }
 
-pub fn top(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+fn monotonic_us() -> u64 {
+    match unsafe { raw::RedisModule_MonotonicMicroseconds } {
+        Some(f) => unsafe { f() },
+        None => 0,
+    }
 }
 
-pub fn score(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+fn is_acting_primary(ctx: &Context) -> bool {
+    let flags = ctx.get_flags();
+    flags.contains(ContextFlags::MASTER) && !flags.contains(ContextFlags::LOADING)
 }
 
-pub fn rank(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+/// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
+fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
+    if flags.contains(ContextFlags::CLUSTER) && !has_hash_tag(name) {
+        return Err(Error::Invalid(
+            "in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot".into(),
+        ));
+    }
+    Ok(())
 }
 
-pub fn info(_ctx: &Context, _name: &RedisString, _rest: &[&[u8]]) -> Result<Reply> {
-    Err(Error::Invalid("not implemented yet".into()))
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Timer visit of a scheduled key whose `_tally` marker starts with [`FAMILY`].
-pub fn expire(_ctx: &Context, _key: &Key, _name: &[u8], _marker: &[u8], _now: i64, _deadline_us: u64) -> Visit {
-    Visit::Done
+/// Integer totals as replication arguments.
+fn int_arg(value: i64) -> Vec<u8> {
+    value.to_string().into_bytes()
+}
+
+/// The calling user's key permissions. Redis checks only declared keys; the derived keys
+/// are checked here. In a timer or job there is no user: nothing to check.
+struct Acl {
+    user: *mut raw::RedisModuleUser,
+    checked: bool,
+}
+
+impl Acl {
+    fn of(ctx: &Context) -> Result<Acl> {
+        let none = Acl {
+            user: std::ptr::null_mut(),
+            checked: false,
+        };
+        let (Some(name_of), Some(user_of), Some(free)) = (
+            unsafe { raw::RedisModule_GetCurrentUserName },
+            unsafe { raw::RedisModule_GetModuleUserFromUserName },
+            unsafe { raw::RedisModule_FreeString },
+        ) else {
+            return Ok(none);
+        };
+        let name = unsafe { name_of(ctx.ctx) };
+        if name.is_null() {
+            return Ok(none);
+        }
+        let user = unsafe { user_of(name) };
+        unsafe { free(std::ptr::null_mut(), name) };
+        if user.is_null() {
+            return Err(Error::NoPerm(
+                "this user does not exist or is disabled".into(),
+            ));
+        }
+        Ok(Acl {
+            user,
+            checked: true,
+        })
+    }
+
+    /// NOPERM unless the user may read (and, with `write`, modify) `key`.
+    fn check(&self, key: &[u8], write: bool) -> Result<()> {
+        if !self.checked {
+            return Ok(());
+        }
+        let Some(check) = (unsafe { raw::RedisModule_ACLCheckKeyPermissions }) else {
+            return Ok(());
+        };
+        let mut perms = AclPermissions::ACCESS;
+        if write {
+            perms |= AclPermissions::INSERT | AclPermissions::UPDATE | AclPermissions::DELETE;
+        }
+        let denied = || {
+            Error::NoPerm(format!(
+                "this user has no permissions to access the key '{}' of this leaderboard",
+                text(key)
+            ))
+        };
+        let name = RStr::new(key).ok_or_else(denied)?;
+        if unsafe { check(self.user, name.as_ptr(), perms.bits()) } != raw::REDISMODULE_OK as c_int
+        {
+            return Err(denied());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Acl {
+    fn drop(&mut self) {
+        if self.user.is_null() {
+            return;
+        }
+        if let Some(free) = unsafe { raw::RedisModule_FreeModuleUser } {
+            unsafe { free(self.user) };
+        }
+    }
+}
+
+// --------------------------------------------------------------- lifecycle (events, jobs)
+
+/// Work on derived keys that a keyspace event asked for.
+enum Job {
+    /// `base` was deleted or expired: remove its meta and slot hashes.
+    Delete { db: c_int, base: Vec<u8> },
+    /// `from` was renamed to `to`: drop `to`'s old derived keys, move `from`'s.
+    Rename {
+        db: c_int,
+        from: Vec<u8>,
+        to: Vec<u8>,
+    },
+}
+
+thread_local! {
+    // Commands, events and timers all run on Redis's main thread.
+    static JOBS: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
+    static RENAME_FROM: RefCell<Option<(c_int, Vec<u8>)>> = const { RefCell::new(None) };
+    static JOB_TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
+    /// Resumable scans of slots being expired, by (db, leaderboard): (slot index, cursor).
+    static CURSORS: RefCell<HashMap<(c_int, Vec<u8>), (i64, HashCursor)>> = RefCell::new(HashMap::new());
+}
+
+fn has_jobs() -> bool {
+    JOBS.with(|j| !j.borrow().is_empty())
+}
+
+/// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
+/// whose job has not run yet, or `None` if they belong to a deleted board.
+fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
+    JOBS.with(|jobs| {
+        let jobs = jobs.borrow();
+        let mut current = name.to_vec();
+        for job in jobs.iter().rev() {
+            match job {
+                Job::Rename { db: d, from, to } if *d == db && *to == current => {
+                    current = from.clone();
+                }
+                Job::Rename { db: d, from, .. } if *d == db && *from == current => return None,
+                Job::Delete { db: d, base } if *d == db && *base == current => return None,
+                _ => {}
+            }
+        }
+        Some(current)
+    })
+}
+
+/// The meta of the leaderboard whose derived keys live at `base`, if any.
+fn stored_meta(ctx: &Context, base: &[u8]) -> Option<Meta> {
+    let key = Key::open_bytes(ctx, &meta_key(base), false)?;
+    if key.kind() != KeyKind::Hash {
+        return None;
+    }
+    Meta::parse(&key.hget(MARKER_FIELD.as_bytes())?)
+}
+
+fn is_board(ctx: &Context, db: c_int, name: &[u8]) -> bool {
+    resolve_base(db, name).is_some_and(|base| stored_meta(ctx, &base).is_some())
 }
 
 /// Keyspace events (del, expired, rename_from, rename_to, ...) on any key.
-pub fn on_keyspace_event(_ctx: &Context, _event: &str, _key: &[u8]) {}
+pub fn on_keyspace_event(ctx: &Context, event: &str, key: &[u8]) {
+    if !matches!(event, "del" | "expired" | "rename_from" | "rename_to") {
+        return;
+    }
+    // Replicas and loads receive the primary's effects: they must not act themselves.
+    if !is_acting_primary(ctx) {
+        return;
+    }
+    let db = selected_db(ctx);
+    let job = match event {
+        "rename_from" => {
+            RENAME_FROM.with(|r| *r.borrow_mut() = Some((db, key.to_vec())));
+            return;
+        }
+        "rename_to" => {
+            let from = RENAME_FROM.with(|r| r.borrow_mut().take());
+            match from {
+                Some((from_db, from)) if from_db == db && is_board(ctx, db, &from) => Job::Rename {
+                    db,
+                    from,
+                    to: key.to_vec(),
+                },
+                // A plain key renamed over a leaderboard: its old derived keys must go.
+                _ if is_board(ctx, db, key) => Job::Delete {
+                    db,
+                    base: key.to_vec(),
+                },
+                _ => return,
+            }
+        }
+        _ if is_board(ctx, db, key) => Job::Delete {
+            db,
+            base: key.to_vec(),
+        },
+        _ => return,
+    };
+    JOBS.with(|j| j.borrow_mut().push(job));
+    arm_jobs(ctx);
+}
+
+fn arm_jobs(ctx: &Context) {
+    if matches!(ctx.add_post_notification_job(run_jobs), Ok(Status::Ok)) {
+        return;
+    }
+    // Redis 7.0 has no post-notification jobs: a timer runs them right after this command.
+    if !JOB_TIMER_ARMED.with(|a| a.replace(true)) {
+        ctx.create_timer(Duration::from_millis(1), jobs_timer, ());
+    }
+}
+
+fn jobs_timer(ctx: &Context, _: ()) {
+    JOB_TIMER_ARMED.with(|a| a.set(false));
+    run_jobs(ctx);
+}
+
+/// Runs every queued job (in order; each may be a chain of renames).
+fn run_jobs(ctx: &Context) {
+    let jobs = JOBS.with(|j| std::mem::take(&mut *j.borrow_mut()));
+    if jobs.is_empty() || !is_acting_primary(ctx) {
+        return;
+    }
+    let original = selected_db(ctx);
+    for job in jobs {
+        match job {
+            Job::Delete { db, base } => {
+                if select_db(ctx, db) && !slot_migrating(ctx, &base) {
+                    delete_derived(ctx, db, &base);
+                }
+            }
+            Job::Rename { db, from, to } => {
+                if select_db(ctx, db) {
+                    delete_derived(ctx, db, &to);
+                    rename_derived(ctx, db, &from, &to);
+                }
+            }
+        }
+    }
+    select_db(ctx, original);
+}
+
+/// Existing derived keys of the board at `base`: meta first, then slot hashes.
+fn derived_keys(ctx: &Context, base: &[u8]) -> Vec<Vec<u8>> {
+    let Some(meta) = stored_meta(ctx, base) else {
+        return Vec::new();
+    };
+    let mut names = vec![meta_key(base)];
+    if !meta.is_empty() {
+        for index in meta.lo..=meta.hi {
+            let name = slot_key(base, index);
+            if Key::open_bytes(ctx, &name, false).is_some_and(|k| k.kind() != KeyKind::Empty) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+fn delete_derived(ctx: &Context, db: c_int, base: &[u8]) {
+    let names = derived_keys(ctx, base);
+    if names.is_empty() {
+        return;
+    }
+    // UNLINK frees a big slot hash in the background instead of stalling the server.
+    let args: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+    let _ = ctx.call("UNLINK", &args[..]);
+    ctx.replicate("UNLINK", &args[..]);
+    CURSORS.with(|c| c.borrow_mut().remove(&(db, base.to_vec())));
+}
+
+fn rename_derived(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
+    let names = derived_keys(ctx, from);
+    let Some((meta_name, slots)) = names.split_first() else {
+        return;
+    };
+    for name in slots {
+        let Some(suffix) = name.get(from.len()..) else {
+            continue;
+        };
+        let target = [to, suffix].concat();
+        let args: [&[u8]; 2] = [name, &target];
+        let _ = ctx.call("RENAME", &args[..]);
+        ctx.replicate("RENAME", &args[..]);
+    }
+    let target = meta_key(to);
+    let args: [&[u8]; 2] = [meta_name, &target];
+    let _ = ctx.call("RENAME", &args[..]);
+    ctx.replicate("RENAME", &args[..]);
+    CURSORS.with(|c| c.borrow_mut().remove(&(db, from.to_vec())));
+    expiry::schedule(ctx, &target, 0);
+}
+
+/// True if `key`'s cluster slot is being migrated away from this node: MIGRATE deletes
+/// keys one batch at a time, and the derived keys must travel too, not be deleted.
+fn slot_migrating(ctx: &Context, key: &[u8]) -> bool {
+    if !ctx.get_flags().contains(ContextFlags::CLUSTER) {
+        return false;
+    }
+    let args: [&[u8]; 2] = [b"KEYSLOT", key];
+    let Ok(RedisValue::Integer(slot)) = ctx.call("CLUSTER", &args[..]) else {
+        return false;
+    };
+    let nodes: Vec<u8> = match ctx.call("CLUSTER", &["NODES"][..]) {
+        Ok(RedisValue::BulkString(s)) | Ok(RedisValue::SimpleString(s)) => s.into_bytes(),
+        Ok(RedisValue::StringBuffer(b)) => b,
+        Ok(RedisValue::BulkRedisString(s)) => s.as_slice().to_vec(),
+        Ok(RedisValue::VerbatimString((_, b))) => b,
+        _ => return false,
+    };
+    let needle = format!("[{slot}->-");
+    nodes
+        .split(|&b| b == b'\n')
+        .filter(|line| line.windows(6).any(|w| w == b"myself"))
+        .any(|line| line.windows(needle.len()).any(|w| w == needle.as_bytes()))
+}
+
+// ------------------------------------------------------------------------ opening boards
+
+/// A leaderboard opened by a command.
+struct Board {
+    zset: Key,
+    /// Name under which the derived keys live (differs from the key during a rename).
+    base: Vec<u8>,
+    meta: Option<Meta>,
+    /// Slot hashes that left the window but still hold counts not yet subtracted.
+    pending: Vec<Key>,
+}
+
+impl Board {
+    /// Opens `name` for reading. `Ok(None)`: no leaderboard there.
+    fn open_read(ctx: &Context, acl: &Acl, name: &RedisString, now: i64) -> Result<Option<Board>> {
+        let zset = Key::open(ctx, name, false);
+        if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+            return Err(Error::WrongType);
+        }
+        let base = resolve_base(selected_db(ctx), name.as_slice());
+        let meta = match &base {
+            Some(base) => {
+                let meta_name = meta_key(base);
+                acl.check(&meta_name, false)?;
+                let key = Key::open_bytes(ctx, &meta_name, false).ok_or(Error::WrongType)?;
+                load_meta(&key)?
+            }
+            None => None,
+        };
+        let Some(meta) = meta else {
+            // A sorted set without meta is a plain sorted set, not a leaderboard.
+            return if zset.kind() == KeyKind::Empty {
+                Ok(None)
+            } else {
+                Err(Error::WrongType)
+            };
+        };
+        let base = base.unwrap_or_else(|| name.as_slice().to_vec());
+        let pending = open_pending(ctx, acl, &base, &meta, now)?;
+        Ok(Some(Board {
+            zset,
+            base,
+            meta: Some(meta),
+            pending,
+        }))
+    }
+
+    /// What is not yet subtracted from `member`'s score.
+    fn pending_of(&self, member: &RStr) -> i64 {
+        self.pending
+            .iter()
+            .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0))
+            .fold(0i64, i64::saturating_add)
+    }
+
+    /// `member`'s exact window total (0 if absent).
+    fn total_of(&self, member: &[u8]) -> i64 {
+        let Some(member) = RStr::new(member) else {
+            return 0;
+        };
+        let raw = self.zset.zscore(&member).map_or(0, score_to_total);
+        if self.pending.is_empty() || raw <= 0 {
+            return raw;
+        }
+        raw.saturating_sub(self.pending_of(&member))
+    }
+
+    /// The reverse walk of the sorted set as `(member, raw total)`.
+    fn walk(&self) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
+        self.zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
+    }
+}
+
+/// The meta of a leaderboard from its meta hash: `None` if missing, WRONGTYPE if the key
+/// is something else.
+fn load_meta(key: &Key) -> Result<Option<Meta>> {
+    match key.kind() {
+        KeyKind::Empty => Ok(None),
+        KeyKind::Hash => {
+            let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
+            Meta::parse(&marker).map(Some).ok_or(Error::WrongType)
+        }
+        _ => Err(Error::WrongType),
+    }
+}
+
+/// Opens the slot hashes of `base` that left the window but are not fully subtracted.
+fn open_pending(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64) -> Result<Vec<Key>> {
+    let mut pending = Vec::new();
+    if let Some((start, end)) = meta.pending_range(now) {
+        for index in start..=end {
+            let name = slot_key(base, index);
+            acl.check(&name, false)?;
+            if let Some(key) = Key::open_bytes(ctx, &name, false) {
+                if key.kind() == KeyKind::Hash {
+                    pending.push(key);
+                }
+            }
+        }
+    }
+    Ok(pending)
+}
+
+/// Runs queued lifecycle jobs before a write, so the write never lands on stale keys.
+fn flush_jobs(ctx: &Context) {
+    if has_jobs() {
+        run_jobs(ctx);
+    }
+}
+
+// -------------------------------------------------------------------------------- commands
+
+/// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
+pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let (mut window, mut slot) = (None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "WINDOW" => set_once(&mut window, args.next_duration()?)?,
+            "SLOT" => set_once(&mut slot, args.next_duration()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let window = window.unwrap_or_else(|| config::RANK_WINDOW.ms());
+    let slot = slot.unwrap_or_else(|| config::RANK_SLOT.ms());
+    validate_settings(window, slot)?;
+    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    flush_jobs(ctx);
+    let acl = Acl::of(ctx)?;
+    let meta_name = meta_key(name.as_slice());
+    acl.check(&meta_name, true)?;
+    let zset = Key::open(ctx, name, true);
+    let meta_key = Key::open_bytes(ctx, &meta_name, true).ok_or(Error::KeyExists)?;
+    if zset.kind() != KeyKind::Empty || meta_key.kind() != KeyKind::Empty {
+        return Err(Error::KeyExists);
+    }
+    let marker = Meta::new(window, slot).marker();
+    meta_key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+    let args: [&[u8]; 3] = [&meta_name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
+    ctx.replicate("HSET", &args[..]);
+    Ok(Reply::Ok)
+}
+
+/// One member of an INCRBY: its string, increment sum, and values before/after.
+struct Change {
+    member: RStr,
+    bytes: Vec<u8>,
+    slot_count: i64,
+    total: i64,
+    pending: i64,
+}
+
+/// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
+pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    // Parse everything first.
+    let mut args = Args::new(rest);
+    let mut pairs: Vec<(i64, &[u8])> = Vec::with_capacity(rest.len() / 2);
+    let mut at = None;
+    while !args.is_done() {
+        if args.eat_keyword("AT") {
+            set_once(&mut at, args.next_i64()?)?;
+            if !args.is_done() {
+                return Err(Error::Syntax);
+            }
+            break;
+        }
+        let increment = args.next_i64()?;
+        let member = args.next_bytes()?;
+        if increment <= 0 {
+            return Err(Error::Invalid(
+                "increment must be a positive integer".into(),
+            ));
+        }
+        if increment > MAX_TOTAL {
+            return Err(Error::Overflow);
+        }
+        pairs.push((increment, member));
+    }
+    if pairs.is_empty() {
+        return Err(Error::Syntax);
+    }
+    let now = now_ms();
+    let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
+    let key_name = name.as_slice();
+    check_cluster(&ctx.get_flags(), key_name)?;
+    flush_jobs(ctx);
+
+    // Open and check every key.
+    let acl = Acl::of(ctx)?;
+    let zset = Key::open(ctx, name, true);
+    if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+        return Err(Error::WrongType);
+    }
+    let meta_name = meta_key(key_name);
+    acl.check(&meta_name, true)?;
+    let meta_hash = Key::open_bytes(ctx, &meta_name, true).ok_or(Error::WrongType)?;
+    let (mut meta, is_new) = match load_meta(&meta_hash)? {
+        Some(meta) => (meta, false),
+        None if zset.kind() == KeyKind::Zset => return Err(Error::WrongType),
+        None => {
+            let (window, slot) = (config::RANK_WINDOW.ms(), config::RANK_SLOT.ms());
+            validate_settings(window, slot)?;
+            (Meta::new(window, slot), true)
+        }
+    };
+    let index = slot_index(ts, meta.slot);
+    if index < meta.first_kept(now) {
+        return Err(Error::OutsideKeptRange);
+    }
+    let slot_name = slot_key(key_name, index);
+    acl.check(&slot_name, true)?;
+    let pending = open_pending(ctx, &acl, key_name, &meta, now)?;
+    let slot = Key::open_bytes(ctx, &slot_name, true).ok_or(Error::WrongType)?;
+    if !matches!(slot.kind(), KeyKind::Empty | KeyKind::Hash) {
+        return Err(Error::WrongType);
+    }
+
+    // Compute new values (a member may appear several times) and every reply.
+    let mut changes: Vec<Change> = Vec::with_capacity(pairs.len());
+    let mut index_of: HashMap<&[u8], usize> = HashMap::new();
+    let mut replies = Vec::with_capacity(pairs.len());
+    for &(increment, member) in &pairs {
+        let found = if pairs.len() > 8 {
+            index_of.get(member).copied()
+        } else {
+            changes.iter().position(|c| c.bytes == member)
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                let rstr = RStr::new(member).ok_or(Error::WrongType)?;
+                let slot_count = slot.hget_i64_str(&rstr).flatten().unwrap_or(0).max(0);
+                let total = zset.zscore(&rstr).map_or(0, score_to_total).max(0);
+                let pending = pending
+                    .iter()
+                    .map(|p| p.hget_i64_str(&rstr).flatten().unwrap_or(0))
+                    .fold(0i64, i64::saturating_add);
+                changes.push(Change {
+                    member: rstr,
+                    bytes: member.to_vec(),
+                    slot_count,
+                    total,
+                    pending,
+                });
+                if pairs.len() > 8 {
+                    index_of.insert(member, changes.len() - 1);
+                }
+                changes.len() - 1
+            }
+        };
+        let change = changes.get_mut(at).ok_or(Error::Syntax)?;
+        change.slot_count = change.slot_count.saturating_add(increment);
+        change.total = change.total.saturating_add(increment);
+        if change.total > MAX_TOTAL {
+            return Err(Error::Overflow);
+        }
+        replies.push(change.total.saturating_sub(change.pending));
+    }
+
+    // Write, then replicate the absolute values.
+    let mut hset_args: Vec<Vec<u8>> = Vec::with_capacity(changes.len() * 2 + 1);
+    let mut zadd_args: Vec<Vec<u8>> = Vec::with_capacity(changes.len() * 2 + 1);
+    hset_args.push(slot_name.clone());
+    zadd_args.push(key_name.to_vec());
+    for change in &changes {
+        slot.hset_i64_str(&change.member, change.slot_count);
+        zset.zadd(&change.member, change.total as f64);
+        hset_args.push(change.bytes.clone());
+        hset_args.push(int_arg(change.slot_count));
+        zadd_args.push(int_arg(change.total));
+        zadd_args.push(change.bytes.clone());
+    }
+    if meta.note_write(index) || is_new {
+        let marker = meta.marker();
+        meta_hash.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+        let args: [&[u8]; 3] = [&meta_name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
+        ctx.replicate("HSET", &args[..]);
+        if let Some(due) = meta.next_due() {
+            expiry::schedule(ctx, &meta_name, due);
+        }
+    }
+    let hset: Vec<&[u8]> = hset_args.iter().map(Vec::as_slice).collect();
+    ctx.replicate("HSET", &hset[..]);
+    let zadd: Vec<&[u8]> = zadd_args.iter().map(Vec::as_slice).collect();
+    ctx.replicate("ZADD", &zadd[..]);
+
+    Ok(match replies.as_slice() {
+        [single] => Reply::Int(*single),
+        _ => Reply::Array(replies.into_iter().map(Reply::Int).collect()),
+    })
+}
+
+/// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
+pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let count = args.next_i64()?;
+    let (mut offset, mut withscores, mut window) = (None, None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "OFFSET" => set_once(&mut offset, args.next_i64()?)?,
+            "WITHSCORES" => set_once(&mut withscores, true)?,
+            "WINDOW" => set_once(&mut window, args.next_duration()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let offset = offset.unwrap_or(0);
+    if count < 0 || offset < 0 {
+        return Err(Error::NotInteger);
+    }
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
+    let now = now_ms();
+    let acl = Acl::of(ctx)?;
+    let Some(board) = Board::open_read(ctx, &acl, name, now)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let meta = board.meta.unwrap_or(Meta::new(1, 1));
+    let sub_slots = match window {
+        Some(dur) => Some(meta.sub_window_slots(dur)?).filter(|&d| d < meta.slots()),
+        None => None,
+    };
+    let (offset, count) = (offset as usize, count as usize);
+    let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
+        let totals = sub_window_totals(ctx, &acl, &board.base, &meta, slots, now)?;
+        sort_totals(totals)
+            .into_iter()
+            .skip(offset)
+            .take(count)
+            .collect()
+    } else if board.pending.is_empty() {
+        // The common case: the sorted set is exact, read it as ZREVRANGE does.
+        board
+            .walk()
+            .take_while(|(_, total)| *total > 0)
+            .skip(offset)
+            .take(count)
+            .collect()
+    } else {
+        let want = offset.saturating_add(count).min(board.zset.len());
+        let adjust = |member: &[u8], raw: i64| match RStr::new(member) {
+            Some(m) => raw.saturating_sub(board.pending_of(&m)),
+            None => raw,
+        };
+        top_adjusted(board.walk(), want, adjust)
+            .into_iter()
+            .skip(offset)
+            .collect()
+    };
+    let resp3 = flags.contains(ContextFlags::FLAGS_RESP3);
+    let mut out = Vec::with_capacity(rows.len() * if withscores.is_some() { 2 } else { 1 });
+    for (member, total) in rows {
+        match (withscores.is_some(), resp3) {
+            (false, _) => out.push(Reply::Bulk(member)),
+            (true, true) => out.push(Reply::Array(vec![Reply::Bulk(member), Reply::Int(total)])),
+            (true, false) => {
+                out.push(Reply::Bulk(member));
+                out.push(Reply::Int(total));
+            }
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// Totals over the latest `slots` slots, from the slot hashes.
+fn sub_window_totals(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    slots: i64,
+    now: i64,
+) -> Result<HashMap<Vec<u8>, i64>> {
+    let current = slot_index(now, meta.slot);
+    let first = current.saturating_sub(slots - 1).max(meta.lo);
+    let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
+    for index in first..=current.min(meta.hi) {
+        let name = slot_key(base, index);
+        acl.check(&name, false)?;
+        let Some(key) = Key::open_bytes(ctx, &name, false) else {
+            continue;
+        };
+        if key.kind() != KeyKind::Hash {
+            continue;
+        }
+        key.hscan(|member, count| {
+            if let Ok(count) = parse_i64(count) {
+                let entry = totals.entry(member.to_vec()).or_insert(0);
+                *entry = entry.saturating_add(count);
+            }
+        });
+    }
+    Ok(totals)
+}
+
+/// TSRANK.SCORE key member
+pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let [member] = rest else {
+        return Err(Error::Arity("tsrank.score".into()));
+    };
+    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let Some(board) = Board::open_read(ctx, &acl, name, now_ms())? else {
+        return Ok(Reply::Nil);
+    };
+    let total = board.total_of(member);
+    Ok(if total > 0 {
+        Reply::Int(total)
+    } else {
+        Reply::Nil
+    })
+}
+
+/// TSRANK.RANK key member
+pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let [member] = rest else {
+        return Err(Error::Arity("tsrank.rank".into()));
+    };
+    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let Some(board) = Board::open_read(ctx, &acl, name, now_ms())? else {
+        return Ok(Reply::Nil);
+    };
+    let total = board.total_of(member);
+    if total <= 0 {
+        return Ok(Reply::Nil);
+    }
+    if board.pending.is_empty() {
+        // Exact sorted set: ZREVRANK is O(log n).
+        let args: [&[u8]; 2] = [name.as_slice(), member];
+        if let Ok(RedisValue::Integer(rank)) = ctx.call("ZREVRANK", &args[..]) {
+            return Ok(Reply::Int(rank));
+        }
+    }
+    let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
+        Some(m) => raw.saturating_sub(board.pending_of(&m)),
+        None => raw,
+    };
+    Ok(Reply::Int(rank_adjusted(
+        board.walk(),
+        (total, member),
+        adjust,
+    )))
+}
+
+/// TSRANK.INFO key
+pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if !rest.is_empty() {
+        return Err(Error::Arity("tsrank.info".into()));
+    }
+    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let now = now_ms();
+    let acl = Acl::of(ctx)?;
+    let Some(board) = Board::open_read(ctx, &acl, name, now)? else {
+        return Ok(Reply::Nil);
+    };
+    let meta = board.meta.unwrap_or(Meta::new(1, 1));
+    let mut members = board.zset.len() as i64;
+    if !board.pending.is_empty() {
+        // Members whose whole total is still pending are no longer in the window.
+        let mut seen: HashMap<Vec<u8>, ()> = HashMap::new();
+        for slot in &board.pending {
+            slot.hscan(|member, _| {
+                seen.insert(member.to_vec(), ());
+            });
+        }
+        for member in seen.keys() {
+            let in_zset = RStr::new(member).is_some_and(|m| board.zset.zscore(&m).is_some());
+            if in_zset && board.total_of(member) <= 0 {
+                members -= 1;
+            }
+        }
+    }
+    let (mut live, mut oldest) = (0i64, None);
+    if let Some((start, end)) = meta.live_range(now) {
+        for index in start..=end {
+            let slot_name = slot_key(&board.base, index);
+            acl.check(&slot_name, false)?;
+            if Key::open_bytes(ctx, &slot_name, false).is_some_and(|k| k.kind() == KeyKind::Hash) {
+                live += 1;
+                oldest = oldest.or(Some(slot_start(index, meta.slot)));
+            }
+        }
+    }
+    Ok(Reply::Map(vec![
+        ("window", Reply::Int(meta.window)),
+        ("slot", Reply::Int(meta.slot)),
+        ("members", Reply::Int(members)),
+        ("slots", Reply::Int(live)),
+        ("oldest", oldest.map_or(Reply::Nil, Reply::Int)),
+    ]))
+}
+
+// --------------------------------------------------------------------------------- expiry
+
+/// Effects of one expiry step on one slot, sent as a few batched commands.
+struct ExpiryEffects {
+    zadd: Vec<Vec<u8>>,
+    zrem: Vec<Vec<u8>>,
+    hdel: Vec<Vec<u8>>,
+}
+
+impl ExpiryEffects {
+    fn new(base: &[u8], slot_name: &[u8]) -> Self {
+        ExpiryEffects {
+            zadd: vec![base.to_vec()],
+            zrem: vec![base.to_vec()],
+            hdel: vec![slot_name.to_vec()],
+        }
+    }
+
+    fn emit(&self, ctx: &Context) {
+        for (command, args) in [
+            ("ZADD", &self.zadd),
+            ("ZREM", &self.zrem),
+            ("HDEL", &self.hdel),
+        ] {
+            if args.len() > 1 {
+                let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                ctx.replicate(command, &args[..]);
+            }
+        }
+    }
+}
+
+/// Subtracts one expired slot from the totals, member by member, until the slot hash is
+/// empty (true) or the deadline passes (false; the scan resumes at the next visit).
+fn drain_slot(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    index: i64,
+    zset: &Key,
+    slot: &Key,
+    slot_name: &[u8],
+    deadline_us: u64,
+) -> bool {
+    let cursor_key = (db, base.to_vec());
+    let saved = CURSORS.with(|c| c.borrow_mut().remove(&cursor_key));
+    let mut cursor = match saved {
+        Some((saved_index, cursor)) if saved_index == index => cursor,
+        _ => match HashCursor::new() {
+            Some(cursor) => cursor,
+            None => return false,
+        },
+    };
+    let mut effects = ExpiryEffects::new(base, slot_name);
+    let mut batch = Vec::new();
+    let drained = loop {
+        batch.clear();
+        let more = cursor.step(slot, &mut batch);
+        for (member, count) in batch.drain(..) {
+            let Some(m) = RStr::new(&member) else {
+                continue;
+            };
+            let count = parse_i64(&count).unwrap_or(0);
+            if count > 0 {
+                if let Some(score) = zset.zscore(&m) {
+                    let total = score_to_total(score).saturating_sub(count);
+                    if total <= 0 {
+                        zset.zrem(&m);
+                        effects.zrem.push(member.clone());
+                    } else {
+                        zset.zadd(&m, total as f64);
+                        effects.zadd.push(int_arg(total));
+                        effects.zadd.push(member.clone());
+                    }
+                }
+            }
+            slot.hdel_str(&m);
+            effects.hdel.push(member);
+        }
+        if !more {
+            if slot.kind() != KeyKind::Hash {
+                break true;
+            }
+            // Fields the scan missed (the hash changed under it): scan again.
+            match HashCursor::new() {
+                Some(fresh) => cursor = fresh,
+                None => break false,
+            }
+        }
+        if monotonic_us() >= deadline_us {
+            CURSORS.with(|c| c.borrow_mut().insert(cursor_key, (index, cursor)));
+            break false;
+        }
+    };
+    effects.emit(ctx);
+    drained
+}
+
+/// Timer visit of a scheduled key whose `_tally` marker starts with [`FAMILY`]: the meta
+/// hash `name` of a leaderboard. Subtracts slots that left the window, in bounded steps.
+pub fn expire(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    marker: &[u8],
+    now: i64,
+    deadline_us: u64,
+) -> Visit {
+    if has_jobs() {
+        // A rename or delete of this board may be queued: let it run first.
+        return Visit::DueAt(now.saturating_add(1));
+    }
+    let (Some(mut meta), Some(base)) = (Meta::parse(marker), base_of_meta(name)) else {
+        return Visit::Done;
+    };
+    let Some(zset) = Key::open_bytes(ctx, base, true) else {
+        return Visit::Done;
+    };
+    if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+        return Visit::Done;
+    }
+    let db = selected_db(ctx);
+    let before = meta;
+    let mut expired = 0u64;
+    let mut finished = true;
+    let mut probes = 0u32;
+    while let Some((index, _)) = meta.pending_range(now) {
+        let slot_name = slot_key(base, index);
+        let slot = Key::open_bytes(ctx, &slot_name, true);
+        if slot.as_ref().is_some_and(|s| s.kind() == KeyKind::Hash) {
+            let Some(slot) = slot else { break };
+            if !drain_slot(ctx, db, base, index, &zset, &slot, &slot_name, deadline_us) {
+                finished = false;
+                break;
+            }
+            expired += 1;
+        }
+        meta.lo = index.saturating_add(1);
+        probes += 1;
+        if probes % 64 == 0 && monotonic_us() >= deadline_us {
+            finished = false;
+            break;
+        }
+    }
+    expiry::count_expired(expired);
+    if meta != before {
+        if meta.is_empty() && zset.kind() == KeyKind::Empty {
+            // Nothing left at all: the leaderboard disappears, like an emptied sorted set.
+            key.delete();
+            ctx.replicate("DEL", &[name][..]);
+            return Visit::Done;
+        }
+        let marker = meta.marker();
+        key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+        let args: [&[u8]; 3] = [name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
+        ctx.replicate("HSET", &args[..]);
+    }
+    if !finished {
+        return Visit::Unfinished;
+    }
+    match meta.next_due() {
+        Some(due) => Visit::DueAt(due),
+        None => Visit::Done,
+    }
+}

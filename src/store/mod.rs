@@ -5,6 +5,8 @@
 //! Writes made here are not propagated by Redis: callers record them as effects
 //! (`crate::replicate`) so replicas and the AOF get deterministic commands.
 
+pub mod zset;
+
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
