@@ -194,7 +194,7 @@ mod module {
             ["tsrank.rank", tsrank_rank, "readonly", 1, 1, 1, ""],
             ["tsrank.info", tsrank_info, "readonly", 1, 1, 1, ""],
             ["stats.create", stats_create, "write deny-oom", 1, 1, 1, ""],
-            ["stats.add", stats_add, "write deny-oom", 1, 1, 1, ""],
+            ["stats.add", stats_add, "write deny-oom getkeys-api", 1, 1, 1, ""],
             ["stats.get", stats_get, "readonly", 1, 1, 1, ""],
             ["stats.quantile", stats_quantile, "readonly", 1, 1, 1, ""],
             ["stats.range", stats_range, "readonly", 1, 1, 1, ""],

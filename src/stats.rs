@@ -257,10 +257,21 @@ impl Record {
     }
 
     /// Quantile `q` in `[0, 1]` (nearest rank, within 1% relative); `None` when empty.
-    /// The sketch's estimate is clamped to the exact min and max, which are known.
+    /// The exact min and max are known, so rank 1 and rank n are reported exactly and
+    /// every other estimate is clamped to `[min, max]` (which only moves it closer).
     pub fn quantile(&self, q: f64) -> Option<f64> {
         let estimate = self.sketch.quantile(q)?;
-        Some(estimate.clamp(self.moments.min, self.moments.max))
+        let (min, max) = (self.moments.min, self.moments.max);
+        let n = self.moments.count;
+        // Same rank rule as the sketch; `as u64` saturates.
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n.max(1));
+        Some(if rank == 1 {
+            min
+        } else if rank == n {
+            max
+        } else {
+            estimate.clamp(min, max)
+        })
     }
 
     /// The reported statistics; `None` for an empty record.
@@ -548,6 +559,14 @@ mod tests {
         );
         // Quantiles are clamped to the exact extremes: a single value is reported exactly.
         assert_eq!((s.p50, s.p90, s.p99), (5.0, 5.0, 5.0));
+        // Rank 1 and rank n are the exact min and max.
+        let r = of(&[1.234, 5.678, 1000.001]);
+        assert_eq!(r.quantile(0.0), Some(1.234));
+        assert_eq!(r.quantile(0.3), Some(1.234));
+        assert_eq!(r.quantile(0.9), Some(1000.001));
+        assert_eq!(r.quantile(1.0), Some(1000.001));
+        assert!((r.quantile(0.5).unwrap() - 5.678).abs() <= 0.01 * 5.678);
+        assert_eq!(Record::default().quantile(0.5), None);
         let s = of(&[1.0, 3.0]).summary().unwrap();
         assert_eq!((s.mean, s.stddev), (2.0, 2f64.sqrt()));
     }

@@ -319,6 +319,10 @@ struct Report<'a> {
 /// Replies with the number of values in the period the values went to (the current
 /// period without AT), and REPORT ranks that period's mean.
 pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if is_keys_position_request(ctx) {
+        report_key_positions(ctx, rest);
+        return Ok(Reply::Nil);
+    }
     // Values run up to the first AT or REPORT (values are numbers, never those words).
     let split = rest
         .iter()
@@ -421,6 +425,40 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     Ok(Reply::Int(
         i64::try_from(record.count()).unwrap_or(i64::MAX),
     ))
+}
+
+/// True when Redis calls the command only to learn its keys (flag `getkeys-api`).
+fn is_keys_position_request(ctx: &Context) -> bool {
+    match unsafe { raw::RedisModule_IsKeysPositionRequest } {
+        Some(f) => (unsafe { f(ctx.ctx) }) != 0,
+        None => false,
+    }
+}
+
+/// Tells Redis where STATS.ADD's keys are: `key`, and `rankkey` after REPORT.
+///
+/// Why a callback when the key specs already say so: Redis 7.0 and Valkey route cluster
+/// commands (and answer CROSSSLOT) with the legacy first/last/step range of a module
+/// command, which cannot express a key after a keyword; with `getkeys-api` they ask the
+/// module instead. Same search as the key spec: the first REPORT from argument 3 on.
+fn report_key_positions(ctx: &Context, rest: &[&[u8]]) {
+    let Some(key_at) = (unsafe { raw::RedisModule_KeyAtPos }) else {
+        return;
+    };
+    unsafe { key_at(ctx.ctx, 1) };
+    let report = rest
+        .iter()
+        .skip(1)
+        .position(|a| a.eq_ignore_ascii_case(b"REPORT"));
+    if let Some(p) = report {
+        // argv index: command name, key, then rest[p + 1] is REPORT, rest[p + 2] rankkey.
+        let rankkey_at = p + 2 + 2;
+        if rankkey_at < rest.len() + 2 {
+            if let Ok(pos) = c_int::try_from(rankkey_at) {
+                unsafe { key_at(ctx.ctx, pos) };
+            }
+        }
+    }
 }
 
 /// Deletes the periods no longer kept at `now`, and the key if that leaves none (an
