@@ -128,6 +128,18 @@ impl Sketch {
         }
     }
 
+    /// Merges many sketches at once (the periods of a window): per sign, the
+    /// counts are summed in one dense array spanning the union of the bucket
+    /// indices (at most `MAX_BUCKETS` entries), instead of re-allocating a
+    /// store per pairwise merge. Same result as merging one by one.
+    pub fn merge_all<'a>(sketches: impl IntoIterator<Item = &'a Sketch>) -> Sketch {
+        let all: Vec<&Sketch> = sketches.into_iter().collect();
+        let zero = all.iter().fold(0u64, |acc, s| acc.saturating_add(s.zero));
+        let pos = sum_dense(all.iter().map(|s| s.pos.as_slice()));
+        let neg = sum_dense(all.iter().map(|s| s.neg.as_slice()));
+        Sketch { zero, pos, neg }
+    }
+
     /// Total number of values (saturating).
     pub fn count(&self) -> u64 {
         self.pos
@@ -230,6 +242,35 @@ impl Sketch {
     }
 }
 
+/// Sum of several sorted stores, through a dense array over their index span.
+fn sum_dense<'a>(stores: impl Iterator<Item = &'a [(i32, u64)]> + Clone) -> Store {
+    let bounds = stores
+        .clone()
+        .filter_map(|s| Some((s.first()?.0, s.last()?.0)))
+        .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
+    let Some((lo, hi)) = bounds else {
+        return Store::new();
+    };
+    // Stored indices lie in MIN_INDEX..=MAX_INDEX, so the span is at most
+    // MAX_BUCKETS (about 37k) and never negative.
+    let span = usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(0);
+    let mut dense = vec![0u64; span];
+    for store in stores {
+        for &(i, c) in store {
+            let offset = usize::try_from(i64::from(i) - i64::from(lo)).unwrap_or(usize::MAX);
+            if let Some(slot) = dense.get_mut(offset) {
+                *slot = slot.saturating_add(c);
+            }
+        }
+    }
+    dense
+        .into_iter()
+        .zip(lo..)
+        .filter(|&(c, _)| c > 0)
+        .map(|(c, i)| (i, c))
+        .collect()
+}
+
 /// Union of two sorted stores, adding the counts of equal indices (saturating).
 fn merge_stores(a: &[(i32, u64)], b: &[(i32, u64)]) -> Store {
     let mut out = Vec::with_capacity(a.len() + b.len());
@@ -296,8 +337,13 @@ impl Reader<'_> {
 
     /// Reads a minimal LEB128 varint of at most 10 bytes that fits in u64.
     fn varint(&mut self) -> Option<u64> {
-        let mut result: u64 = 0;
-        for shift in (0..64).step_by(7) {
+        // Fast path: most deltas and many counts fit in one byte.
+        let first = self.byte()?;
+        if first < 0x80 {
+            return Some(u64::from(first));
+        }
+        let mut result = u64::from(first & 0x7f);
+        for shift in (7..64).step_by(7) {
             let b = self.byte()?;
             let payload = u64::from(b & 0x7f);
             // The 10th byte (shift 63) may only carry the top bit.
@@ -569,6 +615,33 @@ mod tests {
             assert_eq!(left, all, "{name}");
             check_accuracy(name, &left, &xs);
         }
+    }
+
+    #[test]
+    fn merge_all_equals_pairwise_merges() {
+        let sets = datasets();
+        let sketches: Vec<Sketch> = sets.iter().map(|(_, xs)| of(xs)).collect();
+        let mut pairwise = Sketch::new();
+        for s in &sketches {
+            pairwise.merge(s);
+        }
+        assert_eq!(Sketch::merge_all(&sketches), pairwise);
+        assert_eq!(Sketch::merge_all(&[]), Sketch::new());
+        assert_eq!(Sketch::merge_all(&[Sketch::new(), of(&[0.0])]), of(&[0.0]));
+        let extremes = of(&[f64::MAX, 1e-9, -f64::MAX, -1e-9]);
+        assert_eq!(
+            Sketch::merge_all([&extremes, &extremes]),
+            of(&[
+                f64::MAX,
+                1e-9,
+                -f64::MAX,
+                -1e-9,
+                f64::MAX,
+                1e-9,
+                -f64::MAX,
+                -1e-9
+            ])
+        );
     }
 
     #[test]

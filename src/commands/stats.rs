@@ -98,11 +98,11 @@ fn load_periods(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Vec<(i64, R
 /// The merged record of the latest `periods` periods at `now`.
 fn load_window(key: &Key, settings: &Settings, now: i64, periods: i64) -> Record {
     let (lo, hi) = settings.window_range(now, periods);
-    let mut merged = Record::default();
-    for (_, record) in load_periods(key, settings, lo, hi) {
-        merged.merge(&record);
-    }
-    merged
+    let records: Vec<Record> = load_periods(key, settings, lo, hi)
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    Record::merge_all(&records)
 }
 
 /// What one scan of the hash found about its periods at `now`.
