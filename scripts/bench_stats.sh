@@ -52,5 +52,5 @@ RATIOS+=(
   "STATS.GET / HGET|STATS.GET (10k-value period)|HGET"
 )
 MEMORY_LINES+=(
-  "$(printf '%-60s %s bytes [< 65536]' "STATS key, 24 hourly periods x 10,000 lognormal values" "$("${CLI[@]}" memory usage st:lat)")"
+  "$(printf '%-60s %s bytes [< 65536]' "STATS key, 24 hourly periods x 10,000 lognormal values" "$("${CLI[@]}" memory usage st:lat samples 0)")"
 )
