@@ -526,3 +526,51 @@ fn replicas_never_trim_but_a_promoted_replica_does() {
         );
     }
 }
+
+/// Reads on a replica answer from the replicated data, also after earlier reads there:
+/// every write of the primary (an HSET of an existing slot field, field count unchanged)
+/// shows up in the replica's next SUM / RANGE.
+#[test]
+fn replica_reads_follow_the_primary() {
+    for kind in server_kinds() {
+        let primary = Server::start(&kind);
+        let replica = Server::start(&kind);
+        let k = &kind.name;
+        replica.replicate_from(&primary);
+        wait_replica_synced(&primary, &replica);
+        assert_eq!(
+            primary.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1m:60", "1h:24"]),
+            v_ok()
+        );
+        let t = server_ms(&primary);
+        // 40 minute slots: large enough for reads to cache the counter.
+        for i in 0..40 {
+            let ts = (t - i * 60_000).to_string();
+            assert_eq!(
+                primary.cmd_value(&["TSCOUNTER.INCRBY", "c", "1", "AT", &ts]),
+                v_int(1)
+            );
+        }
+        let mut rng = Rng(5);
+        for step in 0..20 {
+            // Into slots that exist: the replica sees HSETs of existing fields.
+            let ts = (t - rng.below(40) * 60_000).to_string();
+            let by = (1 + rng.below(9)).to_string();
+            let v = primary.cmd_value(&["TSCOUNTER.INCRBY", "c", &by, "AT", &ts]);
+            assert!(matches!(v, Value::Int(_)), "{k}: {v:?}");
+            wait_replica_synced(&primary, &replica);
+            let at = t.to_string();
+            for cmd in [
+                &["TSCOUNTER.SUM", "c", "1h", "10m", "1m", "AT", &at][..],
+                &["TSCOUNTER.RANGE", "c", "1m", "FROM", "0", "TO", &at],
+                &["TSCOUNTER.RANGE", "c", "1h", "TO", &at],
+            ] {
+                assert_eq!(
+                    replica.cmd_value(cmd),
+                    primary.cmd_value(cmd),
+                    "{k}: step {step}: {cmd:?} on the replica"
+                );
+            }
+        }
+    }
+}
