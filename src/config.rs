@@ -91,3 +91,34 @@ pub fn expire_budget_us() -> i64 {
 pub fn stats_keep() -> i64 {
     STATS_KEEP.load(Ordering::Relaxed)
 }
+
+/// Checks `loadmodule ... name value ...` arguments before anything starts. The SDK applies
+/// them as config values but does not stop the load when one is refused, and a module that
+/// Redis then unloads must not leave a timer behind: a bad argument must fail the load.
+pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
+    if args.len() % 2 != 0 {
+        return Err("module arguments must be name value pairs".into());
+    }
+    for pair in args.chunks_exact(2) {
+        let (name, value) = match pair {
+            [name, value] => (name.to_string_lossy(), value),
+            _ => continue,
+        };
+        let value_text = value.to_string_lossy();
+        let ok = match name.as_str() {
+            "counter-resolutions" => parse_resolution_text(&value_text).is_ok(),
+            "max-future" | "rank-window" | "rank-slot" | "stats-period" => {
+                parse_duration(value.as_slice()).is_ok()
+            }
+            "stats-keep" => value_text.parse::<i64>().is_ok_and(|v| (1..=10_000).contains(&v)),
+            "expire-budget-us" => value_text
+                .parse::<i64>()
+                .is_ok_and(|v| (10..=1_000_000).contains(&v)),
+            _ => return Err(format!("unknown config '{name}'")),
+        };
+        if !ok {
+            return Err(format!("invalid value '{value_text}' for '{name}'"));
+        }
+    }
+    Ok(())
+}

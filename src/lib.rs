@@ -13,6 +13,9 @@ pub mod sketch;
 pub mod stats;
 pub mod window;
 
+#[cfg(test)]
+mod proptests;
+
 #[cfg(not(test))]
 mod cmdinfo;
 #[cfg(not(test))]
@@ -159,7 +162,11 @@ mod module {
         }
     }
 
-    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    fn init(ctx: &Context, args: &[RedisString]) -> Status {
+        if let Err(e) = config::validate_module_args(args) {
+            ctx.log_warning(&format!("tally: {e}; not loading"));
+            return Status::Err;
+        }
         subscribe_server_events(ctx);
         for (name, arity, keys) in command_table() {
             if let Err(e) = cmdinfo::set(ctx, name, arity, &keys) {
@@ -201,7 +208,7 @@ mod module {
             ["stats.info", stats_info, "readonly", 1, 1, 1, ""],
         ],
         event_handlers: [
-            [@GENERIC @EXPIRED: crate::commands::on_keyspace_event],
+            [@GENERIC @HASH @EXPIRED @EVICTED: crate::commands::on_keyspace_event],
         ],
         configurations: [
             i64: [
