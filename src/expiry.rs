@@ -178,6 +178,17 @@ fn tick(ctx: &Context, _: ()) {
         arm(ctx, IDLE_TICK_MS);
         return;
     }
+    // `CLIENT PAUSE` and a cluster manual failover pause writes so that replicas catch up
+    // with the primary's offset; Redis's own active expiry waits too. Replicating effects
+    // now would keep the offsets apart, and Redis 7.0 aborts on it (assertion in
+    // propagatePendingCommands, seen with a replica attached). Wait for the pause to end.
+    // Raw call: the symbol exists since Redis 6.0, but a missing one must not panic.
+    let paused =
+        unsafe { raw::RedisModule_AvoidReplicaTraffic }.is_some_and(|f| unsafe { f() } != 0);
+    if paused {
+        arm(ctx, IDLE_TICK_MS);
+        return;
+    }
     let budget = config::expire_budget_us().max(1) as u64;
     let deadline = started + budget;
     let became_primary = with_schedule(|s| !std::mem::replace(&mut s.was_primary, true));
