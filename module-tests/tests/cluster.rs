@@ -208,10 +208,24 @@ fn failover(cluster: &Cluster, primary: &Server, slot: u16) -> u16 {
     // A manual failover needs the primary to know this node as its replica (cluster bus
     // gossip): right after `--cluster create` it may not yet, and the request times out.
     let (pid, rid) = (node_id(primary), node_id(replica));
+    // The election also needs votes from the other primaries, which refuse a node they
+    // still see as a primary ("Failover auth denied ... it is a master node"): wait until
+    // every node's CLUSTER NODES shows it as a replica of `primary`.
     assert!(
-        wait_until(Duration::from_secs(10), || {
-            let v = primary.cmd_value(&["CLUSTER", "REPLICAS", &pid]);
-            format!("{v:?}").contains(&rid)
+        wait_until(Duration::from_secs(15), || {
+            cluster
+                .nodes()
+                .iter()
+                .filter(|n| n.process_running())
+                .all(|n| {
+                    let text = value_text(&n.cmd_value(&["CLUSTER", "NODES"])).unwrap_or_default();
+                    text.lines().any(|l| {
+                        let f: Vec<&str> = l.split(' ').collect();
+                        f.first() == Some(&rid.as_str())
+                            && f.get(2).is_some_and(|fl| fl.contains("slave"))
+                            && f.get(3) == Some(&pid.as_str())
+                    })
+                })
         }),
         "{}: {} does not list its replica",
         cluster.kind.name,
