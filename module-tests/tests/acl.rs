@@ -1,0 +1,384 @@
+//! ACL: key permissions are enforced for every key a tally command reads or writes,
+//! derived keys included, on every server kind. One test function per family.
+//!
+//! * a user limited to key patterns cannot read or write other keys through any tally
+//!   command: `NOPERM`, and nothing is written (the keyspace is compared before/after);
+//! * a read-only user (`%R~*`: read-only key permission) cannot run any write command
+//!   but can run every read;
+//! * TSRANK derives keys from its main key (`key|meta`, `key|slot|<n>`): a user allowed
+//!   the main key but not the derived keys gets `NOPERM` and nothing is written;
+//! * STATS.ADD `REPORT rankkey` outside the user's patterns: `NOPERM`, nothing written;
+//! * `acl_command_categories`: `-@write` / `+@read` users (ACL categories), on servers
+//!   whose module API can declare categories (Redis >= 7.2, Valkey).
+
+use module_tests::redis::ConnectionLike as _;
+use module_tests::*;
+
+const PW: &str = "pw-tally";
+
+/// Creates `user` with the given ACL rules (plus `on`, a password and `+@all` unless the
+/// rules mention commands themselves) and returns a connection authenticated as it.
+fn user_conn(srv: &Server, user: &str, rules: &[&str]) -> redis::Connection {
+    let mut args = vec!["ACL", "SETUSER", user, "reset", "on"];
+    let pw = format!(">{PW}");
+    args.push(&pw);
+    if !rules
+        .iter()
+        .any(|r| r.starts_with('+') || r.starts_with('-'))
+    {
+        args.push("+@all");
+    }
+    args.extend(rules);
+    assert_eq!(
+        srv.cmd_value(&args),
+        v_ok(),
+        "{}: {args:?}",
+        srv.kind().name
+    );
+    let mut c = srv.conn();
+    let auth: Result<(), _> = redis::cmd("AUTH").arg(user).arg(PW).query(&mut c);
+    auth.unwrap_or_else(|e| panic!("AUTH {user}: {e}"));
+    c
+}
+
+fn run<A: AsRef<[u8]>>(c: &mut redis::Connection, args: &[A]) -> Value {
+    let mut cmd = redis::Cmd::new();
+    for a in args {
+        cmd.arg(a.as_ref());
+    }
+    c.req_command(&cmd).expect("connection")
+}
+
+fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
+    let v = run(c, args);
+    let e = error_text(&v).unwrap_or_default();
+    assert!(
+        e.starts_with("NOPERM"),
+        "{}: {args:?} should be refused with NOPERM, got {v:?}",
+        srv.kind().name
+    );
+}
+
+fn assert_allowed(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
+    let v = run(c, args);
+    assert!(
+        error_text(&v).is_none_or(|e| !e.starts_with("NOPERM")),
+        "{}: {args:?} should be allowed, got {v:?}",
+        srv.kind().name
+    );
+}
+
+/// Every command of a family, as (args, is_write), on key `k`.
+fn counter_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
+    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    vec![
+        (v(&["TSCOUNTER.CREATE", "$K"]), true),
+        (v(&["TSCOUNTER.INCRBY", "$K", "5"]), true),
+        (v(&["TSCOUNTER.INCR", "$K"]), true),
+        (v(&["TSCOUNTER.SUM", "$K", "1m"]), false),
+        (v(&["TSCOUNTER.RANGE", "$K", "1s"]), false),
+        (v(&["TSCOUNTER.INFO", "$K"]), false),
+    ]
+}
+
+fn rank_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
+    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    vec![
+        (
+            v(&["TSRANK.CREATE", "$K", "WINDOW", "1h", "SLOT", "1m"]),
+            true,
+        ),
+        (v(&["TSRANK.INCRBY", "$K", "3", "a", "1", "b"]), true),
+        (v(&["TSRANK.TOP", "$K", "10"]), false),
+        (
+            v(&["TSRANK.TOP", "$K", "10", "WITHSCORES", "WINDOW", "1m"]),
+            false,
+        ),
+        (v(&["TSRANK.SCORE", "$K", "a"]), false),
+        (v(&["TSRANK.RANK", "$K", "a"]), false),
+        (v(&["TSRANK.INFO", "$K"]), false),
+    ]
+}
+
+fn stats_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
+    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    vec![
+        (
+            v(&["STATS.CREATE", "$K", "PERIOD", "1m", "KEEP", "5"]),
+            true,
+        ),
+        (v(&["STATS.ADD", "$K", "1.5", "2"]), true),
+        (v(&["STATS.GET", "$K"]), false),
+        (v(&["STATS.QUANTILE", "$K", "0.5"]), false),
+        (v(&["STATS.RANGE", "$K"]), false),
+        (v(&["STATS.INFO", "$K"]), false),
+    ]
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Runs every command of `cmds(key)` as a user limited to `allowed:*`, on a missing key
+/// and on an existing object outside the patterns (refused, nothing written), then on
+/// an allowed key (accepted).
+fn key_patterns(kind: &ServerKind, cmds: fn(&str) -> Vec<(Vec<String>, bool)>, seed: &[&str]) {
+    let srv = Server::start(kind);
+    // An existing object outside the user's patterns, created by the default user.
+    let mut seed_cmd: Vec<&str> = seed.to_vec();
+    seed_cmd[1] = "other:{1}";
+    assert!(
+        error_text(&srv.cmd_value(&seed_cmd)).is_none(),
+        "{seed_cmd:?}"
+    );
+    let mut c = user_conn(&srv, "u", &["~allowed:*"]);
+    let before = srv.dump_keyspace();
+    for key in ["other:{1}", "other:{2}"] {
+        for (args, _) in cmds(key) {
+            assert_noperm(&srv, &mut c, &strs(&args));
+        }
+    }
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{}: a refused command wrote",
+        kind.name
+    );
+    for (args, _) in cmds("allowed:{1}") {
+        if args[0].ends_with(".CREATE") {
+            continue; // tested on the missing key below
+        }
+        assert_allowed(&srv, &mut c, &strs(&args));
+    }
+    for (args, _) in cmds("allowed:{2}") {
+        assert_allowed(&srv, &mut c, &strs(&args));
+    }
+    srv.assert_alive();
+}
+
+/// A read-only user (`%R~*`) runs every read but no write; nothing is written.
+fn read_only(kind: &ServerKind, cmds: fn(&str) -> Vec<(Vec<String>, bool)>, seed: &[&str]) {
+    let srv = Server::start(kind);
+    let mut seed_cmd: Vec<&str> = seed.to_vec();
+    seed_cmd[1] = "obj:{1}";
+    assert!(
+        error_text(&srv.cmd_value(&seed_cmd)).is_none(),
+        "{seed_cmd:?}"
+    );
+    let mut c = user_conn(&srv, "ro", &["%R~*"]);
+    let before = srv.dump_keyspace();
+    for key in ["obj:{1}", "new:{1}"] {
+        for (args, write) in cmds(key) {
+            if write {
+                assert_noperm(&srv, &mut c, &strs(&args));
+            } else {
+                assert_allowed(&srv, &mut c, &strs(&args));
+            }
+        }
+    }
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{}: a refused command wrote",
+        kind.name
+    );
+    srv.assert_alive();
+}
+
+// ============================================================== TSCOUNTER
+
+#[test]
+fn acl_counter() {
+    for kind in server_kinds() {
+        let seed = ["TSCOUNTER.INCRBY", "", "7"];
+        key_patterns(&kind, counter_cmds, &seed);
+        read_only(&kind, counter_cmds, &seed);
+    }
+}
+
+// ================================================================= TSRANK
+
+#[test]
+fn acl_rank() {
+    for kind in server_kinds() {
+        let seed = ["TSRANK.INCRBY", "", "4", "a", "2", "b"];
+        key_patterns(&kind, rank_cmds, &seed);
+        read_only(&kind, rank_cmds, &seed);
+    }
+}
+
+/// TSRANK keeps its settings in `key|meta` and per-slot counts in `key|slot|<n>`: a user
+/// allowed only the main key (or the main key and the meta hash) must not reach them.
+#[test]
+fn acl_rank_derived_keys() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = kind.name.as_str();
+        // Existing leaderboards, created by the default user.
+        for key in ["lb{y}", "lb{w}"] {
+            assert_eq!(
+                srv.cmd_value(&["TSRANK.INCRBY", key, "4", "a", "2", "b"]),
+                v_arr(vec![v_int(4), v_int(2)]),
+                "{k}"
+            );
+        }
+        let before = srv.dump_keyspace();
+        assert!(
+            before.contains_key("db0:lb{y}|meta"),
+            "{k}: layout changed? {before:?}"
+        );
+
+        // Only the main keys (exact patterns: braces are not special in ACL globs).
+        let mut c = user_conn(&srv, "main", &["~lb{x}", "~lb{y}"]);
+        for key in ["lb{x}", "lb{y}"] {
+            for (args, _) in rank_cmds(key) {
+                assert_noperm(&srv, &mut c, &strs(&args));
+            }
+        }
+        // Main key and meta hash, but no slot hash: writes touch a slot hash.
+        let mut c = user_conn(
+            &srv,
+            "noslots",
+            &["~lb{x}", "~lb{x}|meta", "~lb{y}", "~lb{y}|meta"],
+        );
+        for key in ["lb{x}", "lb{y}"] {
+            assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", key, "1", "a"]);
+        }
+        // Read-only derived keys: reads work, writes are refused.
+        let mut c = user_conn(&srv, "rderived", &["~lb{w}", "%R~lb{w}|*"]);
+        assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", "lb{w}", "1", "a"]);
+        assert_eq!(
+            run(&mut c, &["TSRANK.SCORE", "lb{w}", "a"]),
+            v_int(4),
+            "{k}"
+        );
+        assert_eq!(
+            run(&mut c, &["TSRANK.TOP", "lb{w}", "5"]),
+            v_bulks(&["a", "b"]),
+            "{k}"
+        );
+        assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
+
+        // Every key of the leaderboard: everything works.
+        let mut c = user_conn(&srv, "all", &["~lb{y}*"]);
+        assert_eq!(
+            run(&mut c, &["TSRANK.INCRBY", "lb{y}", "1", "b"]),
+            v_int(3),
+            "{k}"
+        );
+        assert_eq!(
+            run(&mut c, &["TSRANK.TOP", "lb{y}", "5"]),
+            v_bulks(&["a", "b"]),
+            "{k}"
+        );
+        srv.assert_alive();
+    }
+}
+
+// ================================================================== STATS
+
+#[test]
+fn acl_stats() {
+    for kind in server_kinds() {
+        let seed = ["STATS.ADD", "", "1", "2", "3"];
+        key_patterns(&kind, stats_cmds, &seed);
+        read_only(&kind, stats_cmds, &seed);
+    }
+}
+
+/// `REPORT rankkey`: the ranking is a key of the command like any other.
+#[test]
+fn acl_stats_report_key() {
+    for kind in server_kinds() {
+        let srv = Server::start(&kind);
+        let k = kind.name.as_str();
+        assert_eq!(srv.cmd_value(&["ZADD", "other:rank", "1", "x"]), v_int(1));
+        let mut c = user_conn(&srv, "u", &["~s:*"]);
+        let before = srv.dump_keyspace();
+        assert_noperm(
+            &srv,
+            &mut c,
+            &["STATS.ADD", "s:1", "5", "REPORT", "other:rank", "m"],
+        );
+        assert_noperm(
+            &srv,
+            &mut c,
+            &[
+                "STATS.ADD",
+                "s:1",
+                "5",
+                "AT",
+                "1000",
+                "REPORT",
+                "other:new",
+                "m",
+                "KEEP",
+                "3",
+            ],
+        );
+        assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
+        assert_eq!(
+            run(&mut c, &["STATS.ADD", "s:1", "5", "REPORT", "s:rank", "m"]),
+            v_int(1),
+            "{k}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["ZSCORE", "s:rank", "m"]),
+            v_bulk("5"),
+            "{k}"
+        );
+        // A ranking the user may only read is refused too (REPORT writes it).
+        let mut c = user_conn(&srv, "r", &["~s:*", "%R~ro:*"]);
+        assert_eq!(srv.cmd_value(&["ZADD", "ro:rank", "1", "x"]), v_int(1));
+        let before = srv.dump_keyspace();
+        assert_noperm(
+            &srv,
+            &mut c,
+            &["STATS.ADD", "s:2", "5", "REPORT", "ro:rank", "m"],
+        );
+        assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
+        srv.assert_alive();
+    }
+}
+
+// ============================================================= categories
+
+/// A user without `@write` must not run tally writes; a `+@read` user runs tally reads.
+/// Needs `RedisModule_SetCommandACLCategories` (Redis >= 7.2, Valkey); on Redis 7.0 the
+/// module API cannot put module commands in any category, so `-@write` does not stop
+/// them there (use key permissions such as `%R~*`, tested above).
+#[test]
+fn acl_command_categories() {
+    for kind in server_kinds() {
+        if !kind.is_valkey() && kind.version() < (7, 2, 0) {
+            eprintln!(
+                "{}: no module ACL categories before Redis 7.2, skipped",
+                kind.name
+            );
+            continue;
+        }
+        let srv = Server::start(&kind);
+        let before = srv.dump_keyspace();
+        let mut nowrite = user_conn(&srv, "nowrite", &["~*", "+@all", "-@write"]);
+        let mut reader = user_conn(&srv, "reader", &["~*", "+@read"]);
+        for (args, write) in counter_cmds("c")
+            .into_iter()
+            .chain(rank_cmds("lb{r}"))
+            .chain(stats_cmds("s"))
+        {
+            if write {
+                assert_noperm(&srv, &mut nowrite, &strs(&args));
+                assert_noperm(&srv, &mut reader, &strs(&args));
+            } else {
+                assert_allowed(&srv, &mut nowrite, &strs(&args));
+                assert_allowed(&srv, &mut reader, &strs(&args));
+            }
+        }
+        assert_eq!(
+            srv.dump_keyspace(),
+            before,
+            "{}: a refused command wrote",
+            kind.name
+        );
+    }
+}
