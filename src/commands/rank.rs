@@ -28,7 +28,7 @@ use crate::rank::{
 };
 use crate::reply::Reply;
 use crate::store::zset::HashCursor;
-use crate::store::{Key, KeyKind, RStr};
+use crate::store::{str_bytes, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index, slot_start};
 
 /// Family word that starts the `_tally` marker value of this family's hashes.
@@ -118,8 +118,8 @@ impl Acl {
         })
     }
 
-    /// NOPERM unless the user may read (and, with `write`, modify) `key`.
-    fn check(&self, key: &[u8], write: bool) -> Result<()> {
+    /// NOPERM unless the user may read (and, with `write`, modify) the key `name`.
+    fn check(&self, name: &RStr, write: bool) -> Result<()> {
         if !self.checked {
             return Ok(());
         }
@@ -130,18 +130,21 @@ impl Acl {
         if write {
             perms |= AclPermissions::INSERT | AclPermissions::UPDATE | AclPermissions::DELETE;
         }
-        let denied = || {
-            Error::NoPerm(format!(
-                "this user has no permissions to access the key '{}' of this leaderboard",
-                text(key)
-            ))
-        };
-        let name = RStr::new(key).ok_or_else(denied)?;
         if unsafe { check(self.user, name.as_ptr(), perms.bits()) } != raw::REDISMODULE_OK as c_int
         {
-            return Err(denied());
+            return Err(Error::NoPerm(format!(
+                "this user has no permissions to access the key '{}' of this leaderboard",
+                text(str_bytes(name.as_ptr()))
+            )));
         }
         Ok(())
+    }
+
+    /// Checks `name` and opens it.
+    fn open(&self, ctx: &Context, name: &[u8], write: bool) -> Result<Key> {
+        let name = RStr::new(name).ok_or(Error::WrongType)?;
+        self.check(&name, write)?;
+        Ok(Key::open_str(ctx, &name, write))
     }
 }
 
@@ -175,6 +178,8 @@ thread_local! {
     static JOBS: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
     static RENAME_FROM: RefCell<Option<(c_int, Vec<u8>)>> = const { RefCell::new(None) };
     static JOB_TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
+    /// The `_tally` field name, built once (it is read by every command).
+    static MARKER: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
     /// Resumable scans of slots being expired, by (db, leaderboard): (slot index, cursor).
     static CURSORS: RefCell<HashMap<(c_int, Vec<u8>), (i64, HashCursor)>> = RefCell::new(HashMap::new());
 }
@@ -394,9 +399,7 @@ impl Board {
         let base = resolve_base(selected_db(ctx), name.as_slice());
         let meta = match &base {
             Some(base) => {
-                let meta_name = meta_key(base);
-                acl.check(&meta_name, false)?;
-                let key = Key::open_bytes(ctx, &meta_name, false).ok_or(Error::WrongType)?;
+                let key = acl.open(ctx, &meta_key(base), false)?;
                 load_meta(&key)?
             }
             None => None,
@@ -450,10 +453,11 @@ impl Board {
 fn load_meta(key: &Key) -> Result<Option<Meta>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
-        KeyKind::Hash => {
-            let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
-            Meta::parse(&marker).map(Some).ok_or(Error::WrongType)
-        }
+        KeyKind::Hash => MARKER
+            .with(|field| key.hget_with(field.as_ref()?, Meta::parse))
+            .flatten()
+            .map(Some)
+            .ok_or(Error::WrongType),
         _ => Err(Error::WrongType),
     }
 }
@@ -463,12 +467,9 @@ fn open_pending(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64) ->
     let mut pending = Vec::new();
     if let Some((start, end)) = meta.pending_range(now) {
         for index in start..=end {
-            let name = slot_key(base, index);
-            acl.check(&name, false)?;
-            if let Some(key) = Key::open_bytes(ctx, &name, false) {
-                if key.kind() == KeyKind::Hash {
-                    pending.push(key);
-                }
+            let key = acl.open(ctx, &slot_key(base, index), false)?;
+            if key.kind() == KeyKind::Hash {
+                pending.push(key);
             }
         }
     }
@@ -502,26 +503,77 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     flush_jobs(ctx);
     let acl = Acl::of(ctx)?;
     let meta_name = meta_key(name.as_slice());
-    acl.check(&meta_name, true)?;
+    let meta_hash = acl.open(ctx, &meta_name, true)?;
     let zset = Key::open(ctx, name, true);
-    let meta_key = Key::open_bytes(ctx, &meta_name, true).ok_or(Error::KeyExists)?;
-    if zset.kind() != KeyKind::Empty || meta_key.kind() != KeyKind::Empty {
+    if zset.kind() != KeyKind::Empty || meta_hash.kind() != KeyKind::Empty {
         return Err(Error::KeyExists);
     }
-    let marker = Meta::new(window, slot).marker();
-    meta_key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
-    let args: [&[u8]; 3] = [&meta_name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
-    ctx.replicate("HSET", &args[..]);
+    save_marker(ctx, &meta_hash, &meta_name, &Meta::new(window, slot));
     Ok(Reply::Ok)
 }
 
 /// One member of an INCRBY: its string, increment sum, and values before/after.
-struct Change {
+struct Change<'a> {
     member: RStr,
-    bytes: Vec<u8>,
+    bytes: &'a [u8],
     slot_count: i64,
     total: i64,
     pending: i64,
+}
+
+/// Sends `HSET slot member count ...` and `ZADD key total member ...` to replicas and AOF.
+/// One member (the hot path) goes straight from buffers, without argument vectors.
+fn replicate_changes(ctx: &Context, key: &[u8], slot_name: &[u8], changes: &[Change]) {
+    if let ([one], Some(replicate)) = (changes, unsafe { raw::RedisModule_Replicate }) {
+        let member = one.bytes;
+        unsafe {
+            replicate(
+                ctx.ctx,
+                c"HSET".as_ptr(),
+                c"bbl".as_ptr(),
+                slot_name.as_ptr(),
+                slot_name.len(),
+                member.as_ptr(),
+                member.len(),
+                one.slot_count as std::os::raw::c_longlong,
+            );
+            replicate(
+                ctx.ctx,
+                c"ZADD".as_ptr(),
+                c"blb".as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                one.total as std::os::raw::c_longlong,
+                member.as_ptr(),
+                member.len(),
+            );
+        }
+        return;
+    }
+    let numbers: Vec<(Vec<u8>, Vec<u8>)> = changes
+        .iter()
+        .map(|c| (int_arg(c.slot_count), int_arg(c.total)))
+        .collect();
+    let mut hset: Vec<&[u8]> = Vec::with_capacity(changes.len() * 2 + 1);
+    let mut zadd: Vec<&[u8]> = Vec::with_capacity(changes.len() * 2 + 1);
+    hset.push(slot_name);
+    zadd.push(key);
+    for (change, (count, total)) in changes.iter().zip(&numbers) {
+        hset.push(change.bytes);
+        hset.push(count);
+        zadd.push(total);
+        zadd.push(change.bytes);
+    }
+    ctx.replicate("HSET", &hset[..]);
+    ctx.replicate("ZADD", &zadd[..]);
+}
+
+/// Writes the meta hash's marker and replicates it.
+fn save_marker(ctx: &Context, meta_hash: &Key, meta_name: &[u8], meta: &Meta) {
+    let marker = meta.marker();
+    meta_hash.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+    let args: [&[u8]; 3] = [meta_name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
+    ctx.replicate("HSET", &args[..]);
 }
 
 /// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
@@ -566,8 +618,7 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         return Err(Error::WrongType);
     }
     let meta_name = meta_key(key_name);
-    acl.check(&meta_name, true)?;
-    let meta_hash = Key::open_bytes(ctx, &meta_name, true).ok_or(Error::WrongType)?;
+    let meta_hash = acl.open(ctx, &meta_name, true)?;
     let (mut meta, is_new) = match load_meta(&meta_hash)? {
         Some(meta) => (meta, false),
         None if zset.kind() == KeyKind::Zset => return Err(Error::WrongType),
@@ -582,9 +633,8 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         return Err(Error::OutsideKeptRange);
     }
     let slot_name = slot_key(key_name, index);
-    acl.check(&slot_name, true)?;
+    let slot = acl.open(ctx, &slot_name, true)?;
     let pending = open_pending(ctx, &acl, key_name, &meta, now)?;
-    let slot = Key::open_bytes(ctx, &slot_name, true).ok_or(Error::WrongType)?;
     if !matches!(slot.kind(), KeyKind::Empty | KeyKind::Hash) {
         return Err(Error::WrongType);
     }
@@ -611,7 +661,7 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
                     .fold(0i64, i64::saturating_add);
                 changes.push(Change {
                     member: rstr,
-                    bytes: member.to_vec(),
+                    bytes: member,
                     slot_count,
                     total,
                     pending,
@@ -632,31 +682,17 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
 
     // Write, then replicate the absolute values.
-    let mut hset_args: Vec<Vec<u8>> = Vec::with_capacity(changes.len() * 2 + 1);
-    let mut zadd_args: Vec<Vec<u8>> = Vec::with_capacity(changes.len() * 2 + 1);
-    hset_args.push(slot_name.clone());
-    zadd_args.push(key_name.to_vec());
     for change in &changes {
         slot.hset_i64_str(&change.member, change.slot_count);
         zset.zadd(&change.member, change.total as f64);
-        hset_args.push(change.bytes.clone());
-        hset_args.push(int_arg(change.slot_count));
-        zadd_args.push(int_arg(change.total));
-        zadd_args.push(change.bytes.clone());
     }
     if meta.note_write(index) || is_new {
-        let marker = meta.marker();
-        meta_hash.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
-        let args: [&[u8]; 3] = [&meta_name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
-        ctx.replicate("HSET", &args[..]);
+        save_marker(ctx, &meta_hash, &meta_name, &meta);
         if let Some(due) = meta.next_due() {
             expiry::schedule(ctx, &meta_name, due);
         }
     }
-    let hset: Vec<&[u8]> = hset_args.iter().map(Vec::as_slice).collect();
-    ctx.replicate("HSET", &hset[..]);
-    let zadd: Vec<&[u8]> = zadd_args.iter().map(Vec::as_slice).collect();
-    ctx.replicate("ZADD", &zadd[..]);
+    replicate_changes(ctx, key_name, &slot_name, &changes);
 
     Ok(match replies.as_slice() {
         [single] => Reply::Int(*single),
@@ -749,10 +785,7 @@ fn sub_window_totals(
     let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
     for index in first..=current.min(meta.hi) {
         let name = slot_key(base, index);
-        acl.check(&name, false)?;
-        let Some(key) = Key::open_bytes(ctx, &name, false) else {
-            continue;
-        };
+        let key = acl.open(ctx, &name, false)?;
         if key.kind() != KeyKind::Hash {
             continue;
         }
@@ -848,8 +881,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if let Some((start, end)) = meta.live_range(now) {
         for index in start..=end {
             let slot_name = slot_key(&board.base, index);
-            acl.check(&slot_name, false)?;
-            if Key::open_bytes(ctx, &slot_name, false).is_some_and(|k| k.kind() == KeyKind::Hash) {
+            if acl.open(ctx, &slot_name, false)?.kind() == KeyKind::Hash {
                 live += 1;
                 oldest = oldest.or(Some(slot_start(index, meta.slot)));
             }
@@ -1016,10 +1048,7 @@ pub fn expire(
             ctx.replicate("DEL", &[name][..]);
             return Visit::Done;
         }
-        let marker = meta.marker();
-        key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
-        let args: [&[u8]; 3] = [name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
-        ctx.replicate("HSET", &args[..]);
+        save_marker(ctx, key, name, &meta);
     }
     if !finished {
         return Visit::Unfinished;

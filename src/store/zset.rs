@@ -233,3 +233,34 @@ impl Drop for HashCursor {
         }
     }
 }
+
+impl Key {
+    /// Opens a key whose name is already a module string (derived names are built once
+    /// and serve both the ACL check and the open).
+    pub fn open_str(ctx: &redis_module::Context, name: &RStr, write: bool) -> Key {
+        Key::open_raw(ctx.ctx, name.as_ptr(), write)
+    }
+
+    /// Calls `f` with the bytes of a hash field's value, if present (no copy).
+    pub fn hget_with<T>(&self, field: &RStr, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        if self.ptr.is_null() {
+            return None;
+        }
+        let get = unsafe { raw::RedisModule_HashGet }?;
+        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        unsafe {
+            get(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.as_ptr(),
+                &mut value as *mut *mut raw::RedisModuleString,
+                ptr::null_mut::<c_void>(),
+            )
+        };
+        if value.is_null() {
+            return None;
+        }
+        let value = RStr(value); // HashGet hands us ownership (no auto memory).
+        Some(f(str_bytes(value.as_ptr())))
+    }
+}
