@@ -423,7 +423,7 @@ mod tests {
                 let member = format!("m{}", rng.below(60)).into_bytes();
                 let r = 1 + rng.below(8);
                 let p = if rng.below(3) == 0 {
-                    rng.below(r + 1)
+                    rng.below((r + 1) as u64)
                 } else {
                     0
                 };

@@ -173,6 +173,9 @@ enum Job {
     },
 }
 
+/// A leaderboard in a database: (db, name its derived keys live under).
+type BoardId = (c_int, Vec<u8>);
+
 thread_local! {
     // Commands, events and timers all run on Redis's main thread.
     static JOBS: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
@@ -181,7 +184,7 @@ thread_local! {
     /// The `_tally` field name, built once (it is read by every command).
     static MARKER: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
     /// Resumable scans of slots being expired, by (db, leaderboard): (slot index, cursor).
-    static CURSORS: RefCell<HashMap<(c_int, Vec<u8>), (i64, HashCursor)>> = RefCell::new(HashMap::new());
+    static CURSORS: RefCell<HashMap<BoardId, (i64, HashCursor)>> = RefCell::new(HashMap::new());
 }
 
 fn has_jobs() -> bool {
@@ -932,15 +935,14 @@ impl ExpiryEffects {
 /// empty (true) or the deadline passes (false; the scan resumes at the next visit).
 fn drain_slot(
     ctx: &Context,
-    db: c_int,
-    base: &[u8],
+    board: &BoardId,
     index: i64,
-    zset: &Key,
-    slot: &Key,
-    slot_name: &[u8],
+    keys: (&Key, &Key, &[u8]),
     deadline_us: u64,
 ) -> bool {
-    let cursor_key = (db, base.to_vec());
+    let (zset, slot, slot_name) = keys;
+    let base = board.1.as_slice();
+    let cursor_key = board.clone();
     let saved = CURSORS.with(|c| c.borrow_mut().remove(&cursor_key));
     let mut cursor = match saved {
         Some((saved_index, cursor)) if saved_index == index => cursor,
@@ -1027,7 +1029,8 @@ pub fn expire(
         let slot = Key::open_bytes(ctx, &slot_name, true);
         if slot.as_ref().is_some_and(|s| s.kind() == KeyKind::Hash) {
             let Some(slot) = slot else { break };
-            if !drain_slot(ctx, db, base, index, &zset, &slot, &slot_name, deadline_us) {
+            let board: BoardId = (db, base.to_vec());
+            if !drain_slot(ctx, &board, index, (&zset, &slot, &slot_name), deadline_us) {
                 finished = false;
                 break;
             }
@@ -1035,7 +1038,7 @@ pub fn expire(
         }
         meta.lo = index.saturating_add(1);
         probes += 1;
-        if probes % 64 == 0 && monotonic_us() >= deadline_us {
+        if probes.is_multiple_of(64) && monotonic_us() >= deadline_us {
             finished = false;
             break;
         }
