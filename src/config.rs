@@ -8,7 +8,7 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 use redis_module::configuration::ConfigurationContext;
 use redis_module::{ConfigurationValue, RedisError, RedisString};
 
-use crate::args::{format_duration, parse_duration};
+use crate::args::parse_duration;
 use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
 
 pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
@@ -17,15 +17,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A duration config: stored as milliseconds, shown in its canonical form (`24h`).
+/// A duration config: used as milliseconds, shown as it was set (`24h` stays `24h`).
 pub struct DurationConfig {
     ms: AtomicI64,
+    text: Mutex<Option<String>>,
+    default_text: &'static str,
 }
 
 impl DurationConfig {
-    const fn new(ms: i64) -> Self {
+    const fn new(ms: i64, default_text: &'static str) -> Self {
         DurationConfig {
             ms: AtomicI64::new(ms),
+            text: Mutex::new(None),
+            default_text,
         }
     }
 
@@ -36,12 +40,14 @@ impl DurationConfig {
 
 impl ConfigurationValue<RedisString> for DurationConfig {
     fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
-        RedisString::create(None, format_duration(self.ms()).as_str())
+        let text = lock(&self.text).clone();
+        RedisString::create(None, text.as_deref().unwrap_or(self.default_text))
     }
 
     fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
         let ms = parse_duration(value.as_slice()).map_err(|e| RedisError::String(e.to_string()))?;
         self.ms.store(ms, Ordering::Relaxed);
+        *lock(&self.text) = Some(value.to_string_lossy());
         Ok(())
     }
 }
@@ -73,10 +79,10 @@ impl ConfigurationValue<RedisString> for ResolutionsConfig {
 pub static COUNTER_RESOLUTIONS: LazyLock<ResolutionsConfig> = LazyLock::new(|| ResolutionsConfig {
     list: Mutex::new(parse_resolution_text(DEFAULT_COUNTER_RESOLUTIONS).unwrap_or_default()),
 });
-pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000);
-pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000);
-pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000);
-pub static STATS_PERIOD: DurationConfig = DurationConfig::new(3_600_000);
+pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000, "1m");
+pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000, "24h");
+pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
+pub static STATS_PERIOD: DurationConfig = DurationConfig::new(3_600_000, "1h");
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
 

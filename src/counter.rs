@@ -48,26 +48,22 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
             "a counter has 1 to {MAX_RESOLUTIONS} resolutions"
         )));
     }
-    let mut out = Vec::with_capacity(tokens.len());
+    let mut out: Vec<Resolution> = Vec::with_capacity(tokens.len());
     for token in tokens {
         let token = token.as_ref();
-        let colon = token.iter().position(|&b| b == b':').ok_or_else(|| {
-            Error::InvalidDuration(String::from_utf8_lossy(token).into_owned())
-        })?;
+        // Any bad token (duration, samples, duplicate) is a bad resolution, reported with
+        // the contract's text for bad durations and resolutions.
+        let invalid = || Error::InvalidDuration(String::from_utf8_lossy(token).into_owned());
+        let colon = token.iter().position(|&b| b == b':').ok_or_else(invalid)?;
         let (res, samples) = (&token[..colon], &token[colon + 1..]);
         let ms = parse_duration(res)?;
-        let samples = parse_i64(samples)?;
-        if !(1..=MAX_SAMPLES).contains(&samples) {
-            return Err(Error::Invalid(format!(
-                "samples must be between 1 and {MAX_SAMPLES}"
-            )));
+        let samples = parse_i64(samples).map_err(|_| invalid())?;
+        if !(1..=MAX_SAMPLES).contains(&samples) || out.iter().any(|r| r.ms == ms) {
+            return Err(invalid());
         }
         out.push(Resolution { ms, samples });
     }
     out.sort_by_key(|r| r.ms);
-    if out.windows(2).any(|w| w[0].ms == w[1].ms) {
-        return Err(Error::Invalid("resolutions must be distinct".into()));
-    }
     Ok(out)
 }
 
@@ -531,10 +527,10 @@ mod tests {
             ]
         );
         assert_eq!(format_resolutions(&rs), "1s:120 1m:60");
-        assert!(matches!(
+        assert_eq!(
             parse_resolution_text("1s:1 1000:5"),
-            Err(Error::Invalid(_))
-        ));
+            Err(Error::InvalidDuration("1000:5".into()))
+        );
         assert_eq!(
             parse_resolution_text("1x:5"),
             Err(Error::InvalidDuration("1x".into()))
@@ -543,7 +539,10 @@ mod tests {
             parse_resolution_text("1s"),
             Err(Error::InvalidDuration("1s".into()))
         );
-        assert_eq!(parse_resolution_text("1s:a"), Err(Error::NotInteger));
+        assert_eq!(
+            parse_resolution_text("1s:a"),
+            Err(Error::InvalidDuration("1s:a".into()))
+        );
         assert!(parse_resolution_text("1s:0").is_err());
         assert!(parse_resolution_text("1s:100001").is_err());
         assert!(parse_resolution_text("").is_err());

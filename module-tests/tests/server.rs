@@ -43,7 +43,7 @@ fn defaults() -> BTreeMap<String, String> {
     [
         ("tally.counter-resolutions", DEFAULT_RES),
         ("tally.max-future", "1m"),
-        ("tally.rank-window", "1d"), // 24h, shown in canonical form
+        ("tally.rank-window", "24h"), // shown as set
         ("tally.rank-slot", "1h"),
         ("tally.stats-period", "1h"),
         ("tally.stats-keep", "24"),
@@ -94,8 +94,8 @@ fn module_list_and_default_configs() {
         for (name, good, shown) in [
             ("tally.expire-budget-us", "2000", "2000"),
             ("tally.max-future", "90s", "90s"),
-            ("tally.rank-window", "48h", "2d"),
-            ("tally.stats-period", "60000", "1m"),
+            ("tally.rank-window", "48h", "48h"),
+            ("tally.stats-period", "60000", "60000"),
         ] {
             assert_eq!(
                 srv.cmd_value(&["CONFIG", "SET", name, good]),
