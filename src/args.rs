@@ -192,7 +192,16 @@ mod tests {
     fn floats_must_be_finite_numbers() {
         assert_eq!(parse_finite_f64(b"1.5"), Ok(1.5));
         assert_eq!(parse_finite_f64(b"-1e9"), Ok(-1e9));
-        for bad in [&b"inf"[..], b"-inf", b"nan", b"NaN", b"", b"abc", b" 1", b"1e999"] {
+        for bad in [
+            &b"inf"[..],
+            b"-inf",
+            b"nan",
+            b"NaN",
+            b"",
+            b"abc",
+            b" 1",
+            b"1e999",
+        ] {
             assert_eq!(parse_finite_f64(bad), Err(Error::NotFloat), "{bad:?}");
         }
     }

@@ -102,7 +102,7 @@ pub fn stats_keep() -> i64 {
 /// them as config values but does not stop the load when one is refused, and a module that
 /// Redis then unloads must not leave a timer behind: a bad argument must fail the load.
 pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err("module arguments must be name value pairs".into());
     }
     for pair in args.chunks_exact(2) {
@@ -116,7 +116,9 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
             "max-future" | "rank-window" | "rank-slot" | "stats-period" => {
                 parse_duration(value.as_slice()).is_ok()
             }
-            "stats-keep" => value_text.parse::<i64>().is_ok_and(|v| (1..=10_000).contains(&v)),
+            "stats-keep" => value_text
+                .parse::<i64>()
+                .is_ok_and(|v| (1..=10_000).contains(&v)),
             "expire-budget-us" => value_text
                 .parse::<i64>()
                 .is_ok_and(|v| (10..=1_000_000).contains(&v)),

@@ -177,7 +177,11 @@ impl Counter {
         let mut text = String::with_capacity(16 + 8 * self.tracks.len());
         let _ = write!(text, "{}", self.reference);
         for (r, t) in self.resolutions.iter().zip(&self.tracks) {
-            let offset = if t.n == 0 { 0 } else { slot_index(self.reference, r.ms) - t.lo };
+            let offset = if t.n == 0 {
+                0
+            } else {
+                slot_index(self.reference, r.ms) - t.lo
+            };
             let _ = write!(text, " {offset}:{}", t.n);
         }
         text
@@ -185,8 +189,7 @@ impl Counter {
 
     /// True if the marker belongs to this family (whatever its settings).
     pub fn is_counter_marker(marker: &[u8]) -> bool {
-        marker.starts_with(FAMILY.as_bytes())
-            && marker.get(FAMILY.len()).is_none_or(|&b| b == b' ')
+        marker.starts_with(FAMILY.as_bytes()) && marker.get(FAMILY.len()).is_none_or(|&b| b == b' ')
     }
 
     /// Rebuilds a counter from its stored fields; `None` if they are not a valid counter.
@@ -211,7 +214,12 @@ impl Counter {
                 })
                 .collect();
             counter.reference = reference;
-            if state.split(|&b| b == b' ').filter(|t| !t.is_empty()).count() != counter.tracks.len() + 1 {
+            if state
+                .split(|&b| b == b' ')
+                .filter(|t| !t.is_empty())
+                .count()
+                != counter.tracks.len() + 1
+            {
                 return None;
             }
             counter.tracks = parsed?;
@@ -341,15 +349,12 @@ impl Counter {
         for &window in windows {
             let res = self.resolution_for(window)?;
             let hi = slot_index(t, res.ms);
-            let lo = (hi - slots_covering(window, res.ms) + 1)
-                .max(first_kept(now, res.ms, res.samples));
+            let lo =
+                (hi - slots_covering(window, res.ms) + 1).max(first_kept(now, res.ms, res.samples));
             ranges.push((res.ms, lo, hi));
         }
         let mut sums = vec![0i128; ranges.len()];
-        let probes: i64 = ranges
-            .iter()
-            .map(|&(_, lo, hi)| (hi - lo + 1).max(0))
-            .sum();
+        let probes: i64 = ranges.iter().map(|&(_, lo, hi)| (hi - lo + 1).max(0)).sum();
         if store.probes_are_cheap(probes) {
             for (sum, &(res_ms, lo, hi)) in sums.iter_mut().zip(&ranges) {
                 if lo <= hi {
@@ -522,8 +527,14 @@ mod tests {
         assert_eq!(
             rs,
             vec![
-                Resolution { ms: 1000, samples: 120 },
-                Resolution { ms: 60_000, samples: 60 }
+                Resolution {
+                    ms: 1000,
+                    samples: 120
+                },
+                Resolution {
+                    ms: 60_000,
+                    samples: 60
+                }
             ]
         );
         assert_eq!(format_resolutions(&rs), "1s:120 1m:60");
@@ -578,7 +589,14 @@ mod tests {
             assert_eq!(Counter::from_stored(bad, None), None);
         }
         let marker = c.marker();
-        for bad in [&b"1:2"[..], b"0 1:2 x:1", b"0 1:-1 0:0", b"0 1:2 3:4 5:6", b"x 1:1 1:1", b"0 1:2"] {
+        for bad in [
+            &b"1:2"[..],
+            b"0 1:2 x:1",
+            b"0 1:-1 0:0",
+            b"0 1:2 3:4 5:6",
+            b"x 1:1 1:1",
+            b"0 1:2",
+        ] {
             assert_eq!(Counter::from_stored(marker.as_bytes(), Some(bad)), None);
         }
     }
@@ -676,13 +694,22 @@ mod tests {
         );
         assert_eq!(
             c.range(&mut s, now, 1000, None, None, true),
-            Ok(vec![(96_000, 0), (97_000, 2), (98_000, 0), (99_000, 0), (100_000, 3)])
+            Ok(vec![
+                (96_000, 0),
+                (97_000, 2),
+                (98_000, 0),
+                (99_000, 0),
+                (100_000, 3)
+            ])
         );
         assert_eq!(
             c.range(&mut s, now, 1000, Some(97_500), Some(98_000), true),
             Ok(vec![(97_000, 2), (98_000, 0)])
         );
-        assert_eq!(c.range(&mut s, now, 1000, Some(99_000), Some(98_000), true), Ok(vec![]));
+        assert_eq!(
+            c.range(&mut s, now, 1000, Some(99_000), Some(98_000), true),
+            Ok(vec![])
+        );
         // Later, 97 s has left the kept range: never listed, even if still stored.
         assert_eq!(
             c.range(&mut s, 102_000, 1000, Some(0), None, false),
@@ -698,7 +725,10 @@ mod tests {
         assert_eq!(c.resolution_for(60_000).map(|r| r.ms), Ok(1000));
         assert_eq!(c.resolution_for(60_001).map(|r| r.ms), Ok(60_000));
         assert_eq!(c.resolution_for(5 * 3_600_000).map(|r| r.ms), Ok(3_600_000));
-        assert_eq!(c.resolution_for(180 * 86_400_000).map(|r| r.ms), Ok(86_400_000));
+        assert_eq!(
+            c.resolution_for(180 * 86_400_000).map(|r| r.ms),
+            Ok(86_400_000)
+        );
         assert_eq!(
             c.resolution_for(366 * 86_400_000).unwrap_err().to_string(),
             "ERR window '366d' is longer than any resolution keeps"
@@ -752,8 +782,7 @@ mod tests {
                 }
                 if step % 7 == 0 {
                     let t = now - rng.below(3_000);
-                    let windows: Vec<i64> =
-                        (0..3).map(|_| 1 + rng.below(widest as u64)).collect();
+                    let windows: Vec<i64> = (0..3).map(|_| 1 + rng.below(widest as u64)).collect();
                     let want: Vec<i64> = windows
                         .iter()
                         .map(|&w| {
@@ -769,7 +798,10 @@ mod tests {
                     let want_range: Vec<(i64, i64)> = (lo..=slot_index(now, r.ms))
                         .map(|i| (slot_start(i, r.ms), m.kept(&r, now, i)))
                         .collect();
-                    assert_eq!(c.range(&mut s, now, r.ms, None, None, true), Ok(want_range.clone()));
+                    assert_eq!(
+                        c.range(&mut s, now, r.ms, None, None, true),
+                        Ok(want_range.clone())
+                    );
                     let nonzero: Vec<(i64, i64)> =
                         want_range.into_iter().filter(|&(_, v)| v != 0).collect();
                     assert_eq!(c.range(&mut s, now, r.ms, None, None, false), Ok(nonzero));

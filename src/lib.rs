@@ -6,9 +6,9 @@
 
 pub mod args;
 pub mod counter;
-pub mod rank;
 pub mod error;
 pub mod moments;
+pub mod rank;
 pub mod sketch;
 pub mod stats;
 pub mod window;
@@ -75,7 +75,12 @@ mod module {
 
     /// Arity (negative: at least) and key specs of every command.
     fn command_table() -> Vec<(&'static str, c_int, Vec<KeySpec>)> {
-        let key = |flags| vec![KeySpec { at: KeyAt::Index(1), flags }];
+        let key = |flags| {
+            vec![KeySpec {
+                at: KeyAt::Index(1),
+                flags,
+            }]
+        };
         vec![
             ("tscounter.create", -2, key(INSERT)),
             ("tscounter.incrby", -3, key(UPDATE)),
@@ -94,10 +99,16 @@ mod module {
                 "stats.add",
                 -3,
                 vec![
-                    KeySpec { at: KeyAt::Index(1), flags: UPDATE },
+                    KeySpec {
+                        at: KeyAt::Index(1),
+                        flags: UPDATE,
+                    },
                     // REPORT rankkey: a declared key, so cluster routing, CROSSSLOT and
                     // ACL checks cover it. Values are numbers, never the word REPORT.
-                    KeySpec { at: KeyAt::AfterKeyword(c"REPORT", 3), flags: UPDATE },
+                    KeySpec {
+                        at: KeyAt::AfterKeyword(c"REPORT", 3),
+                        flags: UPDATE,
+                    },
                 ],
             ),
             ("stats.get", -2, key(READ)),

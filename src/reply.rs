@@ -20,13 +20,14 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn bulk(text: impl Into<Vec<u8>>) -> Reply {
-        Reply::Bulk(text.into())
-    }
-
     /// `[a, b]` pairs as nested arrays.
     pub fn pairs(items: impl IntoIterator<Item = (Reply, Reply)>) -> Reply {
-        Reply::Array(items.into_iter().map(|(a, b)| Reply::Array(vec![a, b])).collect())
+        Reply::Array(
+            items
+                .into_iter()
+                .map(|(a, b)| Reply::Array(vec![a, b]))
+                .collect(),
+        )
     }
 
     /// Writes the reply to the client of `ctx`.
@@ -86,7 +87,10 @@ impl Reply {
 /// Sends an error whose text starts with its code (`ERR ...`, `WRONGTYPE ...`).
 pub fn send_error(ctx: &Context, text: &str) {
     // The text goes through a C string: make sure it has no NUL byte.
-    let clean: String = text.chars().map(|c| if c == '\0' { ' ' } else { c }).collect();
+    let clean: String = text
+        .chars()
+        .map(|c| if c == '\0' { ' ' } else { c })
+        .collect();
     if let Ok(cstr) = std::ffi::CString::new(clean) {
         if let Some(f) = unsafe { raw::RedisModule_ReplyWithError } {
             unsafe { f(ctx.ctx, cstr.as_ptr()) };

@@ -85,7 +85,10 @@ mod tests {
         assert_eq!(effective_time(Some(50), 100, 10), Some(50));
         assert_eq!(effective_time(Some(110), 100, 10), Some(100));
         assert_eq!(effective_time(Some(111), 100, 10), None);
-        assert_eq!(effective_time(Some(i64::MAX), i64::MAX - 5, 10), Some(i64::MAX - 5));
+        assert_eq!(
+            effective_time(Some(i64::MAX), i64::MAX - 5, 10),
+            Some(i64::MAX - 5)
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@ use redis_module::{Context, RedisString};
 
 use crate::args::{parse_i64, set_once, Args};
 use crate::config;
-use crate::counter::{parse_resolutions, parse_slot_field, slot_field, Counter, SlotStore, MARKER_FIELD, STATE_FIELD};
+use crate::counter::{
+    parse_resolutions, parse_slot_field, slot_field, Counter, SlotStore, MARKER_FIELD, STATE_FIELD,
+};
 use crate::error::{Error, Result};
 use crate::expiry::{self, now_ms, Visit};
 use crate::replicate::HashEffects;
@@ -50,7 +52,9 @@ impl SlotStore for HashSlots<'_> {
             return mirror.slots.get(&(res_ms, index)).copied();
         }
         // A value that is not an integer (a user's HSET) counts as absent and is overwritten.
-        self.key.hget_i64(slot_field(res_ms, index).as_bytes()).flatten()
+        self.key
+            .hget_i64(slot_field(res_ms, index).as_bytes())
+            .flatten()
     }
 
     fn put(&mut self, res_ms: i64, index: i64, count: i64) {
@@ -92,7 +96,8 @@ impl SlotStore for HashSlots<'_> {
             return;
         }
         self.key.hscan(|field, value| {
-            if let (Some((res_ms, index)), Ok(count)) = (parse_slot_field(field), parse_i64(value)) {
+            if let (Some((res_ms, index)), Ok(count)) = (parse_slot_field(field), parse_i64(value))
+            {
                 f(res_ms, index, count);
             }
         });
@@ -167,7 +172,15 @@ fn load(key: &Key) -> Result<Option<Counter>> {
 
 /// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
 /// replicates the effects and schedules the next trim.
-fn save(ctx: &Context, key: &Key, name: &[u8], counter: &mut Counter, old_state: &str, is_new: bool, mut effects: HashEffects) {
+fn save(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    counter: &mut Counter,
+    old_state: &str,
+    is_new: bool,
+    mut effects: HashEffects,
+) {
     if counter.stored_slots() == 0 && !is_new {
         key.delete();
         effects.delete_key();
@@ -248,13 +261,22 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     let key = Key::open(ctx, name, true);
     let loaded = load(&key)?;
     let is_new = loaded.is_none();
-    let mut counter = loaded.unwrap_or_else(|| Counter::new(config::COUNTER_RESOLUTIONS.get_list()));
+    let mut counter =
+        loaded.unwrap_or_else(|| Counter::new(config::COUNTER_RESOLUTIONS.get_list()));
     let old_state = counter.state(now);
     with_slots(ctx, &key, name.as_slice(), false, |slots| {
         let reply = counter.incrby(slots, now, ts, increment)?;
         if increment != 0 {
             let effects = std::mem::take(&mut slots.effects);
-            save(ctx, &key, name.as_slice(), &mut counter, &old_state, is_new, effects);
+            save(
+                ctx,
+                &key,
+                name.as_slice(),
+                &mut counter,
+                &old_state,
+                is_new,
+                effects,
+            );
         }
         Ok(Reply::Int(reply))
     })
@@ -320,7 +342,9 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let rows = with_slots(ctx, &key, name.as_slice(), true, |slots| {
         counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
     })?;
-    Ok(Reply::pairs(rows.into_iter().map(|(start, count)| (Reply::Int(start), Reply::Int(count)))))
+    Ok(Reply::pairs(rows.into_iter().map(|(start, count)| {
+        (Reply::Int(start), Reply::Int(count))
+    })))
 }
 
 /// TSCOUNTER.INFO key
@@ -352,7 +376,10 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         ("slots", Reply::Int(slots)),
         ("first", opt(first)),
         ("last", opt(last)),
-        ("memory", Reply::Int(super::memory_usage(ctx, name.as_slice()))),
+        (
+            "memory",
+            Reply::Int(super::memory_usage(ctx, name.as_slice())),
+        ),
     ]))
 }
 

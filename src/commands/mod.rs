@@ -24,7 +24,10 @@ pub fn run(
     body: fn(&Context, &RedisString, &[&[u8]]) -> Result<Reply>,
 ) -> RedisResult {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let name = args.first().map(|a| a.to_string_lossy()).unwrap_or_default();
+        let name = args
+            .first()
+            .map(|a| a.to_string_lossy())
+            .unwrap_or_default();
         let Some(key) = args.get(1).filter(|_| args.len() >= min_args) else {
             return Err(Error::Arity(name));
         };
@@ -34,7 +37,10 @@ pub fn run(
     match outcome {
         Ok(Ok(reply)) => reply.send(ctx),
         Ok(Err(error)) => send_error(ctx, &error.to_string()),
-        Err(_) => send_error(ctx, "ERR internal error in tally (the command was not applied)"),
+        Err(_) => send_error(
+            ctx,
+            "ERR internal error in tally (the command was not applied)",
+        ),
     }
     Ok(RedisValue::NoReply)
 }
@@ -49,8 +55,7 @@ pub fn marker_of(key: &Key) -> Option<Vec<u8>> {
 
 /// True if a `_tally` marker value starts with the family word `family`.
 pub fn has_family(marker: &[u8], family: &str) -> bool {
-    marker.starts_with(family.as_bytes())
-        && marker.get(family.len()).is_none_or(|&b| b == b' ')
+    marker.starts_with(family.as_bytes()) && marker.get(family.len()).is_none_or(|&b| b == b' ')
 }
 
 /// Keyspace events, for every family: keys that arrive get an expiry visit soon, and

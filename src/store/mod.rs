@@ -20,7 +20,13 @@ pub struct RStr(*mut raw::RedisModuleString);
 impl RStr {
     pub fn new(bytes: &[u8]) -> Option<RStr> {
         let create = unsafe { raw::RedisModule_CreateString }?;
-        let inner = unsafe { create(ptr::null_mut(), bytes.as_ptr().cast::<c_char>(), bytes.len()) };
+        let inner = unsafe {
+            create(
+                ptr::null_mut(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            )
+        };
         (!inner.is_null()).then_some(RStr(inner))
     }
 
@@ -137,12 +143,12 @@ impl Key {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Calls `f` with the value of `field`, if present.
-    fn hash_get_with<T>(&self, field: &[u8], f: impl FnOnce(*mut raw::RedisModuleString) -> T) -> Option<T> {
+    fn hash_get_with<T>(
+        &self,
+        field: &[u8],
+        f: impl FnOnce(*mut raw::RedisModuleString) -> T,
+    ) -> Option<T> {
         if self.ptr.is_null() {
             return None;
         }
@@ -178,7 +184,8 @@ impl Key {
         if self.ptr.is_null() {
             return false;
         }
-        let (Some(set), Some(field)) = (unsafe { raw::RedisModule_HashSet }, RStr::new(field)) else {
+        let (Some(set), Some(field)) = (unsafe { raw::RedisModule_HashSet }, RStr::new(field))
+        else {
             return false;
         };
         unsafe {
@@ -210,7 +217,8 @@ impl Key {
         if self.ptr.is_null() {
             return false;
         }
-        let (Some(set), Some(field)) = (unsafe { raw::RedisModule_HashSet }, RStr::new(field)) else {
+        let (Some(set), Some(field)) = (unsafe { raw::RedisModule_HashSet }, RStr::new(field))
+        else {
             return false;
         };
         let changed = unsafe {
