@@ -9,7 +9,7 @@ CARGO   ?= cargo
 TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
 
-.PHONY: all deps build run test unit-test module-test lint bench clean
+.PHONY: all deps build run test test-long unit-test module-test lint bench clean
 
 all: build
 
@@ -34,6 +34,13 @@ unit-test: deps
 
 module-test: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+		$(CARGO) test --release -p module-tests -- --test-threads=$(TEST_THREADS)
+
+## make test-long: the same suites with long soak variants (TALLY_LONG=1): more proptest
+## cases, ten times more fuzz vectors, longer writer phases around cluster resharding.
+test-long: build
+	TALLY_LONG=1 $(CARGO) test -p tally --lib
+	TALLY_LONG=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		$(CARGO) test --release -p module-tests -- --test-threads=$(TEST_THREADS)
 
 lint: deps

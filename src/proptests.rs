@@ -47,8 +47,16 @@ fn finite_f64() -> impl Strategy<Value = f64> {
     ]
 }
 
+/// Cases per property: 512, or 20,000 for the soak run (`make test-long`, TALLY_LONG=1).
+fn cases() -> u32 {
+    match std::env::var("TALLY_LONG") {
+        Ok(v) if !v.is_empty() && v != "0" => 20_000,
+        _ => 512,
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     // ------------------------------------------------------------------- args
 
