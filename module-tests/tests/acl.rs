@@ -68,6 +68,9 @@ fn assert_allowed(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
     );
 }
 
+/// A family's command list: every command on a key, as (args, is_write).
+type FamilyCmds = fn(&str) -> Vec<(Vec<String>, bool)>;
+
 /// Every command of a family, as (args, is_write), on key `k`.
 fn counter_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
     let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
@@ -122,7 +125,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 /// Runs every command of `cmds(key)` as a user limited to `allowed:*`, on a missing key
 /// and on an existing object outside the patterns (refused, nothing written), then on
 /// an allowed key (accepted).
-fn key_patterns(kind: &ServerKind, cmds: fn(&str) -> Vec<(Vec<String>, bool)>, seed: &[&str]) {
+fn key_patterns(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
     let srv = Server::start(kind);
     // An existing object outside the user's patterns, created by the default user.
     let mut seed_cmd: Vec<&str> = seed.to_vec();
@@ -157,7 +160,7 @@ fn key_patterns(kind: &ServerKind, cmds: fn(&str) -> Vec<(Vec<String>, bool)>, s
 }
 
 /// A read-only user (`%R~*`) runs every read but no write; nothing is written.
-fn read_only(kind: &ServerKind, cmds: fn(&str) -> Vec<(Vec<String>, bool)>, seed: &[&str]) {
+fn read_only(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
     let srv = Server::start(kind);
     let mut seed_cmd: Vec<&str> = seed.to_vec();
     seed_cmd[1] = "obj:{1}";

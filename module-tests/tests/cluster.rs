@@ -273,7 +273,7 @@ fn writer(
             None => errors.push(format!("write {i} failed")),
         }
         i += 1;
-        if i % 50 == 0 {
+        if i.is_multiple_of(50) {
             std::thread::sleep(Duration::from_millis(1));
         }
     }

@@ -295,13 +295,11 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
         }
     };
     match cmd {
-        "TSCOUNTER.CREATE" => {
-            if rng.chance(80) {
-                s(&mut v, "RESOLUTIONS");
-                for _ in 0..rng.below(5) {
-                    let r = rng.pick(RESOLUTIONS).to_string();
-                    s(&mut v, &r);
-                }
+        "TSCOUNTER.CREATE" if rng.chance(80) => {
+            s(&mut v, "RESOLUTIONS");
+            for _ in 0..rng.below(5) {
+                let r = rng.pick(RESOLUTIONS).to_string();
+                s(&mut v, &r);
             }
         }
         "TSCOUNTER.INCRBY" | "TSRANK.INCRBY" | "STATS.ADD" => {
@@ -333,12 +331,10 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 }
             }
         }
-        "TSCOUNTER.INCR" => {
-            if rng.chance(50) {
-                s(&mut v, "AT");
-                let t = timestamp(rng);
-                s(&mut v, &t);
-            }
+        "TSCOUNTER.INCR" if rng.chance(50) => {
+            s(&mut v, "AT");
+            let t = timestamp(rng);
+            s(&mut v, &t);
         }
         "TSCOUNTER.SUM" => {
             for _ in 0..1 + rng.below(4) {
@@ -445,6 +441,9 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
     v
 }
 
+/// Scores native ZADDs put into tally's sorted sets.
+const SCORES: &[&str] = &["inf", "-inf", "1e300", "0.5", "-3"];
+
 /// Native commands that change tally objects behind the module's back: the module must
 /// treat whatever it finds as data, never trust it.
 fn corruption(rng: &mut Rng) -> Vec<Vec<u8>> {
@@ -478,7 +477,7 @@ fn corruption(rng: &mut Rng) -> Vec<Vec<u8>> {
         5 => vec![
             b("ZADD"),
             key,
-            b(*rng.pick(&["inf", "-inf", "1e300", "0.5", "-3"])),
+            b(SCORES[rng.below(SCORES.len())]),
             junk(rng),
         ],
         6 => vec![b("DEL"), key],
