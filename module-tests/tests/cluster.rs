@@ -123,11 +123,17 @@ fn keys_in_slot(n: &Server, slot: u16) -> Vec<String> {
 /// `redis-cli --cluster reshard` of the `count` lowest slots of `from` to `to` (redis-cli
 /// takes a single source's slots lowest first), moving the keys with MIGRATE.
 fn reshard(from: &Server, to: &Server, count: usize) {
+    reshard_with_pipeline(from, to, count, 10);
+}
+
+/// [`reshard`] with `--cluster-pipeline n`: how many keys one MIGRATE moves.
+fn reshard_with_pipeline(from: &Server, to: &Server, count: usize, pipeline: usize) {
     let out = Command::new(redis_cli())
         .args(["--cluster", "reshard", &from.addr()])
         .args(["--cluster-from", &node_id(from)])
         .args(["--cluster-to", &node_id(to)])
         .args(["--cluster-slots", &count.to_string()])
+        .args(["--cluster-pipeline", &pipeline.to_string()])
         .arg("--cluster-yes")
         .stdin(Stdio::null())
         .output()
@@ -252,6 +258,16 @@ fn failover(cluster: &Cluster, primary: &Server, slot: u16) -> u16 {
     port
 }
 
+/// Sets the flag when dropped, so a writer thread stops even when the test panics while
+/// it runs (`thread::scope` would otherwise wait for it forever).
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A writer thread's tally: how many writes each key acknowledged.
 type Acks = BTreeMap<String, i64>;
 
@@ -292,6 +308,7 @@ fn reshard_under_writes(
     let stop = AtomicBool::new(false);
     let (acks, errors) = std::thread::scope(|s| {
         let h = s.spawn(|| writer(cluster, &stop, &write));
+        let _guard = StopOnDrop(&stop);
         std::thread::sleep(Duration::from_millis(if long() { 2000 } else { 300 }));
         reshard(from, to, slots);
         std::thread::sleep(Duration::from_millis(if long() { 2000 } else { 300 }));
@@ -932,6 +949,83 @@ fn cluster_stats() {
         wait_gone(third, "stats on the demoted primary", |n| {
             no_periods(n, &ftiny)
         });
+        for node in cluster.nodes() {
+            node.assert_alive();
+        }
+    }
+}
+
+/// A leaderboard whose slot holds hundreds of keys (one hash per live slot), moved one key
+/// per MIGRATE (`--cluster-pipeline 1`) while a writer increments it: for a while the main
+/// key and its derived keys sit on different nodes. Every acknowledged write must be
+/// counted exactly once afterwards, and the reshard must not fail on a key that a write
+/// re-created on the wrong side.
+#[test]
+fn cluster_rank_reshard_key_by_key() {
+    for kind in server_kinds() {
+        let cluster = start_cluster(&kind, 3, 1);
+        let k = kind.name.as_str();
+        let prim = primaries_by_slot(&cluster);
+        let (from, to) = (prim[0], prim[1]);
+        let slot = lowest_slots(&cluster, from, 1)[0];
+        let key = format!("big{{{}}}", tag_for_slot(slot));
+        assert_eq!(
+            from.cmd_value(&["TSRANK.CREATE", &key, "WINDOW", "1h", "SLOT", "1s"]),
+            v_ok()
+        );
+        let now = match from.cmd_value(&["TIME"]) {
+            Value::Array(t) => int_of(&t[0]) * 1000,
+            other => panic!("TIME: {other:?}"),
+        };
+        let n_slots = if long() { 3000 } else { 200 };
+        let mut conn = from.conn();
+        let mut pipe = redis::pipe();
+        for i in 0..n_slots {
+            let at = (now - 5000 - i * 1000).to_string();
+            pipe.cmd("TSRANK.INCRBY")
+                .arg(&key)
+                .arg(1)
+                .arg("m")
+                .arg("AT")
+                .arg(at);
+        }
+        let _: Vec<Value> = pipe.query(&mut conn).expect("populate");
+        drop(conn);
+        let keys = keys_in_slot(from, slot).len();
+        assert!(keys as i64 > n_slots, "{k}: {keys} keys in the slot");
+
+        let stop = AtomicBool::new(false);
+        let (acks, errors) = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                writer(&cluster, &stop, |cc, _| {
+                    match cc_cmd(cc, &["TSRANK.INCRBY", &key, "1", "m"]) {
+                        Ok(Value::Int(_)) => Some(key.clone()),
+                        _ => None,
+                    }
+                })
+            });
+            let _guard = StopOnDrop(&stop);
+            std::thread::sleep(Duration::from_millis(100));
+            reshard_with_pipeline(from, to, 1, 1);
+            std::thread::sleep(Duration::from_millis(100));
+            stop.store(true, Ordering::Relaxed);
+            h.join().expect("writer")
+        });
+        let acked = acks.get(&key).copied().unwrap_or(0);
+        assert_eq!(
+            owner_of_slot(&cluster, slot).port(),
+            to.port(),
+            "{k}: slot moved"
+        );
+        assert!(keys_in_slot(from, slot).is_empty(), "{k}: keys left behind");
+        let mut cc = cluster.cluster_client();
+        assert_eq!(
+            cc_cmd(&mut cc, &["TSRANK.SCORE", &key, "m"]),
+            Ok(v_int(n_slots + acked)),
+            "{k}: {acked} acknowledged writes during the move ({} refused: {:?})",
+            errors.len(),
+            errors.iter().take(3).collect::<Vec<_>>()
+        );
         for node in cluster.nodes() {
             node.assert_alive();
         }
