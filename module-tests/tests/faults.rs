@@ -313,7 +313,10 @@ fn start_pair(kind: &ServerKind, primary_opts: ServerOptions) -> (Server, Server
 fn partial_resync(fam: Family) {
     for kind in server_kinds() {
         let k = &kind.name;
-        let (primary, replica) = start_pair(&kind, ServerOptions::new());
+        // A backlog large enough for everything written while the link is down (the
+        // soak variant writes megabytes of effects), so the resync can be partial.
+        let opts = ServerOptions::new().config("repl-backlog-size", "64mb");
+        let (primary, replica) = start_pair(&kind, opts);
         let n = rounds();
         setup_and_write(&primary, fam, "", 0..n);
         let partial_before = info_i64(&primary, "stats", "sync_partial_ok");
