@@ -194,9 +194,18 @@ impl Counter {
 
     /// Rebuilds a counter from its stored fields; `None` if they are not a valid counter.
     pub fn from_stored(marker: &[u8], state: Option<&[u8]>) -> Option<Counter> {
+        Counter::with_state(Counter::parse_marker(marker)?, state)
+    }
+
+    /// The resolutions named by a marker value (`counter 1s:120 ...`).
+    pub fn parse_marker(marker: &[u8]) -> Option<Vec<Resolution>> {
         let text = std::str::from_utf8(marker).ok()?;
         let settings = text.strip_prefix(FAMILY)?.strip_prefix(' ')?;
-        let resolutions = parse_resolution_text(settings).ok()?;
+        parse_resolution_text(settings).ok()
+    }
+
+    /// A counter with these resolutions and the stored state field (if any).
+    pub fn with_state(resolutions: Vec<Resolution>, state: Option<&[u8]>) -> Option<Counter> {
         let mut counter = Counter::new(resolutions);
         if let Some(state) = state {
             let mut items = std::str::from_utf8(state).ok()?.split_ascii_whitespace();

@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::c_void;
 use std::os::raw::c_int;
+use std::rc::Rc;
 use std::time::Duration;
 
 use redis_module::{raw, Context, ContextFlags, NotifyEvent};
@@ -50,9 +51,10 @@ struct ScanState {
 #[derive(Default)]
 struct Schedule {
     /// (due ms, db, key) ordered by due time.
-    queue: BTreeSet<(i64, c_int, Vec<u8>)>,
-    /// db -> key -> due, to update a key's entry without scanning the queue.
-    due_of: HashMap<c_int, HashMap<Vec<u8>, i64>>,
+    queue: BTreeSet<(i64, c_int, Rc<[u8]>)>,
+    /// db -> key -> due, to update a key's entry without scanning the queue. The key's
+    /// bytes are shared with its queue entry (one allocation per scheduled key).
+    due_of: HashMap<c_int, HashMap<Rc<[u8]>, i64>>,
     scan: Option<ScanState>,
     was_primary: bool,
     stats: Stats,
@@ -103,16 +105,18 @@ impl Schedule {
     /// (an early visit is harmless: it recomputes the real due time).
     fn insert(&mut self, db: c_int, key: &[u8], due: i64) {
         let keys = self.due_of.entry(db).or_default();
-        match keys.get_mut(key) {
-            Some(existing) if *existing <= due => {}
-            Some(existing) => {
-                self.queue.remove(&(*existing, db, key.to_vec()));
-                *existing = due;
-                self.queue.insert((due, db, key.to_vec()));
+        match keys.get_key_value(key) {
+            Some((_, &existing)) if existing <= due => {}
+            Some((shared, &existing)) => {
+                let shared = Rc::clone(shared);
+                self.queue.remove(&(existing, db, Rc::clone(&shared)));
+                self.queue.insert((due, db, Rc::clone(&shared)));
+                keys.insert(shared, due);
             }
             None => {
-                keys.insert(key.to_vec(), due);
-                self.queue.insert((due, db, key.to_vec()));
+                let shared: Rc<[u8]> = Rc::from(key);
+                keys.insert(Rc::clone(&shared), due);
+                self.queue.insert((due, db, shared));
             }
         }
     }
@@ -126,7 +130,7 @@ impl Schedule {
         if let Some(keys) = self.due_of.get_mut(&db) {
             keys.remove(&key);
         }
-        Some((db, key))
+        Some((db, key.to_vec()))
     }
 
     fn tracked(&self) -> usize {

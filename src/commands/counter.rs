@@ -7,13 +7,14 @@ use redis_module::{Context, RedisString};
 use crate::args::{parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{
-    parse_resolutions, parse_slot_field, slot_field, Counter, SlotStore, MARKER_FIELD, STATE_FIELD,
+    parse_resolutions, parse_slot_field, slot_field, Counter, Resolution, SlotStore, Track,
+    MARKER_FIELD, STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, now_ms, Visit};
 use crate::replicate::HashEffects;
 use crate::reply::Reply;
-use crate::store::{Key, KeyKind};
+use crate::store::{Key, KeyKind, RStr};
 
 use super::mirror::{self, Mirror};
 use crate::window::effective_time;
@@ -23,10 +24,23 @@ const META_FIELDS: usize = 2;
 
 /// The counter's slots as stored in its hash, recording every write as an effect and
 /// keeping the key's mirror (if it has one) in step.
+/// A slot's field name, as text (for effects) and as a module string (for the key API).
+struct SlotName {
+    slot: (i64, i64),
+    text: String,
+    rstr: RStr,
+}
+
 struct HashSlots<'a> {
     key: &'a Key,
     effects: HashEffects,
     mirror: Option<&'a mut Mirror>,
+    /// True while the key does not exist: reads need not ask the hash (most writes to a
+    /// large population of counters create them).
+    missing: bool,
+    /// Field names already made by this command: an increment reads, then writes, the
+    /// same fields.
+    names: Vec<SlotName>,
 }
 
 impl<'a> HashSlots<'a> {
@@ -35,7 +49,24 @@ impl<'a> HashSlots<'a> {
             key,
             effects: HashEffects::default(),
             mirror,
+            missing: key.kind() == KeyKind::Empty,
+            names: Vec::new(),
         }
+    }
+
+    /// The field name of a slot, made once per command.
+    fn field(&mut self, res_ms: i64, index: i64) -> Option<&SlotName> {
+        let slot = (res_ms, index);
+        let at = match self.names.iter().position(|name| name.slot == slot) {
+            Some(at) => at,
+            None => {
+                let text = slot_field(res_ms, index);
+                let rstr = RStr::new(text.as_bytes())?;
+                self.names.push(SlotName { slot, text, rstr });
+                self.names.len() - 1
+            }
+        };
+        self.names.get(at)
     }
 
     /// Records the hash's field count in the mirror once the command's writes are done.
@@ -51,15 +82,22 @@ impl SlotStore for HashSlots<'_> {
         if let Some(mirror) = self.mirror.as_deref() {
             return mirror.slots.get(&(res_ms, index)).copied();
         }
+        if self.missing {
+            return None;
+        }
         // A value that is not an integer (a user's HSET) counts as absent and is overwritten.
-        self.key
-            .hget_i64(slot_field(res_ms, index).as_bytes())
-            .flatten()
+        let key = self.key;
+        key.hget_i64_str(&self.field(res_ms, index)?.rstr).flatten()
     }
 
     fn put(&mut self, res_ms: i64, index: i64, count: i64) {
-        let field = slot_field(res_ms, index);
-        self.key.hset_i64(field.as_bytes(), count);
+        let key = self.key;
+        let Some(name) = self.field(res_ms, index) else {
+            return;
+        };
+        key.hset_i64_str(&name.rstr, count);
+        let field = name.text.clone();
+        self.missing = false;
         self.effects.set(field, count.to_string());
         if let Some(mirror) = self.mirror.as_deref_mut() {
             mirror.slots.insert((res_ms, index), count);
@@ -152,6 +190,23 @@ fn with_slots<T>(
     })
 }
 
+thread_local! {
+    /// The last marker parsed and its resolutions: most deployments use one or two
+    /// resolution sets, and parsing them on every write is measurable.
+    static LAST_MARKER: std::cell::RefCell<(Vec<u8>, Vec<Resolution>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+fn parse_marker_cached(marker: &[u8]) -> Option<Vec<Resolution>> {
+    LAST_MARKER.with(|cell| {
+        let mut last = cell.try_borrow_mut().ok()?;
+        if last.0 != marker || last.1.is_empty() {
+            *last = (marker.to_vec(), Counter::parse_marker(marker)?);
+        }
+        Some(last.1.clone())
+    })
+}
+
 /// The counter stored at `key`: `None` for a missing key, WRONGTYPE for anything else.
 fn load(key: &Key) -> Result<Option<Counter>> {
     match key.kind() {
@@ -161,8 +216,9 @@ fn load(key: &Key) -> Result<Option<Counter>> {
             if !Counter::is_counter_marker(&marker) {
                 return Err(Error::WrongType);
             }
+            let resolutions = parse_marker_cached(&marker).ok_or(Error::WrongType)?;
             let state = key.hget(STATE_FIELD.as_bytes());
-            Counter::from_stored(&marker, state.as_deref())
+            Counter::with_state(resolutions, state.as_deref())
                 .map(Some)
                 .ok_or(Error::WrongType)
         }
@@ -177,7 +233,7 @@ fn save(
     key: &Key,
     name: &[u8],
     counter: &mut Counter,
-    old_state: &str,
+    old_tracks: &[Track],
     is_new: bool,
     mut effects: HashEffects,
 ) {
@@ -190,8 +246,8 @@ fn save(
             key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
             effects.set(MARKER_FIELD, marker);
         }
-        let state = counter.state(now_ms());
-        if is_new || state != old_state {
+        if is_new || counter.tracks != old_tracks {
+            let state = counter.state(now_ms());
             key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
             effects.set(STATE_FIELD, state);
         }
@@ -263,7 +319,7 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     let is_new = loaded.is_none();
     let mut counter =
         loaded.unwrap_or_else(|| Counter::new(config::COUNTER_RESOLUTIONS.get_list()));
-    let old_state = counter.state(now);
+    let old_tracks = counter.tracks.clone();
     with_slots(ctx, &key, name.as_slice(), false, |slots| {
         let reply = counter.incrby(slots, now, ts, increment)?;
         if increment != 0 {
@@ -273,7 +329,7 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
                 &key,
                 name.as_slice(),
                 &mut counter,
-                &old_state,
+                &old_tracks,
                 is_new,
                 effects,
             );
@@ -389,13 +445,13 @@ pub fn expire(ctx: &Context, key: &Key, name: &[u8], marker: &[u8], now: i64) ->
     let Some(mut counter) = Counter::from_stored(marker, state.as_deref()) else {
         return Visit::Done;
     };
-    let old_state = counter.state(now);
+    let old_tracks = counter.tracks.clone();
     with_slots(ctx, key, name, false, |slots| {
         let removed = counter.trim(slots, now);
         if removed > 0 {
             expiry::count_expired(removed as u64);
             let effects = std::mem::take(&mut slots.effects);
-            save(ctx, key, name, &mut counter, &old_state, false, effects);
+            save(ctx, key, name, &mut counter, &old_tracks, false, effects);
         }
     });
     match counter.next_due() {

@@ -96,6 +96,12 @@ impl Key {
         Some(Key::open_raw(ctx.ctx, name.as_ptr(), write))
     }
 
+    /// Opens a key whose name is already a module string (derived names are built once
+    /// and serve both the ACL check and the open).
+    pub fn open_str(ctx: &Context, name: &RStr, write: bool) -> Key {
+        Key::open_raw(ctx.ctx, name.as_ptr(), write)
+    }
+
     fn open_raw(
         ctx: *mut raw::RedisModuleCtx,
         name: *mut raw::RedisModuleString,
@@ -143,17 +149,16 @@ impl Key {
         }
     }
 
-    /// Calls `f` with the value of `field`, if present.
-    fn hash_get_with<T>(
+    /// Calls `f` with the value of `field`, if present. The primitive of every hash read.
+    fn hash_get_raw<T>(
         &self,
-        field: &[u8],
+        field: &RStr,
         f: impl FnOnce(*mut raw::RedisModuleString) -> T,
     ) -> Option<T> {
         if self.ptr.is_null() {
             return None;
         }
         let get = unsafe { raw::RedisModule_HashGet }?;
-        let field = RStr::new(field)?;
         let mut value: *mut raw::RedisModuleString = ptr::null_mut();
         unsafe {
             get(
@@ -171,22 +176,14 @@ impl Key {
         Some(f(value.as_ptr()))
     }
 
-    pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
-        self.hash_get_with(field, |v| str_bytes(v).to_vec())
-    }
-
-    /// The field's value as an integer: `None` if missing, `Some(None)` if not an integer.
-    pub fn hget_i64(&self, field: &[u8]) -> Option<Option<i64>> {
-        self.hash_get_with(field, |v| str_to_i64(v))
-    }
-
-    fn hash_set_raw(&self, field: &[u8], value: *mut raw::RedisModuleString) -> bool {
+    /// Sets or deletes (`REDISMODULE_HASH_DELETE`) a field. The primitive of every hash
+    /// write; returns the number of fields changed.
+    fn hash_set_raw(&self, field: &RStr, value: *mut raw::RedisModuleString) -> c_int {
         if self.ptr.is_null() {
-            return false;
+            return 0;
         }
-        let (Some(set), Some(field)) = (unsafe { raw::RedisModule_HashSet }, RStr::new(field))
-        else {
-            return false;
+        let Some(set) = (unsafe { raw::RedisModule_HashSet }) else {
+            return 0;
         };
         unsafe {
             set(
@@ -196,41 +193,47 @@ impl Key {
                 value,
                 ptr::null_mut::<c_void>(),
             )
-        };
-        true
-    }
-
-    pub fn hset(&self, field: &[u8], value: &[u8]) {
-        if let Some(value) = RStr::new(value) {
-            self.hash_set_raw(field, value.as_ptr());
         }
     }
 
-    pub fn hset_i64(&self, field: &[u8], value: i64) {
+    /// Calls `f` with the bytes of a hash field's value, if present (no copy).
+    pub fn hget_with<T>(&self, field: &RStr, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        self.hash_get_raw(field, |v| f(str_bytes(v)))
+    }
+
+    /// A hash field's integer value: `None` if missing, `Some(None)` if not an integer.
+    pub fn hget_i64_str(&self, field: &RStr) -> Option<Option<i64>> {
+        self.hash_get_raw(field, |v| str_to_i64(v))
+    }
+
+    /// Sets a hash field to an integer (creates the key if empty).
+    pub fn hset_i64_str(&self, field: &RStr, value: i64) {
         if let Some(value) = RStr::from_i64(value) {
             self.hash_set_raw(field, value.as_ptr());
         }
     }
 
+    /// Deletes a hash field; true if it existed. An emptied hash disappears.
+    pub fn hdel_str(&self, field: &RStr) -> bool {
+        self.hash_set_raw(
+            field,
+            raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
+        ) > 0
+    }
+
+    pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
+        self.hget_with(&RStr::new(field)?, <[u8]>::to_vec)
+    }
+
+    pub fn hset(&self, field: &[u8], value: &[u8]) {
+        if let (Some(field), Some(value)) = (RStr::new(field), RStr::new(value)) {
+            self.hash_set_raw(&field, value.as_ptr());
+        }
+    }
+
     /// Deletes a field; true if it existed.
     pub fn hdel(&self, field: &[u8]) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
-        let (Some(set), Some(field)) = (unsafe { raw::RedisModule_HashSet }, RStr::new(field))
-        else {
-            return false;
-        };
-        let changed = unsafe {
-            set(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.as_ptr(),
-                raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
-                ptr::null_mut::<c_void>(),
-            )
-        };
-        changed > 0
+        RStr::new(field).is_some_and(|field| self.hdel_str(&field))
     }
 
     /// Calls `f(field, value)` for every field of a hash. Do not modify the hash meanwhile.

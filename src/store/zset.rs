@@ -12,7 +12,7 @@ use std::ptr;
 
 use redis_module::raw;
 
-use super::{str_bytes, str_to_i64, Key, RStr};
+use super::{str_bytes, Key, RStr};
 
 const OK: c_int = raw::REDISMODULE_OK as c_int;
 
@@ -65,69 +65,6 @@ impl Key {
             started,
             done: !started,
         }
-    }
-
-    /// A hash field's integer value: `None` if missing, `Some(None)` if not an integer.
-    pub fn hget_i64_str(&self, field: &RStr) -> Option<Option<i64>> {
-        if self.ptr.is_null() {
-            return None;
-        }
-        let get = unsafe { raw::RedisModule_HashGet }?;
-        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
-        unsafe {
-            get(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.as_ptr(),
-                &mut value as *mut *mut raw::RedisModuleString,
-                ptr::null_mut::<c_void>(),
-            )
-        };
-        if value.is_null() {
-            return None;
-        }
-        let value = RStr(value); // HashGet hands us ownership (no auto memory).
-        Some(str_to_i64(value.as_ptr()))
-    }
-
-    /// Sets a hash field to an integer (creates the key if empty).
-    pub fn hset_i64_str(&self, field: &RStr, value: i64) {
-        if self.ptr.is_null() {
-            return;
-        }
-        let (Some(set), Some(value)) = (unsafe { raw::RedisModule_HashSet }, RStr::from_i64(value))
-        else {
-            return;
-        };
-        unsafe {
-            set(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.as_ptr(),
-                value.as_ptr(),
-                ptr::null_mut::<c_void>(),
-            )
-        };
-    }
-
-    /// Deletes a hash field; an emptied hash disappears.
-    pub fn hdel_str(&self, field: &RStr) -> bool {
-        if self.ptr.is_null() {
-            return false;
-        }
-        let Some(set) = (unsafe { raw::RedisModule_HashSet }) else {
-            return false;
-        };
-        let changed = unsafe {
-            set(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.as_ptr(),
-                raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
-                ptr::null_mut::<c_void>(),
-            )
-        };
-        changed > 0
     }
 }
 
@@ -231,36 +168,5 @@ impl Drop for HashCursor {
         if let Some(destroy) = unsafe { raw::RedisModule_ScanCursorDestroy } {
             unsafe { destroy(self.0) };
         }
-    }
-}
-
-impl Key {
-    /// Opens a key whose name is already a module string (derived names are built once
-    /// and serve both the ACL check and the open).
-    pub fn open_str(ctx: &redis_module::Context, name: &RStr, write: bool) -> Key {
-        Key::open_raw(ctx.ctx, name.as_ptr(), write)
-    }
-
-    /// Calls `f` with the bytes of a hash field's value, if present (no copy).
-    pub fn hget_with<T>(&self, field: &RStr, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        if self.ptr.is_null() {
-            return None;
-        }
-        let get = unsafe { raw::RedisModule_HashGet }?;
-        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
-        unsafe {
-            get(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.as_ptr(),
-                &mut value as *mut *mut raw::RedisModuleString,
-                ptr::null_mut::<c_void>(),
-            )
-        };
-        if value.is_null() {
-            return None;
-        }
-        let value = RStr(value); // HashGet hands us ownership (no auto memory).
-        Some(f(str_bytes(value.as_ptr())))
     }
 }
