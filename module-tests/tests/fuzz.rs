@@ -596,7 +596,9 @@ fn fuzz(family_name: &str, family: &[&str]) {
         wait_replica_synced(&srv, &replica);
         populate(&srv);
         let mut rng = Rng(seed);
-        let mut conn = srv.conn();
+        // Every other batch on a RESP3 connection (maps, doubles, nil take other paths).
+        let mut conns = [srv.conn(), srv.conn_resp3()];
+        let mut batch_no = 0usize;
         let mut internal = Vec::new();
         let mut replies = 0usize;
         // Per command: (non-error replies, error replies).
@@ -616,6 +618,14 @@ fn fuzz(family_name: &str, family: &[&str]) {
                 pipe.add_command(cmd);
             }
             pipe.add_command(redis::cmd("PING"));
+            batch_no += 1;
+            // Half-way, the timer gets the smallest budget: expiry work is cut into many
+            // unfinished visits.
+            if sent >= per_kind / 2 && sent < per_kind / 2 + batch {
+                let v = srv.cmd_value(&["CONFIG", "SET", "tally.expire-budget-us", "10"]);
+                assert_eq!(v, v_ok(), "{k}");
+            }
+            let conn = &mut conns[batch_no % 2];
             let out = conn
                 .req_packed_commands(&pipe.get_packed_pipeline(), 0, vectors.len() + 1)
                 .unwrap_or_else(|e| {
@@ -663,6 +673,17 @@ fn fuzz(family_name: &str, family: &[&str]) {
             let (ok, _) = stats.get(*c).copied().unwrap_or((0, 0));
             assert!(ok > 0, "{k}: {c} never succeeded: the fuzz is too shallow");
         }
+        // A reload makes the start-up scan schedule every hash with a `_tally` field,
+        // forged and corrupted ones included: the timer visits all of them.
+        assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
+        std::thread::sleep(Duration::from_millis(500));
+        let scanned = wait_until(Duration::from_secs(10), || {
+            srv.info("tally")
+                .get("tally_scan_in_progress")
+                .map(String::as_str)
+                == Some("0")
+        });
+        assert!(scanned, "{k}: the start-up scan never finished");
         srv.assert_alive();
         for (who, s) in [("primary", &srv), ("replica", &replica)] {
             for file in ["server.log", "stdout.log"] {
