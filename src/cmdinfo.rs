@@ -83,3 +83,25 @@ pub fn set(ctx: &Context, command: &str, arity: c_int, keys: &[KeySpec]) -> Resu
         Err(format!("RedisModule_SetCommandInfo failed for {command}"))
     }
 }
+
+/// Puts a command in the ACL category `@read` or `@write`, so `+@read`/`-@write` users see
+/// tally commands like native ones. Only where the server has the API (Redis 7.2+,
+/// Valkey); on 7.0 module commands have no category and key permissions (`%R~...`) apply.
+pub fn set_acl_category(ctx: &Context, command: &str, writes: bool) {
+    let (Some(get_command), Some(set_categories)) =
+        (unsafe { raw::RedisModule_GetCommand }, unsafe {
+            raw::RedisModule_SetCommandACLCategories
+        })
+    else {
+        return;
+    };
+    let Ok(name) = CString::new(command) else {
+        return;
+    };
+    let cmd = unsafe { get_command(ctx.ctx, name.as_ptr()) };
+    if cmd.is_null() {
+        return;
+    }
+    let category = if writes { c"write" } else { c"read" };
+    unsafe { set_categories(cmd, category.as_ptr()) };
+}

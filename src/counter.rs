@@ -219,7 +219,8 @@ impl Counter {
                         lo: slot_index(reference, r.ms).checked_sub(offset)?,
                         n: parse_i64(n.as_bytes()).ok()?,
                     };
-                    (track.n >= 0).then_some(track)
+                    // More stored slots than a resolution keeps is not a counter's state.
+                    (0..=r.samples).contains(&track.n).then_some(track)
                 })
                 .collect();
             counter.reference = reference;
@@ -237,7 +238,9 @@ impl Counter {
     }
 
     pub fn stored_slots(&self) -> i64 {
-        self.tracks.iter().map(|t| t.n).sum()
+        self.tracks
+            .iter()
+            .fold(0i64, |sum, t| sum.saturating_add(t.n))
     }
 
     /// Removes the slots that are no longer kept at `now`. Returns how many were removed.

@@ -184,6 +184,8 @@ mod module {
                 ctx.log_warning(&format!("tally: {e}"));
                 return Status::Err;
             }
+            let writes = keys.first().is_some_and(|k| k.flags != READ);
+            cmdinfo::set_acl_category(ctx, name, writes);
         }
         if let Some(register) = unsafe { raw::RedisModule_RegisterInfoFunc } {
             unsafe { register(ctx.ctx, Some(info_func)) };
