@@ -34,14 +34,14 @@ unit-test: deps
 
 module-test: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
-		$(CARGO) test --release -p module-tests -- --test-threads=$(TEST_THREADS)
+		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
 
 ## make test-long: the same suites with long soak variants (TALLY_LONG=1): more proptest
 ## cases, ten times more fuzz vectors, longer writer phases around cluster resharding.
 test-long: build
 	TALLY_LONG=1 $(CARGO) test -p tally --lib
 	TALLY_LONG=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
-		$(CARGO) test --release -p module-tests -- --test-threads=$(TEST_THREADS)
+		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
