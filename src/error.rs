@@ -21,6 +21,9 @@ pub enum Error {
     Invalid(String),
     /// Missing ACL permission on a key the command derives (message after `NOPERM `).
     NoPerm(String),
+    /// The object's keys are split between two nodes by a reshard in progress (message
+    /// after `TRYAGAIN `, Redis's own retryable error for that case).
+    TryAgain(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -46,6 +49,7 @@ impl fmt::Display for Error {
             Error::TooFarInFuture => f.write_str("ERR timestamp is too far in the future"),
             Error::Invalid(msg) => write!(f, "ERR {msg}"),
             Error::NoPerm(msg) => write!(f, "NOPERM {msg}"),
+            Error::TryAgain(msg) => write!(f, "TRYAGAIN {msg}"),
         }
     }
 }

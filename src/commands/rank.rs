@@ -34,6 +34,9 @@ use crate::window::{effective_time, slot_index, slot_start};
 /// Family word that starts the `_tally` marker value of this family's hashes.
 pub const FAMILY: &str = crate::rank::FAMILY;
 
+/// How soon the expiry timer looks again at a board whose slot is being resharded.
+const TRANSIT_RETRY_MS: i64 = 100;
+
 // ------------------------------------------------------------------------------ helpers
 
 fn selected_db(ctx: &Context) -> c_int {
@@ -290,7 +293,7 @@ fn run_jobs(ctx: &Context) {
     for job in jobs {
         match job {
             Job::Delete { db, base } => {
-                if select_db(ctx, db) && !slot_migrating(ctx, &base) {
+                if select_db(ctx, db) && !slot_in_transit(ctx, &base) {
                     delete_derived(ctx, db, &base);
                 }
             }
@@ -356,9 +359,16 @@ fn rename_derived(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
     expiry::schedule(ctx, &target, 0);
 }
 
-/// True if `key`'s cluster slot is being migrated away from this node: MIGRATE deletes
-/// keys one batch at a time, and the derived keys must travel too, not be deleted.
-fn slot_migrating(ctx: &Context, key: &[u8]) -> bool {
+/// True if `key`'s cluster slot is being resharded to or from this node (MIGRATING or
+/// IMPORTING). MIGRATE moves keys one batch at a time, so for a while a leaderboard's keys
+/// sit on two nodes: the source must not delete the derived keys when the main key leaves
+/// (they travel too), and neither node may create or count on a derived key that may be
+/// on the other one.
+///
+/// The module API has no per-slot state, so this reads the `myself` line of
+/// `CLUSTER NODES` (`[slot->-node]` migrating, `[slot-<-node]` importing). That costs a
+/// few microseconds: callers ask only when a key they need is missing ([`Transit`]).
+fn slot_in_transit(ctx: &Context, key: &[u8]) -> bool {
     if !ctx.get_flags().contains(ContextFlags::CLUSTER) {
         return false;
     }
@@ -373,11 +383,63 @@ fn slot_migrating(ctx: &Context, key: &[u8]) -> bool {
         Ok(RedisValue::VerbatimString((_, b))) => b,
         _ => return false,
     };
-    let needle = format!("[{slot}->-");
+    let migrating = format!("[{slot}->-");
+    let importing = format!("[{slot}-<-");
     nodes
         .split(|&b| b == b'\n')
         .filter(|line| line.windows(6).any(|w| w == b"myself"))
-        .any(|line| line.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        .any(|line| {
+            line.windows(migrating.len())
+                .any(|w| w == migrating.as_bytes() || w == importing.as_bytes())
+        })
+}
+
+/// Per command: is the board's slot being resharded? Asked at most once, and only when a
+/// key the command needs (or would create) is missing, so the common case pays nothing.
+///
+/// While the slot moves, a derived key missing here may be on the other node: reading
+/// without it would give a wrong answer, and creating it would make the later MIGRATE of
+/// the other copy fail with BUSYKEY and abort the reshard. Such commands answer TRYAGAIN
+/// (Redis's own error for multi-key requests during resharding, which cluster clients
+/// retry) and write nothing.
+struct Transit<'a> {
+    ctx: &'a Context,
+    key: &'a [u8],
+    cluster: bool,
+    known: Cell<Option<bool>>,
+}
+
+impl<'a> Transit<'a> {
+    fn new(ctx: &'a Context, flags: &ContextFlags, key: &'a [u8]) -> Self {
+        Transit {
+            ctx,
+            key,
+            cluster: flags.contains(ContextFlags::CLUSTER),
+            known: Cell::new(None),
+        }
+    }
+
+    fn active(&self) -> bool {
+        if !self.cluster {
+            return false;
+        }
+        if let Some(known) = self.known.get() {
+            return known;
+        }
+        let active = slot_in_transit(self.ctx, self.key);
+        self.known.set(Some(active));
+        active
+    }
+
+    /// A key of the board is missing (or would be created): TRYAGAIN while the slot moves.
+    fn missing(&self) -> Result<()> {
+        if self.active() {
+            return Err(Error::TryAgain(
+                "this leaderboard is being moved between cluster nodes (resharding)".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 // ------------------------------------------------------------------------ opening boards
@@ -394,7 +456,13 @@ struct Board {
 
 impl Board {
     /// Opens `name` for reading. `Ok(None)`: no leaderboard there.
-    fn open_read(ctx: &Context, acl: &Acl, name: &RedisString, now: i64) -> Result<Option<Board>> {
+    fn open_read(
+        ctx: &Context,
+        acl: &Acl,
+        name: &RedisString,
+        now: i64,
+        transit: &Transit,
+    ) -> Result<Option<Board>> {
         let zset = Key::open(ctx, name, false);
         if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
             return Err(Error::WrongType);
@@ -408,15 +476,17 @@ impl Board {
             None => None,
         };
         let Some(meta) = meta else {
-            // A sorted set without meta is a plain sorted set, not a leaderboard.
+            // A sorted set without meta is a plain sorted set, not a leaderboard, unless
+            // a reshard has moved the meta hash already (or not yet).
             return if zset.kind() == KeyKind::Empty {
                 Ok(None)
             } else {
+                transit.missing()?;
                 Err(Error::WrongType)
             };
         };
         let base = base.unwrap_or_else(|| name.as_slice().to_vec());
-        let pending = open_pending(ctx, acl, &base, &meta, now)?;
+        let pending = open_pending(ctx, acl, &base, &meta, now, transit)?;
         Ok(Some(Board {
             zset,
             base,
@@ -466,13 +536,24 @@ fn load_meta(key: &Key) -> Result<Option<Meta>> {
 }
 
 /// Opens the slot hashes of `base` that left the window but are not fully subtracted.
-fn open_pending(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64) -> Result<Vec<Key>> {
+/// One that is missing may be a gap (a slot never written) or, during a reshard, on the
+/// other node: then the totals cannot be corrected here (TRYAGAIN).
+fn open_pending(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    now: i64,
+    transit: &Transit,
+) -> Result<Vec<Key>> {
     let mut pending = Vec::new();
     if let Some((start, end)) = meta.pending_range(now) {
         for index in start..=end {
             let key = acl.open(ctx, &slot_key(base, index), false)?;
-            if key.kind() == KeyKind::Hash {
-                pending.push(key);
+            match key.kind() {
+                KeyKind::Hash => pending.push(key),
+                KeyKind::Empty => transit.missing()?,
+                _ => {}
             }
         }
     }
@@ -502,7 +583,8 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let window = window.unwrap_or_else(|| config::RANK_WINDOW.ms());
     let slot = slot.unwrap_or_else(|| config::RANK_SLOT.ms());
     validate_settings(window, slot)?;
-    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
     flush_jobs(ctx);
     let acl = Acl::of(ctx)?;
     let meta_name = meta_key(name.as_slice());
@@ -511,6 +593,8 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     if zset.kind() != KeyKind::Empty || meta_hash.kind() != KeyKind::Empty {
         return Err(Error::KeyExists);
     }
+    // During a reshard the meta hash may exist on the other node.
+    Transit::new(ctx, &flags, name.as_slice()).missing()?;
     save_marker(ctx, &meta_hash, &meta_name, &Meta::new(window, slot));
     Ok(Reply::Ok)
 }
@@ -611,8 +695,10 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let now = now_ms();
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
     let key_name = name.as_slice();
-    check_cluster(&ctx.get_flags(), key_name)?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, key_name)?;
     flush_jobs(ctx);
+    let transit = Transit::new(ctx, &flags, key_name);
 
     // Open and check every key.
     let acl = Acl::of(ctx)?;
@@ -624,8 +710,15 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let meta_hash = acl.open(ctx, &meta_name, true)?;
     let (mut meta, is_new) = match load_meta(&meta_hash)? {
         Some(meta) => (meta, false),
-        None if zset.kind() == KeyKind::Zset => return Err(Error::WrongType),
+        None if zset.kind() == KeyKind::Zset => {
+            // A plain sorted set, or a leaderboard whose meta hash a reshard has moved
+            // already (or not yet).
+            transit.missing()?;
+            return Err(Error::WrongType);
+        }
         None => {
+            // A new leaderboard, unless a reshard has its meta hash on the other node.
+            transit.missing()?;
             let (window, slot) = (config::RANK_WINDOW.ms(), config::RANK_SLOT.ms());
             validate_settings(window, slot)?;
             (Meta::new(window, slot), true)
@@ -637,9 +730,15 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     let slot_name = slot_key(key_name, index);
     let slot = acl.open(ctx, &slot_name, true)?;
-    let pending = open_pending(ctx, &acl, key_name, &meta, now)?;
-    if !matches!(slot.kind(), KeyKind::Empty | KeyKind::Hash) {
-        return Err(Error::WrongType);
+    let pending = open_pending(ctx, &acl, key_name, &meta, now, &transit)?;
+    match slot.kind() {
+        KeyKind::Hash => {}
+        // Meta is here and every existing slot hash has an index in `lo ..= hi`: outside,
+        // the hash exists nowhere and may be created (the usual case: a new slot). Inside,
+        // it is a gap or, during a reshard, on the other node.
+        KeyKind::Empty if (meta.lo..=meta.hi).contains(&index) => transit.missing()?,
+        KeyKind::Empty => {}
+        _ => return Err(Error::WrongType),
     }
 
     // Compute new values (a member may appear several times) and every reply.
@@ -724,7 +823,8 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     check_cluster(&flags, name.as_slice())?;
     let now = now_ms();
     let acl = Acl::of(ctx)?;
-    let Some(board) = Board::open_read(ctx, &acl, name, now)? else {
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let Some(board) = Board::open_read(ctx, &acl, name, now, &transit)? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let meta = board.meta.unwrap_or(Meta::new(1, 1));
@@ -734,7 +834,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     };
     let (offset, count) = (offset as usize, count as usize);
     let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
-        let totals = sub_window_totals(ctx, &acl, &board.base, &meta, slots, now)?;
+        let totals = sub_window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
         sort_totals(totals)
             .into_iter()
             .skip(offset)
@@ -782,6 +882,7 @@ fn sub_window_totals(
     meta: &Meta,
     slots: i64,
     now: i64,
+    transit: &Transit,
 ) -> Result<HashMap<Vec<u8>, i64>> {
     let current = slot_index(now, meta.slot);
     let first = current.saturating_sub(slots - 1).max(meta.lo);
@@ -789,8 +890,14 @@ fn sub_window_totals(
     for index in first..=current.min(meta.hi) {
         let name = slot_key(base, index);
         let key = acl.open(ctx, &name, false)?;
-        if key.kind() != KeyKind::Hash {
-            continue;
+        match key.kind() {
+            KeyKind::Hash => {}
+            // A gap, or on the other node during a reshard.
+            KeyKind::Empty => {
+                transit.missing()?;
+                continue;
+            }
+            _ => continue,
         }
         key.hscan(|member, count| {
             if let Ok(count) = parse_i64(count) {
@@ -807,9 +914,11 @@ pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let [member] = rest else {
         return Err(Error::Arity("tsrank.score".into()));
     };
-    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
     let acl = Acl::of(ctx)?;
-    let Some(board) = Board::open_read(ctx, &acl, name, now_ms())? else {
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let Some(board) = Board::open_read(ctx, &acl, name, now_ms(), &transit)? else {
         return Ok(Reply::Nil);
     };
     let total = board.total_of(member);
@@ -825,9 +934,11 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
     };
-    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
     let acl = Acl::of(ctx)?;
-    let Some(board) = Board::open_read(ctx, &acl, name, now_ms())? else {
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let Some(board) = Board::open_read(ctx, &acl, name, now_ms(), &transit)? else {
         return Ok(Reply::Nil);
     };
     let total = board.total_of(member);
@@ -857,10 +968,15 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if !rest.is_empty() {
         return Err(Error::Arity("tsrank.info".into()));
     }
-    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
     let now = now_ms();
     let acl = Acl::of(ctx)?;
-    let Some(board) = Board::open_read(ctx, &acl, name, now)? else {
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let Some(board) = Board::open_read(ctx, &acl, name, now, &transit)? else {
+        // No main key and no meta here: during a reshard the meta hash of a board without
+        // totals may still be on the other node.
+        transit.missing()?;
         return Ok(Reply::Nil);
     };
     let meta = board.meta.unwrap_or(Meta::new(1, 1));
@@ -884,9 +1000,14 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if let Some((start, end)) = meta.live_range(now) {
         for index in start..=end {
             let slot_name = slot_key(&board.base, index);
-            if acl.open(ctx, &slot_name, false)?.kind() == KeyKind::Hash {
-                live += 1;
-                oldest = oldest.or(Some(slot_start(index, meta.slot)));
+            match acl.open(ctx, &slot_name, false)?.kind() {
+                KeyKind::Hash => {
+                    live += 1;
+                    oldest = oldest.or(Some(slot_start(index, meta.slot)));
+                }
+                // A gap, or on the other node during a reshard.
+                KeyKind::Empty => transit.missing()?,
+                _ => {}
             }
         }
     }
@@ -1019,15 +1140,29 @@ pub fn expire(
     if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
         return Visit::Done;
     }
+    // During a reshard the keys of this board may be split between two nodes: subtracting
+    // a slot whose totals are elsewhere, or skipping a slot hash that is elsewhere (and
+    // forgetting it), would lose counts. Such a board is visited again later.
+    let transit = Transit::new(ctx, &ctx.get_flags(), base);
+    let retry = Visit::DueAt(now.saturating_add(TRANSIT_RETRY_MS));
+    if zset.kind() == KeyKind::Empty && meta.pending_range(now).is_some() && transit.active() {
+        return retry;
+    }
     let db = selected_db(ctx);
     let before = meta;
     let mut expired = 0u64;
     let mut finished = true;
+    let mut blocked = false;
     let mut probes = 0u32;
     while let Some((index, _)) = meta.pending_range(now) {
         let slot_name = slot_key(base, index);
         let slot = Key::open_bytes(ctx, &slot_name, true);
-        if slot.as_ref().is_some_and(|s| s.kind() == KeyKind::Hash) {
+        let kind = slot.as_ref().map_or(KeyKind::Empty, |s| s.kind());
+        if kind == KeyKind::Empty && transit.active() {
+            blocked = true;
+            break;
+        }
+        if kind == KeyKind::Hash {
             let Some(slot) = slot else { break };
             let board: BoardId = (db, base.to_vec());
             if !drain_slot(ctx, &board, index, (&zset, &slot, &slot_name), deadline_us) {
@@ -1052,6 +1187,9 @@ pub fn expire(
             return Visit::Done;
         }
         save_marker(ctx, key, name, &meta);
+    }
+    if blocked {
+        return retry;
     }
     if !finished {
         return Visit::Unfinished;
