@@ -460,6 +460,7 @@ impl Counter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::Rng;
     use std::collections::BTreeMap;
 
     #[derive(Default)]
@@ -484,21 +485,6 @@ mod tests {
             for (&(r, i), &c) in self.0.iter().rev() {
                 f(r, i, c);
             }
-        }
-    }
-
-    /// A tiny deterministic PRNG (splitmix64) so the model test needs no crate.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> i64 {
-            (self.next() % n) as i64
         }
     }
 
@@ -767,12 +753,12 @@ mod tests {
             let widest = *spans.iter().max().unwrap();
             for step in 0..4000 {
                 now += match rng.below(10) {
-                    0 => rng.below(widest as u64 / 4 + 1),
+                    0 => rng.below(widest / 4 + 1),
                     1..=3 => rng.below(5_000),
                     _ => rng.below(300),
                 };
                 let back = match rng.below(4) {
-                    0 => rng.below(widest as u64 + 1),
+                    0 => rng.below(widest + 1),
                     _ => rng.below(2_000),
                 };
                 let ts = now - back;
@@ -794,7 +780,7 @@ mod tests {
                 }
                 if step % 7 == 0 {
                     let t = now - rng.below(3_000);
-                    let windows: Vec<i64> = (0..3).map(|_| 1 + rng.below(widest as u64)).collect();
+                    let windows: Vec<i64> = (0..3).map(|_| 1 + rng.below(widest)).collect();
                     let want: Vec<i64> = windows
                         .iter()
                         .map(|&w| {
@@ -805,7 +791,7 @@ mod tests {
                         })
                         .collect();
                     assert_eq!(c.sum(&mut s, now, t, &windows), Ok(want), "seed {seed}");
-                    let r = rs[rng.below(rs.len() as u64) as usize];
+                    let r = rs[rng.below(rs.len() as i64) as usize];
                     let lo = first_kept(now, r.ms, r.samples);
                     let want_range: Vec<(i64, i64)> = (lo..=slot_index(now, r.ms))
                         .map(|i| (slot_start(i, r.ms), m.kept(&r, now, i)))

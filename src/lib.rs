@@ -15,6 +15,8 @@ pub mod window;
 
 #[cfg(test)]
 mod proptests;
+#[cfg(test)]
+mod testutil;
 
 #[cfg(not(test))]
 mod cmdinfo;

@@ -284,32 +284,7 @@ fn push_f64(out: &mut String, x: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// splitmix64: tiny deterministic PRNG so tests need no external crate.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        /// Uniform in [0, 1).
-        fn uniform(&mut self) -> f64 {
-            (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-        }
-        /// Standard normal via Box-Muller.
-        fn normal(&mut self) -> f64 {
-            let u1 = 1.0 - self.uniform(); // (0, 1], safe for ln
-            let u2 = self.uniform();
-            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next_u64() % n as u64) as usize
-        }
-    }
+    use crate::testutil::Rng;
 
     /// Reference: compensated mean, then corrected two-pass variance.
     fn two_pass(xs: &[f64]) -> (f64, f64, f64) {
@@ -433,7 +408,7 @@ mod tests {
             // Random permutation (Fisher-Yates) of the merge order.
             let mut order: Vec<usize> = (0..chunks.len()).collect();
             for i in (1..order.len()).rev() {
-                order.swap(i, rng.below(i + 1));
+                order.swap(i, rng.below(i as i64 + 1) as usize);
             }
             let mut m = Moments::new();
             for &i in &order {
@@ -599,16 +574,16 @@ mod tests {
         for _ in 0..5000 {
             let len = rng.below(40);
             let bytes: Vec<u8> = (0..len)
-                .map(|_| alphabet[rng.below(alphabet.len())])
+                .map(|_| alphabet[rng.below(alphabet.len() as i64) as usize])
                 .collect();
             if let Some(m) = Moments::decode(&bytes) {
                 assert!(m.sum.is_finite() && m.m2 >= 0.0 && m.min <= m.max);
             }
             let mut mutated = valid.clone();
-            let pos = rng.below(mutated.len());
-            mutated[pos] = alphabet[rng.below(alphabet.len())];
+            let pos = rng.below(mutated.len() as i64) as usize;
+            mutated[pos] = alphabet[rng.below(alphabet.len() as i64) as usize];
             let _ = Moments::decode(&mutated);
-            let _ = Moments::decode(&valid[..rng.below(valid.len())]);
+            let _ = Moments::decode(&valid[..rng.below(valid.len() as i64) as usize]);
         }
     }
 }

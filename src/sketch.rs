@@ -397,35 +397,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// splitmix64: tiny deterministic PRNG so tests need no external crate.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        /// Uniform in [0, 1).
-        fn uniform(&mut self) -> f64 {
-            (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-        }
-        /// Standard normal via Box-Muller.
-        fn normal(&mut self) -> f64 {
-            let u1 = 1.0 - self.uniform(); // (0, 1], safe for ln
-            let u2 = self.uniform();
-            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next_u64() % n as u64) as usize
-        }
-        fn lognormal(&mut self) -> f64 {
-            (3.0 + self.normal()).exp()
-        }
-    }
+    use crate::testutil::Rng;
 
     const QS: [f64; 9] = [0.0, 0.01, 0.1, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0];
 
@@ -747,10 +719,10 @@ mod tests {
             // Random single-byte mutations and insertions.
             for _ in 0..500 {
                 let mut m = sample.clone();
-                let p = rng.below(m.len());
+                let p = rng.below(m.len() as i64) as usize;
                 m[p] = rng.next_u64() as u8;
                 check(&m);
-                m.insert(rng.below(m.len() + 1), rng.next_u64() as u8);
+                m.insert(rng.below(m.len() as i64 + 1) as usize, rng.next_u64() as u8);
                 check(&m);
             }
         }

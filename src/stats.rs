@@ -308,27 +308,7 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// splitmix64: tiny deterministic PRNG so tests need no external crate.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn uniform(&mut self) -> f64 {
-            (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-        }
-        fn normal(&mut self) -> f64 {
-            let u1 = 1.0 - self.uniform();
-            let u2 = self.uniform();
-            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-        }
-    }
+    use crate::testutil::Rng;
 
     const HOUR: i64 = 3_600_000;
 
