@@ -11,6 +11,11 @@
 //! * `key|slot|<slot index>`: a hash `member -> count` of the events of one slot
 //!   (slot index = slot start / slot length).
 //!
+//! Invariant: every existing slot hash has an index in the meta's `lo ..= hi`, and a slot
+//! hash is created only where the meta hash is. So while a reshard splits a board between
+//! two nodes, a slot index outside `lo ..= hi` has no hash on either node and may be
+//! created; one inside that is missing may be on the other node (see `commands/rank.rs`).
+//!
 //! Exactness while an expiry is in progress: expiry subtracts a member's count from the
 //! totals and removes the member from the expiring slot's hash in the same step. So at any
 //! moment, what is not yet subtracted is exactly what remains in slot hashes that have

@@ -9,6 +9,14 @@
 //! events, where writing is not allowed; the work is queued and done by a post-notification
 //! job (Redis 7.2+, Valkey) or by a 1 ms timer (Redis 7.0). Until then, reads resolve names
 //! through the queue, and writes run the queue first.
+//!
+//! Resharding (cluster): MIGRATE moves a board's keys in batches, so for a while they sit
+//! on two nodes. A command that finds a key of the board missing (main key without meta,
+//! meta-less new board, a slot hash that meta's `lo ..= hi` says may exist) asks whether
+//! the slot is MIGRATING or IMPORTING here, and if so answers TRYAGAIN without writing
+//! ([`Transit`]). A new slot hash outside `lo ..= hi` exists nowhere and is created freely:
+//! the common write path never asks. The expiry timer leaves such a board alone until the
+//! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
