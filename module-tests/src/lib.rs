@@ -44,6 +44,13 @@
 //! v_err("ERR syntax error"))` checks the exact error text. [`Server::cmd`]
 //! returns `Result<Value, String>` with the full error text in `Err`.
 //!
+//! # Shared test helpers
+//!
+//! [`server_ms`] (the server's clock), [`pipeline`] (one round trip, one reply
+//! per command), [`exists`], [`hgetall`], [`slot_fields`], [`map_pairs`]
+//! (RESP2/RESP3 map replies as pairs) and [`Rng`] (seeded splitmix64 for
+//! reproducible workloads).
+//!
 //! # Environment
 //!
 //! * `TALLY_SERVERS` — `name=path,name=path` list of server binaries to test
@@ -1569,6 +1576,137 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The server's clock in Unix ms, from `TIME` (what the module reads as "now").
+pub fn server_ms(srv: &Server) -> i64 {
+    match srv.cmd_value(&["TIME"]) {
+        Value::Array(v) if v.len() == 2 => {
+            let s: i64 = value_text(&v[0])
+                .and_then(|t| t.parse().ok())
+                .expect("TIME secs");
+            let us: i64 = value_text(&v[1])
+                .and_then(|t| t.parse().ok())
+                .expect("TIME us");
+            s * 1000 + us / 1000
+        }
+        other => panic!("TIME gave {other:?}"),
+    }
+}
+
+/// Sends `cmds` as one pipeline on `conn` and returns one reply per command;
+/// error replies stay `Value::ServerError` (nothing is checked here).
+pub fn pipeline<A: AsRef<[u8]>>(conn: &mut redis::Connection, cmds: &[Vec<A>]) -> Vec<Value> {
+    let mut pipe = redis::pipe();
+    for c in cmds {
+        let mut cmd = redis::Cmd::new();
+        for a in c {
+            cmd.arg(a.as_ref());
+        }
+        pipe.add_command(cmd);
+    }
+    let out = conn
+        .req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len())
+        .expect("pipeline");
+    assert_eq!(out.len(), cmds.len());
+    out
+}
+
+/// `EXISTS key` is 1.
+pub fn exists(srv: &Server, key: impl AsRef<[u8]>) -> bool {
+    srv.cmd_value(&[b"EXISTS".as_slice(), key.as_ref()]) == v_int(1)
+}
+
+/// The hash at `key` as a sorted field -> value map (empty if missing).
+pub fn hgetall(srv: &Server, key: impl AsRef<[u8]>) -> BTreeMap<String, String> {
+    let v = srv.cmd_value(&[b"HGETALL".as_slice(), key.as_ref()]);
+    let Value::Array(items) = v else {
+        panic!("HGETALL gave {v:?}")
+    };
+    items
+        .chunks(2)
+        .map(|c| (value_text(&c[0]).unwrap(), value_text(&c[1]).unwrap()))
+        .collect()
+}
+
+/// The slot fields of a tally hash: every field but the `_`-prefixed bookkeeping
+/// (`_tally`, `_state`).
+pub fn slot_fields(srv: &Server, key: impl AsRef<[u8]>) -> BTreeMap<String, String> {
+    hgetall(srv, key)
+        .into_iter()
+        .filter(|(f, _)| !f.starts_with('_'))
+        .collect()
+}
+
+/// Field/value pairs of a map reply, in server order: a RESP3 `Value::Map` or
+/// the RESP2 flat array `[k1, v1, k2, v2, ...]`.
+pub fn map_pairs(v: &Value) -> Vec<(String, Value)> {
+    match v {
+        Value::Map(m) => m
+            .iter()
+            .map(|(k, v)| (value_text(k).unwrap(), v.clone()))
+            .collect(),
+        Value::Array(a) => a
+            .chunks(2)
+            .map(|c| (value_text(&c[0]).unwrap(), c[1].clone()))
+            .collect(),
+        other => panic!("expected a map reply, got {other:?}"),
+    }
+}
+
+// ========================================================= seeded randomness
+
+/// splitmix64: a tiny seeded PRNG for reproducible workloads (no rand crate).
+/// The same seed always gives the same sequence, so a failing seed can be
+/// replayed.
+///
+/// ```ignore
+/// let mut rng = Rng(7);
+/// let member = format!("m{}", rng.below(30)); // 0..30
+/// ```
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next raw 64-bit value.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n <= 0` counts as 1, giving 0).
+    pub fn below(&mut self, n: i64) -> i64 {
+        (self.next_u64() % n.max(1) as u64) as i64
+    }
+
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: i64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// A uniformly chosen element of a non-empty slice.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as i64) as usize]
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Standard normal via Box-Muller.
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform(); // (0, 1], safe for ln
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Log-normal, exp(3 + N(0, 1)): positive, skewed, spanning several decades.
+    pub fn lognormal(&mut self) -> f64 {
+        (3.0 + self.normal()).exp()
     }
 }
 

@@ -12,7 +12,6 @@
 //! for every server time in `t0 .. t0 + MARGIN_MS`; each batch checks that the server is
 //! still inside that margin, so a result can never depend on wall-clock luck.
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,70 +27,13 @@ const MARGIN_MS: i64 = 20_000;
 
 // ================================================================= helpers
 
-/// The server's clock in Unix ms (`TIME`).
-fn server_ms(srv: &Server) -> i64 {
-    match srv.cmd_value(&["TIME"]) {
-        Value::Array(v) if v.len() == 2 => {
-            let s: i64 = value_text(&v[0])
-                .and_then(|t| t.parse().ok())
-                .expect("TIME secs");
-            let us: i64 = value_text(&v[1])
-                .and_then(|t| t.parse().ok())
-                .expect("TIME us");
-            s * 1000 + us / 1000
-        }
-        other => panic!("TIME gave {other:?}"),
-    }
-}
-
-/// Sends `cmds` as one pipeline on `conn`; error replies stay `Value::ServerError`.
-fn pipeline(conn: &mut redis::Connection, cmds: &[Vec<Vec<u8>>]) -> Vec<Value> {
-    let mut pipe = redis::pipe();
-    for c in cmds {
-        let mut cmd = redis::Cmd::new();
-        for a in c {
-            cmd.arg(&a[..]);
-        }
-        pipe.add_command(cmd);
-    }
-    let out = conn
-        .req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len())
-        .expect("pipeline");
-    assert_eq!(out.len(), cmds.len());
-    out
-}
-
 fn args<S: AsRef<[u8]>>(items: &[S]) -> Vec<Vec<u8>> {
     items.iter().map(|s| s.as_ref().to_vec()).collect()
-}
-
-/// The hash at `key` as a sorted field -> value map (empty if missing).
-fn hash(srv: &Server, key: &[u8]) -> BTreeMap<String, String> {
-    let v = srv.cmd_value(&[&b"HGETALL"[..], key]);
-    let Value::Array(items) = v else {
-        panic!("HGETALL gave {v:?}")
-    };
-    items
-        .chunks(2)
-        .map(|c| (value_text(&c[0]).unwrap(), value_text(&c[1]).unwrap()))
-        .collect()
-}
-
-/// Slot fields only (everything but `_tally` and `_state`).
-fn slot_fields(srv: &Server, key: &[u8]) -> BTreeMap<String, String> {
-    hash(srv, key)
-        .into_iter()
-        .filter(|(f, _)| !f.starts_with('_'))
-        .collect()
 }
 
 /// `DUMP key` (nil for a missing key): byte-exact state of one key.
 fn dump(srv: &Server, key: &[u8]) -> Value {
     srv.cmd_value(&[&b"DUMP"[..], key])
-}
-
-fn exists(srv: &Server, key: &[u8]) -> bool {
-    srv.cmd_value(&[&b"EXISTS"[..], key]) == v_int(1)
 }
 
 fn v_ints(items: &[i64]) -> Value {
@@ -198,21 +140,6 @@ fn slot(t: i64, ms: i64) -> i64 {
 
 fn first_kept(now: i64, r: &Res) -> i64 {
     slot(now, r.ms) - r.samples + 1
-}
-
-/// splitmix64: a tiny seeded PRNG, so the workload is reproducible from its seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: i64) -> i64 {
-        (self.next() % n.max(1) as u64) as i64
-    }
 }
 
 /// The contract, as a model: per resolution an increment lands in slot floor(ts/res) iff
@@ -500,7 +427,7 @@ fn run_model(srv: &Server, seed: u64, text: &str, writes: usize) {
     );
 
     // The stored hash is exactly the model: settings, bookkeeping, non-zero kept slots.
-    let h = hash(srv, key.as_bytes());
+    let h = hgetall(srv, key.as_bytes());
     let canon: Vec<String> = rs
         .iter()
         .map(|r| format!("{}:{}", label(r.ms), r.samples))
@@ -648,7 +575,7 @@ fn errors_have_exact_text_and_change_nothing() {
             srv.cmd_value(&["TSCOUNTER.INCRBY", "c", "3", "AT", &tb.to_string()]),
             v_int(3)
         );
-        let before = hash(&srv, c);
+        let before = hgetall(&srv, c);
         let at = |t: i64| t.to_string();
 
         // Wrong number of arguments: the server's own check (from the declared arity),
@@ -701,11 +628,30 @@ fn errors_have_exact_text_and_change_nothing() {
             ),
             // A bad resolution is reported like a bad duration, naming the token.
             (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:x"], "1s:x"),
-            (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "1000:3"], "1000:3"),
-            (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:5", "60s:5"], "60s:5"),
+            (
+                &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "1000:3"],
+                "1000:3",
+            ),
+            (
+                &[
+                    "TSCOUNTER.CREATE",
+                    "n",
+                    "RESOLUTIONS",
+                    "1m:5",
+                    "1s:5",
+                    "60s:5",
+                ],
+                "60s:5",
+            ),
             (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"], "1s:0"),
-            (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:100001"], "1s:100001"),
-            (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"], "1s:-1"),
+            (
+                &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:100001"],
+                "1s:100001",
+            ),
+            (
+                &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"],
+                "1s:-1",
+            ),
         ] {
             assert_refused(&srv, c, cmd, &format!("ERR invalid duration '{text}'"));
             assert!(!exists(&srv, b"n"), "{k}");
@@ -906,7 +852,7 @@ fn errors_have_exact_text_and_change_nothing() {
         );
 
         // After all that, the counter is exactly as it was.
-        assert_eq!(hash(&srv, c), before, "{k}");
+        assert_eq!(hgetall(&srv, c), before, "{k}");
         srv.assert_alive();
     }
 }
@@ -961,24 +907,9 @@ fn at_within_max_future_counts_as_now() {
 
 // =============================================================== behaviour
 
-/// `TSCOUNTER.INFO` as (field, value) pairs, from a RESP2 flat array or a RESP3 map.
-fn info_pairs(v: &Value) -> Vec<(String, Value)> {
-    match v {
-        Value::Map(m) => m
-            .iter()
-            .map(|(k, v)| (value_text(k).unwrap(), v.clone()))
-            .collect(),
-        Value::Array(a) => a
-            .chunks(2)
-            .map(|c| (value_text(&c[0]).unwrap(), c[1].clone()))
-            .collect(),
-        other => panic!("TSCOUNTER.INFO gave {other:?}"),
-    }
-}
-
 fn info_resolutions(srv: &Server, key: &str) -> Value {
     let v = srv.cmd_value(&["TSCOUNTER.INFO", key]);
-    info_pairs(&v)
+    map_pairs(&v)
         .into_iter()
         .find(|(k, _)| k == "resolutions")
         .map(|(_, v)| v)
@@ -1038,7 +969,7 @@ fn auto_create_uses_the_configured_resolutions() {
             "{k}"
         );
         assert_eq!(
-            hash(&srv, b"b").get("_tally").map(String::as_str),
+            hgetall(&srv, b"b").get("_tally").map(String::as_str),
             Some("counter 1s:5 1m:5"),
             "{k}"
         );
@@ -1222,7 +1153,7 @@ fn zero_slots_are_removed_and_an_empty_counter_disappears() {
             v_ok()
         );
         assert_eq!(
-            hash(&srv, b"y").len(),
+            hgetall(&srv, b"y").len(),
             2,
             "{k}: CREATE stores only the settings"
         );
@@ -1321,7 +1252,7 @@ fn old_slots_are_removed_by_the_next_write() {
         );
         assert!(new[0] >= old[0] + 3, "{k}: {old:?} -> {new:?}");
         // The hour slot(s) still count both increments.
-        let hour: i64 = hash(&srv, b"w")
+        let hour: i64 = hgetall(&srv, b"w")
             .iter()
             .filter(|(f, _)| f.starts_with("1h:"))
             .map(|(_, v)| v.parse::<i64>().unwrap())
@@ -1358,8 +1289,8 @@ fn idle_counters_are_trimmed_by_the_timer() {
                         .any(|f| f.starts_with("100ms:"))
             }),
             "{k}: timer did not trim: i={:?} j={:?}",
-            hash(&srv, b"i"),
-            hash(&srv, b"j")
+            hgetall(&srv, b"i"),
+            hgetall(&srv, b"j")
         );
         let fields = slot_fields(&srv, b"i");
         assert_eq!(fields.len(), 1, "{k}: the hour slot stays: {fields:?}");
@@ -1499,7 +1430,7 @@ fn hash_layout_is_the_documented_one() {
             v_ok()
         );
         let rs = res_list("1s:10 1m:5 1w:2");
-        let h = hash(&srv, b"L");
+        let h = hgetall(&srv, b"L");
         assert_eq!(
             h.keys().collect::<Vec<_>>(),
             ["_state", "_tally"],
@@ -1533,7 +1464,7 @@ fn hash_layout_is_the_documented_one() {
             want.contains_key(&format!("1w:{}", slot(t0, 604_800_000))),
             "{want:?}"
         );
-        let h = hash(&srv, b"L");
+        let h = hgetall(&srv, b"L");
         assert_eq!(slot_fields(&srv, b"L"), want, "{k}");
         assert_eq!(
             h.len(),
@@ -1563,7 +1494,7 @@ fn hash_layout_is_the_documented_one() {
                 i.parse::<i64>().unwrap() * r.ms
             })
             .collect();
-        let info = info_pairs(&srv.cmd_value(&["TSCOUNTER.INFO", "L"]));
+        let info = map_pairs(&srv.cmd_value(&["TSCOUNTER.INFO", "L"]));
         let names: Vec<&str> = info.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
@@ -1597,7 +1528,7 @@ fn resp2_and_resp3_reply_shapes() {
         );
         // An empty counter: first/last are nil.
         let memory = |v: &Value| {
-            info_pairs(v)
+            map_pairs(v)
                 .into_iter()
                 .find(|(n, _)| n == "memory")
                 .map(|(_, m)| m)
@@ -1792,7 +1723,7 @@ fn binary_and_empty_key_names() {
                 v_pairs(&[(slot(t0, 60_000) * 60_000, 6)]),
                 "{k} {n}"
             );
-            let info = info_pairs(&q(&["TSCOUNTER.INFO"]));
+            let info = map_pairs(&q(&["TSCOUNTER.INFO"]));
             assert_eq!(info[1].1, v_int(2), "{k} {n}");
             assert_eq!(slot_fields(&srv, key).len(), 2, "{k} {n}");
             assert_eq!(

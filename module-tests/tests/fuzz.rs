@@ -22,28 +22,6 @@ use std::time::{Duration, Instant};
 
 // ================================================================== random
 
-/// splitmix64: small, seedable, good enough to pick test inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
 fn long() -> bool {
     std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
 }
@@ -191,8 +169,8 @@ fn timestamp(rng: &mut Rng) -> String {
         3 => i64::MIN.to_string(),
         4 => (now + 30_000).to_string(),
         5 => (now + 120_000).to_string(),
-        6 => (now - rng.below(1000) as i64 * 86_400_000).to_string(),
-        _ => (now - rng.below(200_000) as i64).to_string(),
+        6 => (now - rng.below(1000) * 86_400_000).to_string(),
+        _ => (now - rng.below(200_000)).to_string(),
     }
 }
 
@@ -200,8 +178,8 @@ fn junk(rng: &mut Rng) -> Vec<u8> {
     match rng.below(8) {
         0 => Vec::new(),
         1 => b"\x00".to_vec(),
-        2 => (0..rng.below(40)).map(|_| rng.next() as u8).collect(),
-        3 => vec![b'x'; 10_000 + rng.below(90_000)],
+        2 => (0..rng.below(40)).map(|_| rng.next_u64() as u8).collect(),
+        3 => vec![b'x'; 10_000 + rng.below(90_000) as usize],
         4 => "\u{1F600}\u{e9}{}|:".as_bytes().to_vec(),
         5 => b"1\x002".to_vec(),
         6 => format!("m{}", rng.below(20)).into_bytes(),
@@ -227,7 +205,7 @@ fn arg(rng: &mut Rng) -> Vec<u8> {
         6 | 7 => rng.pick(DURATIONS).as_bytes().to_vec(),
         8 => rng.pick(RESOLUTIONS).as_bytes().to_vec(),
         9 | 10 => timestamp(rng).into_bytes(),
-        11 => (rng.next() as i64 >> rng.below(63))
+        11 => (rng.next_u64() as i64 >> rng.below(63))
             .to_string()
             .into_bytes(),
         _ => junk(rng),
@@ -289,7 +267,7 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
     let s = |v: &mut Vec<Vec<u8>>, x: &str| v.push(x.as_bytes().to_vec());
     let num = |rng: &mut Rng| -> String {
         if rng.chance(85) {
-            (rng.below(1000) as i64 - 100).to_string()
+            (rng.below(1000) - 100).to_string()
         } else {
             rng.pick(NUMBERS).to_string()
         }
@@ -426,7 +404,7 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
     }
     // Mutations: drop, duplicate or replace one argument.
     if rng.chance(15) && v.len() > 2 {
-        let i = 2 + rng.below(v.len() - 2);
+        let i = 2 + rng.below(v.len() as i64 - 2) as usize;
         match rng.below(3) {
             0 => {
                 v.remove(i);
@@ -457,8 +435,8 @@ fn corruption(rng: &mut Rng) -> Vec<Vec<u8>> {
             3 => b"counter 1s:10 1s:10".to_vec(),
             4 => format!(
                 "rank 3600000 60000 {} {}",
-                rng.next() as i64,
-                rng.next() as i64
+                rng.next_u64() as i64,
+                rng.next_u64() as i64
             )
             .into_bytes(),
             _ => junk(rng),
@@ -477,7 +455,7 @@ fn corruption(rng: &mut Rng) -> Vec<Vec<u8>> {
         5 => vec![
             b("ZADD"),
             key,
-            b(SCORES[rng.below(SCORES.len())]),
+            b(SCORES[rng.below(SCORES.len() as i64) as usize]),
             junk(rng),
         ],
         6 => vec![b("DEL"), key],

@@ -25,32 +25,6 @@ const HOUR: i64 = 3_600_000;
 
 // ================================================================= helpers
 
-fn server_ms(srv: &Server) -> i64 {
-    match srv.cmd_value(&["TIME"]) {
-        Value::Array(v) if v.len() == 2 => {
-            let s: i64 = value_text(&v[0])
-                .and_then(|t| t.parse().ok())
-                .expect("secs");
-            let us: i64 = value_text(&v[1]).and_then(|t| t.parse().ok()).expect("us");
-            s * 1000 + us / 1000
-        }
-        other => panic!("TIME gave {other:?}"),
-    }
-}
-
-fn pipeline(conn: &mut redis::Connection, cmds: &[Vec<String>]) -> Vec<Value> {
-    let mut pipe = redis::pipe();
-    for c in cmds {
-        let mut cmd = redis::Cmd::new();
-        for a in c {
-            cmd.arg(a.as_bytes());
-        }
-        pipe.add_command(cmd);
-    }
-    conn.req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len())
-        .expect("pipeline")
-}
-
 fn s(items: &[&str]) -> Vec<String> {
     items.iter().map(|x| x.to_string()).collect()
 }
@@ -129,19 +103,6 @@ impl Model {
     }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> i64 {
-        (self.next() % n) as i64
-    }
-}
-
 // ================================================================= model test
 
 #[test]
@@ -165,7 +126,7 @@ fn model_random_workload_top_score_rank_window() {
                 let mut expected = Vec::new();
                 for _ in 0..60 {
                     let back = rng.below(21);
-                    let ts = (cur - back) * HOUR + rng.below(HOUR as u64);
+                    let ts = (cur - back) * HOUR + rng.below(HOUR);
                     let ts = ts.min(t0);
                     let npairs = 1 + rng.below(3);
                     let mut cmd = vec!["TSRANK.INCRBY".to_string(), board.to_string()];

@@ -8,60 +8,14 @@
 //! move while both dumps were taken; reload comparisons use timestamps whose slots stay
 //! kept far longer than the test runs.
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 // ================================================================= helpers
 
-fn server_ms(srv: &Server) -> i64 {
-    match srv.cmd_value(&["TIME"]) {
-        Value::Array(v) if v.len() == 2 => {
-            let s: i64 = value_text(&v[0])
-                .and_then(|t| t.parse().ok())
-                .expect("TIME secs");
-            let us: i64 = value_text(&v[1])
-                .and_then(|t| t.parse().ok())
-                .expect("TIME us");
-            s * 1000 + us / 1000
-        }
-        other => panic!("TIME gave {other:?}"),
-    }
-}
-
-fn pipeline(conn: &mut redis::Connection, cmds: &[Vec<String>]) -> Vec<Value> {
-    let mut pipe = redis::pipe();
-    for c in cmds {
-        let mut cmd = redis::Cmd::new();
-        for a in c {
-            cmd.arg(a.as_bytes());
-        }
-        pipe.add_command(cmd);
-    }
-    conn.req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len())
-        .expect("pipeline")
-}
-
-fn slot_fields(srv: &Server, key: &str) -> BTreeMap<String, String> {
-    let v = srv.cmd_value(&["HGETALL", key]);
-    let Value::Array(items) = v else {
-        panic!("HGETALL gave {v:?}")
-    };
-    items
-        .chunks(2)
-        .map(|c| (value_text(&c[0]).unwrap(), value_text(&c[1]).unwrap()))
-        .filter(|(f, _)| !f.starts_with('_'))
-        .collect()
-}
-
 fn has_prefix(srv: &Server, key: &str, prefix: &str) -> bool {
     slot_fields(srv, key).keys().any(|f| f.starts_with(prefix))
-}
-
-fn exists(srv: &Server, key: &str) -> bool {
-    srv.cmd_value(&["EXISTS", key]) == v_int(1)
 }
 
 fn repl_offset(srv: &Server) -> String {
@@ -98,21 +52,6 @@ fn assert_replica_equal(p: &Server, r: &Server, what: &str) {
         "{}: {what}: primary never quiet long enough to compare: {last:?}",
         p.kind().name
     );
-}
-
-/// splitmix64, for reproducible workloads.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: i64) -> i64 {
-        (self.next() % n.max(1) as u64) as i64
-    }
 }
 
 /// One pipelined batch of counter writes on `keys` (created with `sets`), with `AT`

@@ -15,30 +15,6 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 
 // ------------------------------------------------------------------------- helpers
 
-/// splitmix64: a tiny seeded PRNG (no rand crate needed).
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-    fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform();
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-    fn lognormal(&mut self) -> f64 {
-        (3.0 + self.normal()).exp()
-    }
-}
-
 /// Two-pass reference statistics of a data set.
 struct Reference {
     count: usize,
@@ -116,23 +92,8 @@ fn num(v: &Value) -> f64 {
     }
 }
 
-/// Field/value pairs of a map reply (RESP3 map or RESP2 flat array).
-fn pairs(v: &Value) -> Vec<(String, Value)> {
-    match v {
-        Value::Map(m) => m
-            .iter()
-            .map(|(k, v)| (value_text(k).unwrap(), v.clone()))
-            .collect(),
-        Value::Array(a) => a
-            .chunks(2)
-            .map(|c| (value_text(&c[0]).unwrap(), c[1].clone()))
-            .collect(),
-        other => panic!("expected a map, got {other:?}"),
-    }
-}
-
 fn field(v: &Value, name: &str) -> Value {
-    pairs(v)
+    map_pairs(v)
         .into_iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v)
@@ -142,11 +103,6 @@ fn field(v: &Value, name: &str) -> Value {
 const GET_FIELDS: [&str; 9] = [
     "count", "sum", "min", "max", "mean", "stddev", "p50", "p90", "p99",
 ];
-
-fn server_ms(srv: &Server) -> i64 {
-    let t: Vec<String> = srv.query(&["TIME"]);
-    t[0].parse::<i64>().unwrap() * 1000 + t[1].parse::<i64>().unwrap() / 1000
-}
 
 /// Runs `body(start of the current hour)` until it ran within one hour of server time
 /// (at most 3 tries; FLUSHALL before each), so hour-relative assertions cannot flake.
@@ -180,7 +136,7 @@ fn add_all(srv: &Server, key: &str, values: &[f64], at: Option<i64>) {
 /// Checks a GET reply (either protocol) against the reference of `xs`.
 fn check_get(ctx: &str, reply: &Value, xs: &[f64]) {
     let r = reference(xs);
-    let names: Vec<String> = pairs(reply).into_iter().map(|(k, _)| k).collect();
+    let names: Vec<String> = map_pairs(reply).into_iter().map(|(k, _)| k).collect();
     assert_eq!(names, GET_FIELDS, "{ctx}");
     assert_eq!(field(reply, "count"), v_int(r.count as i64), "{ctx}");
     assert_eq!(num(&field(reply, "min")), r.min, "{ctx} min");
