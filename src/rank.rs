@@ -302,18 +302,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// A small deterministic generator (xorshift) so tests are reproducible.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> i64 {
-            (self.next() % n) as i64
-        }
-    }
+    use crate::testutil::Rng;
 
     #[test]
     fn marker_round_trip_and_rejects() {
@@ -428,7 +417,7 @@ mod tests {
                 let member = format!("m{}", rng.below(60)).into_bytes();
                 let r = 1 + rng.below(8);
                 let p = if rng.below(3) == 0 {
-                    rng.below((r + 1) as u64)
+                    rng.below(r + 1)
                 } else {
                     0
                 };
