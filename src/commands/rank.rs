@@ -827,12 +827,9 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     if count < 0 || offset < 0 {
         return Err(Error::NotInteger);
     }
-    let flags = ctx.get_flags();
-    check_cluster(&flags, name.as_slice())?;
     let now = now_ms();
-    let acl = Acl::of(ctx)?;
-    let transit = Transit::new(ctx, &flags, name.as_slice());
-    let Some(board) = Board::open_read(ctx, &acl, name, now, &transit)? else {
+    let (acl, transit, board) = open_for_read(ctx, name, now)?;
+    let Some(board) = board else {
         return Ok(Reply::Array(Vec::new()));
     };
     let meta = board.meta.unwrap_or(Meta::new(1, 1));
@@ -867,7 +864,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .skip(offset)
             .collect()
     };
-    let resp3 = flags.contains(ContextFlags::FLAGS_RESP3);
+    let resp3 = ctx.get_flags().contains(ContextFlags::FLAGS_RESP3);
     let mut out = Vec::with_capacity(rows.len() * if withscores.is_some() { 2 } else { 1 });
     for (member, total) in rows {
         match (withscores.is_some(), resp3) {
@@ -917,16 +914,28 @@ fn sub_window_totals(
     Ok(totals)
 }
 
+/// The common start of the read commands: cluster check, the caller's ACL, the transit
+/// probe and the board at `name` (`None`: no leaderboard there).
+fn open_for_read<'a>(
+    ctx: &'a Context,
+    name: &'a RedisString,
+    now: i64,
+) -> Result<(Acl, Transit<'a>, Option<Board>)> {
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let board = Board::open_read(ctx, &acl, name, now, &transit)?;
+    Ok((acl, transit, board))
+}
+
 /// TSRANK.SCORE key member
 pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
         return Err(Error::Arity("tsrank.score".into()));
     };
-    let flags = ctx.get_flags();
-    check_cluster(&flags, name.as_slice())?;
-    let acl = Acl::of(ctx)?;
-    let transit = Transit::new(ctx, &flags, name.as_slice());
-    let Some(board) = Board::open_read(ctx, &acl, name, now_ms(), &transit)? else {
+    let (_, _, board) = open_for_read(ctx, name, now_ms())?;
+    let Some(board) = board else {
         return Ok(Reply::Nil);
     };
     let total = board.total_of(member);
@@ -942,11 +951,8 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
     };
-    let flags = ctx.get_flags();
-    check_cluster(&flags, name.as_slice())?;
-    let acl = Acl::of(ctx)?;
-    let transit = Transit::new(ctx, &flags, name.as_slice());
-    let Some(board) = Board::open_read(ctx, &acl, name, now_ms(), &transit)? else {
+    let (_, _, board) = open_for_read(ctx, name, now_ms())?;
+    let Some(board) = board else {
         return Ok(Reply::Nil);
     };
     let total = board.total_of(member);
@@ -976,12 +982,9 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if !rest.is_empty() {
         return Err(Error::Arity("tsrank.info".into()));
     }
-    let flags = ctx.get_flags();
-    check_cluster(&flags, name.as_slice())?;
     let now = now_ms();
-    let acl = Acl::of(ctx)?;
-    let transit = Transit::new(ctx, &flags, name.as_slice());
-    let Some(board) = Board::open_read(ctx, &acl, name, now, &transit)? else {
+    let (acl, transit, board) = open_for_read(ctx, name, now)?;
+    let Some(board) = board else {
         // No main key and no meta here: during a reshard the meta hash of a board without
         // totals may still be on the other node.
         transit.missing()?;
