@@ -89,7 +89,7 @@ pub fn selected_db(ctx: &Context) -> c_int {
     }
 }
 
-fn select_db(ctx: &Context, db: c_int) -> bool {
+pub fn select_db(ctx: &Context, db: c_int) -> bool {
     match unsafe { raw::RedisModule_SelectDb } {
         Some(f) => (unsafe { f(ctx.ctx, db) }) == raw::REDISMODULE_OK as c_int,
         None => false,

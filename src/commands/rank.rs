@@ -29,7 +29,7 @@ use crate::args::{parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::{self, now_ms, Visit};
+use crate::expiry::{self, now_ms, select_db, selected_db, Visit};
 use crate::rank::{
     base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key, sort_totals,
     top_adjusted, validate_settings, Meta, MAX_TOTAL,
@@ -47,19 +47,6 @@ const TRANSIT_RETRY_MS: i64 = 100;
 
 // ------------------------------------------------------------------------------ helpers
 
-fn selected_db(ctx: &Context) -> c_int {
-    match unsafe { raw::RedisModule_GetSelectedDb } {
-        Some(f) => unsafe { f(ctx.ctx) },
-        None => 0,
-    }
-}
-
-fn select_db(ctx: &Context, db: c_int) -> bool {
-    match unsafe { raw::RedisModule_SelectDb } {
-        Some(f) => (unsafe { f(ctx.ctx, db) }) == raw::REDISMODULE_OK as c_int,
-        None => false,
-    }
-}
 
 fn monotonic_us() -> u64 {
     match unsafe { raw::RedisModule_MonotonicMicroseconds } {
