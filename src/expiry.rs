@@ -75,7 +75,7 @@ pub fn now_ms() -> i64 {
     }
 }
 
-fn monotonic_us() -> u64 {
+pub fn monotonic_us() -> u64 {
     match unsafe { raw::RedisModule_MonotonicMicroseconds } {
         Some(f) => unsafe { f() },
         None => 0,
@@ -159,7 +159,7 @@ pub fn stats() -> (Stats, usize, usize, bool) {
     })
 }
 
-fn is_acting_primary(ctx: &Context) -> bool {
+pub fn is_acting_primary(ctx: &Context) -> bool {
     let flags = ctx.get_flags();
     flags.contains(ContextFlags::MASTER) && !flags.contains(ContextFlags::LOADING)
 }

@@ -29,7 +29,7 @@ use crate::args::{parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::{self, now_ms, select_db, selected_db, Visit};
+use crate::expiry::{self, is_acting_primary, monotonic_us, now_ms, select_db, selected_db, Visit};
 use crate::rank::{
     base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key, sort_totals,
     top_adjusted, validate_settings, Meta, MAX_TOTAL,
@@ -46,19 +46,6 @@ pub const FAMILY: &str = crate::rank::FAMILY;
 const TRANSIT_RETRY_MS: i64 = 100;
 
 // ------------------------------------------------------------------------------ helpers
-
-
-fn monotonic_us() -> u64 {
-    match unsafe { raw::RedisModule_MonotonicMicroseconds } {
-        Some(f) => unsafe { f() },
-        None => 0,
-    }
-}
-
-fn is_acting_primary(ctx: &Context) -> bool {
-    let flags = ctx.get_flags();
-    flags.contains(ContextFlags::MASTER) && !flags.contains(ContextFlags::LOADING)
-}
 
 /// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
 fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
