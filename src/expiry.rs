@@ -136,12 +136,49 @@ impl Schedule {
     fn tracked(&self) -> usize {
         self.queue.len()
     }
+
+    /// Drops `key`'s entry, if any (the key is gone: nothing left to expire).
+    fn remove(&mut self, db: c_int, key: &[u8]) {
+        let Some(keys) = self.due_of.get_mut(&db) else {
+            return;
+        };
+        if let Some((shared, due)) = keys.remove_entry(key) {
+            self.queue.remove(&(due, db, shared));
+        }
+        if keys.is_empty() {
+            self.due_of.remove(&db);
+        }
+    }
+
+    /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports).
+    fn clear_db(&mut self, db: c_int) {
+        if db < 0 {
+            self.queue.clear();
+            self.due_of.clear();
+            return;
+        }
+        if self.due_of.remove(&db).is_some() {
+            self.queue.retain(|(_, d, _)| *d != db);
+        }
+    }
 }
 
 /// Called by writes: `key` (in the caller's database) has work at `due`.
 pub fn schedule(ctx: &Context, key: &[u8], due: i64) {
     let db = selected_db(ctx);
     with_schedule(|s| s.insert(db, key, due));
+}
+
+/// A key tally was tracking is gone (deleted by tally itself or by anyone): forget it, so
+/// the schedule stays proportional to the live tally objects.
+pub fn unschedule(ctx: &Context, key: &[u8]) {
+    let db = selected_db(ctx);
+    with_schedule(|s| s.remove(db, key));
+}
+
+/// FLUSHDB / FLUSHALL (`db` = -1): every entry of the flushed databases goes.
+pub fn forget_db(db: c_int) {
+    with_schedule(|s| s.clear_db(db));
 }
 
 /// Keyspace events: a key arrived under a new name or from elsewhere. Visit it soon.

@@ -66,6 +66,13 @@ pub fn on_keyspace_event(ctx: &Context, event_type: NotifyEvent, event: &str, ke
     rank::on_keyspace_event(ctx, event, key);
 }
 
+/// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
+/// its expiry schedule entry.
+pub fn forget_deleted(ctx: &Context, name: &[u8]) {
+    mirror::forget(crate::expiry::selected_db(ctx), name);
+    crate::expiry::unschedule(ctx, name);
+}
+
 /// `MEMORY USAGE` of a key, in bytes (0 if unavailable).
 pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
     match ctx.call("MEMORY", &[&b"USAGE"[..], name][..]) {
