@@ -150,6 +150,21 @@ impl Schedule {
         }
     }
 
+    fn swap_dbs(&mut self, a: c_int, b: c_int) {
+        let swap = |d: c_int| match d {
+            d if d == a => b,
+            d if d == b => a,
+            d => d,
+        };
+        let queue = std::mem::take(&mut self.queue);
+        self.queue = queue
+            .into_iter()
+            .map(|(due, d, k)| (due, swap(d), k))
+            .collect();
+        let due_of = std::mem::take(&mut self.due_of);
+        self.due_of = due_of.into_iter().map(|(d, m)| (swap(d), m)).collect();
+    }
+
     /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports).
     fn clear_db(&mut self, db: c_int) {
         if db < 0 {
@@ -181,11 +196,30 @@ pub fn forget_db(db: c_int) {
     with_schedule(|s| s.clear_db(db));
 }
 
-/// Keyspace events: a key arrived under a new name or from elsewhere. Visit it soon.
-pub fn on_keyspace_event(ctx: &Context, _event_type: NotifyEvent, event: &str, key: &[u8]) {
-    if matches!(event, "restore" | "rename_to" | "copy_to" | "move_to") {
-        schedule(ctx, key, 0);
+/// Keyspace events: a key that arrived under a new name or from elsewhere is visited
+/// soon; a key that went away, or was overwritten with a value of another type, leaves
+/// the schedule (which must stay proportional to the live tally objects).
+pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
+    match event {
+        "restore" | "rename_to" | "copy_to" | "move_to" => schedule(ctx, key, 0),
+        "del" | "expired" | "evicted" | "rename_from" | "move_from" => unschedule(ctx, key),
+        _ if class.intersects(
+            NotifyEvent::STRING
+                | NotifyEvent::LIST
+                | NotifyEvent::SET
+                | NotifyEvent::ZSET
+                | NotifyEvent::STREAM,
+        ) =>
+        {
+            unschedule(ctx, key)
+        }
+        _ => {}
     }
+}
+
+/// SWAPDB a b: scheduled keys of one database now live in the other.
+pub fn swap_dbs(a: c_int, b: c_int) {
+    with_schedule(|s| s.swap_dbs(a, b));
 }
 
 pub fn stats() -> (Stats, usize, usize, bool) {
@@ -282,7 +316,15 @@ pub fn count_expired(n: u64) {
 /// Asks for a fresh scan of the keyspace (after a load or SWAPDB). It starts at the next
 /// tick as a primary.
 pub fn request_scan() {
-    with_schedule(|s| s.was_primary = false);
+    let destroy = unsafe { raw::RedisModule_ScanCursorDestroy };
+    with_schedule(|s| {
+        s.was_primary = false;
+        // A scan in progress walks databases whose contents just changed: start over.
+        if let (Some(scan), Some(destroy)) = (s.scan.take(), destroy) {
+            // SAFETY: the cursor was created by ScanCursorCreate and is not used again.
+            unsafe { destroy(scan.cursor) };
+        }
+    });
 }
 
 fn begin_scan() {

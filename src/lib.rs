@@ -146,18 +146,34 @@ mod module {
     }
 
     /// Flushes, SWAPDB and loading replace data behind tally's back: drop the counter
-    /// mirrors, and rebuild the expiry schedule by a fresh scan.
+    /// mirrors and what is known of the affected databases; after a load or SWAPDB a
+    /// fresh scan finds the tally objects again.
     unsafe extern "C" fn on_server_event(
         _ctx: *mut raw::RedisModuleCtx,
         event: raw::RedisModuleEvent,
         subevent: u64,
-        _data: *mut std::os::raw::c_void,
+        data: *mut std::os::raw::c_void,
     ) {
         crate::commands::mirror::forget_all();
-        let reloaded = event.id == raw::REDISMODULE_EVENT_LOADING
-            && subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED;
-        if reloaded || event.id == raw::REDISMODULE_EVENT_SWAPDB {
+        if event.id == raw::REDISMODULE_EVENT_FLUSHDB {
+            // SAFETY: the server passes a RedisModuleFlushInfo with FLUSHDB events.
+            let db = unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }
+                .map_or(-1, |info| info.dbnum);
+            crate::expiry::forget_db(db);
+            crate::commands::rank::forget_db(db);
+        } else if event.id == raw::REDISMODULE_EVENT_SWAPDB {
+            // SAFETY: the server passes a RedisModuleSwapDbInfo with SWAPDB events.
+            if let Some(info) = unsafe { data.cast::<raw::RedisModuleSwapDbInfo>().as_ref() } {
+                crate::expiry::swap_dbs(info.dbnum_first, info.dbnum_second);
+                crate::commands::rank::swap_dbs(info.dbnum_first, info.dbnum_second);
+            }
             crate::expiry::request_scan();
+        } else if event.id == raw::REDISMODULE_EVENT_LOADING {
+            crate::expiry::forget_db(-1);
+            crate::commands::rank::forget_all();
+            if subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED {
+                crate::expiry::request_scan();
+            }
         }
     }
 
@@ -175,12 +191,64 @@ mod module {
         }
     }
 
+    /// Keyspace notifications tally follows: every class, since a key may leave the
+    /// family by being overwritten with any type.
+    extern "C" fn on_keyspace_notification(
+        ctx: *mut raw::RedisModuleCtx,
+        class: c_int,
+        event: *const std::os::raw::c_char,
+        key: *mut raw::RedisModuleString,
+    ) -> c_int {
+        if event.is_null() {
+            return raw::REDISMODULE_OK as c_int;
+        }
+        // SAFETY: the server passes a NUL-terminated event name valid for this call.
+        let event = unsafe { std::ffi::CStr::from_ptr(event) };
+        let Ok(event) = event.to_str() else {
+            return raw::REDISMODULE_OK as c_int;
+        };
+        let key = crate::store::str_bytes(key);
+        let ctx = Context::new(ctx);
+        let class = redis_module::NotifyEvent::from_bits_truncate(class);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::commands::on_keyspace_event(&ctx, class, event, key)
+        }));
+        raw::REDISMODULE_OK as c_int
+    }
+
+    /// Subscribed in `init`, after the module arguments were validated: the server does
+    /// not undo subscriptions of a module whose load fails, and a dangling one would
+    /// crash it at the next event.
+    fn subscribe_keyspace_events(ctx: &Context) -> Status {
+        use redis_module::NotifyEvent as E;
+        let classes = E::GENERIC
+            | E::STRING
+            | E::LIST
+            | E::SET
+            | E::HASH
+            | E::ZSET
+            | E::EXPIRED
+            | E::EVICTED
+            | E::STREAM;
+        let Some(subscribe) = (unsafe { raw::RedisModule_SubscribeToKeyspaceEvents }) else {
+            return Status::Err;
+        };
+        // SAFETY: `ctx` is the module's load context; the callback lives as long as the
+        // module.
+        let status =
+            unsafe { subscribe(ctx.ctx, classes.bits(), Some(on_keyspace_notification)) };
+        if status == raw::REDISMODULE_OK as c_int {
+            Status::Ok
+        } else {
+            Status::Err
+        }
+    }
+
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         if let Err(e) = config::validate_module_args(args) {
             ctx.log_warning(&format!("tally: {e}; not loading"));
             return Status::Err;
         }
-        subscribe_server_events(ctx);
         for (name, arity, keys) in command_table() {
             if let Err(e) = cmdinfo::set(ctx, name, arity, &keys) {
                 ctx.log_warning(&format!("tally: {e}"));
@@ -192,6 +260,12 @@ mod module {
         if let Some(register) = unsafe { raw::RedisModule_RegisterInfoFunc } {
             unsafe { register(ctx.ctx, Some(info_func)) };
         }
+        // Last, once nothing can fail any more: subscriptions and the timer.
+        if subscribe_keyspace_events(ctx) == Status::Err {
+            ctx.log_warning("tally: cannot subscribe to keyspace events; not loading");
+            return Status::Err;
+        }
+        subscribe_server_events(ctx);
         crate::expiry::start(ctx);
         Status::Ok
     }
@@ -221,9 +295,6 @@ mod module {
             ["stats.quantile", stats_quantile, "readonly", 1, 1, 1, ""],
             ["stats.range", stats_range, "readonly", 1, 1, 1, ""],
             ["stats.info", stats_info, "readonly", 1, 1, 1, ""],
-        ],
-        event_handlers: [
-            [@GENERIC @HASH @EXPIRED @EVICTED: crate::commands::on_keyspace_event],
         ],
         configurations: [
             i64: [

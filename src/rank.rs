@@ -39,9 +39,11 @@ pub const SLOT_INFIX: &[u8] = b"|slot|";
 pub const MAX_SLOTS: i64 = 10_000;
 /// Totals are kept in sorted-set scores (doubles): integers are exact up to 2^53.
 pub const MAX_TOTAL: i64 = 1 << 53;
-/// Largest `hi - lo` a stored marker may have: every slot index in between may be probed,
-/// so a damaged marker must not make a command walk billions of names.
-pub const MAX_SPAN: i64 = 1_000_000;
+/// A meta's `hi - lo` stays below this many windows. Every slot index in between may be
+/// probed by a read, so a span that does not fit its window is not a leaderboard (a forged
+/// `rank 10000 1 0 1000000` would make every TOP walk a million names). Tally never writes
+/// one: a write that would stretch the span this far waits for expiry (TRYAGAIN).
+pub const SPAN_WINDOWS: i64 = 2;
 
 /// Settings and slot bookkeeping of one leaderboard, stored in its meta hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +122,11 @@ impl Meta {
         before != (self.lo, self.hi)
     }
 
+    /// True if the slot indexes `lo ..= hi` span less than [`SPAN_WINDOWS`] windows.
+    pub fn span_fits(&self) -> bool {
+        self.is_empty() || self.hi.saturating_sub(self.lo) < self.slots().saturating_mul(SPAN_WINDOWS)
+    }
+
     /// When the oldest possibly existing slot leaves the window (`None`: no slot).
     pub fn next_due(&self) -> Option<i64> {
         (!self.is_empty()).then(|| leaves_at(self.lo, self.slot, self.slots()))
@@ -145,7 +152,7 @@ impl Meta {
         };
         if fields.next().is_some()
             || validate_settings(meta.window, meta.slot).is_err()
-            || meta.hi.saturating_sub(meta.lo) > MAX_SPAN
+            || !meta.span_fits()
         {
             return None;
         }
@@ -183,6 +190,21 @@ pub fn slot_key(base: &[u8], index: i64) -> Vec<u8> {
 /// The leaderboard whose meta hash is `meta`.
 pub fn base_of_meta(meta: &[u8]) -> Option<&[u8]> {
     meta.strip_suffix(META_SUFFIX)
+}
+
+/// The leaderboard whose slot hash is `name` (`<base>|slot|<index>`).
+pub fn base_of_slot(name: &[u8]) -> Option<&[u8]> {
+    let at = name
+        .windows(SLOT_INFIX.len())
+        .rposition(|w| w == SLOT_INFIX)?;
+    let index = name.get(at + SLOT_INFIX.len()..)?;
+    parse_i64(index).ok()?;
+    name.get(..at)
+}
+
+/// The leaderboard a derived key (meta or slot hash) belongs to.
+pub fn base_of_part(name: &[u8]) -> Option<&[u8]> {
+    base_of_meta(name).or_else(|| base_of_slot(name))
 }
 
 /// True if `key` has a hash tag as Redis Cluster reads it (the first `{` followed later by
@@ -303,6 +325,26 @@ mod tests {
 
     /// A small deterministic generator (xorshift) so tests are reproducible.
     use crate::testutil::Rng;
+
+    #[test]
+    fn derived_names_lead_back_to_their_board() {
+        assert_eq!(base_of_part(b"b|meta"), Some(&b"b"[..]));
+        assert_eq!(base_of_part(b"b|slot|42"), Some(&b"b"[..]));
+        assert_eq!(base_of_part(&slot_key(b"{x}|slot|1", -3)), Some(&b"{x}|slot|1"[..]));
+        assert_eq!(base_of_part(b"b|slot|"), None);
+        assert_eq!(base_of_part(b"b|slot|x"), None);
+        assert_eq!(base_of_part(b"b"), None);
+        assert_eq!(base_of_part(b"|meta"), Some(&b""[..]));
+    }
+
+    #[test]
+    fn a_span_that_does_not_fit_its_window_is_not_a_leaderboard() {
+        // 10000 slots of 1 ms: a span of a million slot indexes is a forgery.
+        assert_eq!(Meta::parse(b"rank 10000 1 0 1000000"), None);
+        assert!(Meta::parse(b"rank 10000 1 0 19999").is_some());
+        assert_eq!(Meta::parse(b"rank 10000 1 0 20000"), None);
+        assert!(Meta::parse(b"rank 10000 1 5 4").is_some());
+    }
 
     #[test]
     fn marker_round_trip_and_rejects() {

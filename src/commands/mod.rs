@@ -58,12 +58,14 @@ pub fn has_family(marker: &[u8], family: &str) -> bool {
     marker.starts_with(family.as_bytes()) && marker.get(family.len()).is_none_or(|&b| b == b' ')
 }
 
-/// Keyspace events, for every family: keys that arrive get an expiry visit soon, and
-/// leaderboards follow their main key (DEL, RENAME, EXPIRE).
-pub fn on_keyspace_event(ctx: &Context, event_type: NotifyEvent, event: &str, key: &[u8]) {
+/// Keyspace events, for every family: read caches of the key are dropped, keys that
+/// arrive get an expiry visit soon and keys that go leave the schedule, and leaderboards
+/// follow their main key and their parts. Opens no key (an open here can expire one
+/// lazily, whose event would then be lost).
+pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
     mirror::forget(crate::expiry::selected_db(ctx), key);
-    crate::expiry::on_keyspace_event(ctx, event_type, event, key);
-    rank::on_keyspace_event(ctx, event, key);
+    crate::expiry::on_keyspace_event(ctx, class, event, key);
+    rank::on_keyspace_event(ctx, class, event, key);
 }
 
 /// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
@@ -83,7 +85,7 @@ pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
 
 /// True if `name` holds an object some family expires (used by the start-up scan).
 pub fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
-    Key::open_bytes(ctx, name, false)
+    Key::open_bytes_untouched(ctx, name)
         .as_ref()
         .and_then(marker_of)
         .is_some()
@@ -92,16 +94,21 @@ pub fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
 /// Visits a scheduled key for the expiry timer: the family that owns it trims it.
 pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let Some(key) = Key::open_bytes(ctx, name, true) else {
+        // Read the marker without touching the key's LRU/LFU; families open for writing
+        // only when they have something to change (a write open invalidates WATCH).
+        let Some(marker) = Key::open_bytes_untouched(ctx, name).and_then(|k| marker_of(&k))
+        else {
+            crate::expiry::unschedule(ctx, name);
             return Visit::Done;
         };
-        let Some(marker) = marker_of(&key) else {
+        if has_family(&marker, rank::FAMILY) {
+            return rank::expire(ctx, name, &marker, now, deadline_us);
+        }
+        let Some(key) = Key::open_bytes(ctx, name, true) else {
             return Visit::Done;
         };
         if crate::counter::Counter::is_counter_marker(&marker) {
             counter::expire(ctx, &key, name, &marker, now)
-        } else if has_family(&marker, rank::FAMILY) {
-            rank::expire(ctx, &key, name, &marker, now, deadline_us)
         } else if has_family(&marker, stats::FAMILY) {
             stats::expire(ctx, &key, name, &marker, now, deadline_us)
         } else {

@@ -5,10 +5,8 @@
 //! absolute values (`HSET`, `ZADD`, `ZREM`, `HDEL`, `UNLINK`, `RENAME`). Reads on a primary
 //! are exact even while an expired slot is still being subtracted (see `crate::rank`).
 //!
-//! Lifecycle of the derived keys: DEL/UNLINK/EXPIRE/RENAME of `key` are seen as keyspace
-//! events, where writing is not allowed; the work is queued and done by a post-notification
-//! job (Redis 7.2+, Valkey) or by a 1 ms timer (Redis 7.0). Until then, reads resolve names
-//! through the queue, and writes run the queue first.
+//! Lifecycle of the board's keys (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or
+//! eviction, native edits and the quarantine they cause): [`lifecycle`].
 //!
 //! Resharding (cluster): MIGRATE moves a board's keys in batches, so for a while they sit
 //! on two nodes. A command that finds a key of the board missing (main key without meta,
@@ -18,26 +16,36 @@
 //! the common write path never asks. The expiry timer leaves such a board alone until the
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
-use std::cell::{Cell, RefCell};
+mod lifecycle;
+mod transit;
+
 use std::collections::HashMap;
 use std::os::raw::c_int;
-use std::time::Duration;
 
-use redis_module::{raw, AclPermissions, Context, ContextFlags, RedisString, RedisValue, Status};
+use redis_module::{raw, AclPermissions, Context, ContextFlags, RedisString, RedisValue};
 
 use crate::args::{parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::{self, is_acting_primary, monotonic_us, now_ms, select_db, selected_db, Visit};
+use crate::expiry::{self, monotonic_us, now_ms, selected_db, Visit};
+use std::cmp::Ordering;
+
 use crate::rank::{
-    base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key, sort_totals,
+    ahead, base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key, sort_totals,
     top_adjusted, validate_settings, Meta, MAX_TOTAL,
 };
 use crate::reply::Reply;
 use crate::store::zset::HashCursor;
 use crate::store::{str_bytes, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index, slot_start};
+
+pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
+use lifecycle::{
+    flush_jobs, has_jobs, is_quarantined, known_meta, lift_quarantine, remember, resolve_base,
+    BoardId, CURSORS,
+};
+use transit::Transit;
 
 /// Family word that starts the `_tally` marker value of this family's hashes.
 pub const FAMILY: &str = crate::rank::FAMILY;
@@ -144,284 +152,10 @@ impl Drop for Acl {
     }
 }
 
-// --------------------------------------------------------------- lifecycle (events, jobs)
-
-/// Work on derived keys that a keyspace event asked for.
-enum Job {
-    /// `base` was deleted or expired: remove its meta and slot hashes.
-    Delete { db: c_int, base: Vec<u8> },
-    /// `from` was renamed to `to`: drop `to`'s old derived keys, move `from`'s.
-    Rename {
-        db: c_int,
-        from: Vec<u8>,
-        to: Vec<u8>,
-    },
-}
-
-/// A leaderboard in a database: (db, name its derived keys live under).
-type BoardId = (c_int, Vec<u8>);
 
 thread_local! {
-    // Commands, events and timers all run on Redis's main thread.
-    static JOBS: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
-    static RENAME_FROM: RefCell<Option<(c_int, Vec<u8>)>> = const { RefCell::new(None) };
-    static JOB_TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
     /// The `_tally` field name, built once (it is read by every command).
     static MARKER: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
-    /// Resumable scans of slots being expired, by (db, leaderboard): (slot index, cursor).
-    static CURSORS: RefCell<HashMap<BoardId, (i64, HashCursor)>> = RefCell::new(HashMap::new());
-}
-
-fn has_jobs() -> bool {
-    JOBS.with(|j| !j.borrow().is_empty())
-}
-
-/// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
-/// whose job has not run yet, or `None` if they belong to a deleted board.
-fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
-    JOBS.with(|jobs| {
-        let jobs = jobs.borrow();
-        let mut current = name.to_vec();
-        for job in jobs.iter().rev() {
-            match job {
-                Job::Rename { db: d, from, to } if *d == db && *to == current => {
-                    current = from.clone();
-                }
-                Job::Rename { db: d, from, .. } if *d == db && *from == current => return None,
-                Job::Delete { db: d, base } if *d == db && *base == current => return None,
-                _ => {}
-            }
-        }
-        Some(current)
-    })
-}
-
-/// The meta of the leaderboard whose derived keys live at `base`, if any.
-fn stored_meta(ctx: &Context, base: &[u8]) -> Option<Meta> {
-    let key = Key::open_bytes(ctx, &meta_key(base), false)?;
-    if key.kind() != KeyKind::Hash {
-        return None;
-    }
-    Meta::parse(&key.hget(MARKER_FIELD.as_bytes())?)
-}
-
-fn is_board(ctx: &Context, db: c_int, name: &[u8]) -> bool {
-    resolve_base(db, name).is_some_and(|base| stored_meta(ctx, &base).is_some())
-}
-
-/// Keyspace events (del, expired, rename_from, rename_to, ...) on any key.
-pub fn on_keyspace_event(ctx: &Context, event: &str, key: &[u8]) {
-    if !matches!(event, "del" | "expired" | "rename_from" | "rename_to") {
-        return;
-    }
-    // Replicas and loads receive the primary's effects: they must not act themselves.
-    if !is_acting_primary(ctx) {
-        return;
-    }
-    let db = selected_db(ctx);
-    let job = match event {
-        "rename_from" => {
-            RENAME_FROM.with(|r| *r.borrow_mut() = Some((db, key.to_vec())));
-            return;
-        }
-        "rename_to" => {
-            let from = RENAME_FROM.with(|r| r.borrow_mut().take());
-            match from {
-                Some((from_db, from)) if from_db == db && is_board(ctx, db, &from) => Job::Rename {
-                    db,
-                    from,
-                    to: key.to_vec(),
-                },
-                // A plain key renamed over a leaderboard: its old derived keys must go.
-                _ if is_board(ctx, db, key) => Job::Delete {
-                    db,
-                    base: key.to_vec(),
-                },
-                _ => return,
-            }
-        }
-        _ if is_board(ctx, db, key) => Job::Delete {
-            db,
-            base: key.to_vec(),
-        },
-        _ => return,
-    };
-    JOBS.with(|j| j.borrow_mut().push(job));
-    arm_jobs(ctx);
-}
-
-fn arm_jobs(ctx: &Context) {
-    if matches!(ctx.add_post_notification_job(run_jobs), Ok(Status::Ok)) {
-        return;
-    }
-    // Redis 7.0 has no post-notification jobs: a timer runs them right after this command.
-    if !JOB_TIMER_ARMED.with(|a| a.replace(true)) {
-        ctx.create_timer(Duration::from_millis(1), jobs_timer, ());
-    }
-}
-
-fn jobs_timer(ctx: &Context, _: ()) {
-    JOB_TIMER_ARMED.with(|a| a.set(false));
-    run_jobs(ctx);
-}
-
-/// Runs every queued job (in order; each may be a chain of renames).
-fn run_jobs(ctx: &Context) {
-    let jobs = JOBS.with(|j| std::mem::take(&mut *j.borrow_mut()));
-    if jobs.is_empty() || !is_acting_primary(ctx) {
-        return;
-    }
-    let original = selected_db(ctx);
-    for job in jobs {
-        match job {
-            Job::Delete { db, base } => {
-                if select_db(ctx, db) && !slot_in_transit(ctx, &base) {
-                    delete_derived(ctx, db, &base);
-                }
-            }
-            Job::Rename { db, from, to } => {
-                if select_db(ctx, db) {
-                    delete_derived(ctx, db, &to);
-                    rename_derived(ctx, db, &from, &to);
-                }
-            }
-        }
-    }
-    select_db(ctx, original);
-}
-
-/// Existing derived keys of the board at `base`: meta first, then slot hashes.
-fn derived_keys(ctx: &Context, base: &[u8]) -> Vec<Vec<u8>> {
-    let Some(meta) = stored_meta(ctx, base) else {
-        return Vec::new();
-    };
-    let mut names = vec![meta_key(base)];
-    if !meta.is_empty() {
-        for index in meta.lo..=meta.hi {
-            let name = slot_key(base, index);
-            if Key::open_bytes(ctx, &name, false).is_some_and(|k| k.kind() != KeyKind::Empty) {
-                names.push(name);
-            }
-        }
-    }
-    names
-}
-
-fn delete_derived(ctx: &Context, db: c_int, base: &[u8]) {
-    let names = derived_keys(ctx, base);
-    if names.is_empty() {
-        return;
-    }
-    // UNLINK frees a big slot hash in the background instead of stalling the server.
-    let args: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-    let _ = ctx.call("UNLINK", &args[..]);
-    ctx.replicate("UNLINK", &args[..]);
-    CURSORS.with(|c| c.borrow_mut().remove(&(db, base.to_vec())));
-}
-
-fn rename_derived(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
-    let names = derived_keys(ctx, from);
-    let Some((meta_name, slots)) = names.split_first() else {
-        return;
-    };
-    for name in slots {
-        let Some(suffix) = name.get(from.len()..) else {
-            continue;
-        };
-        let target = [to, suffix].concat();
-        let args: [&[u8]; 2] = [name, &target];
-        let _ = ctx.call("RENAME", &args[..]);
-        ctx.replicate("RENAME", &args[..]);
-    }
-    let target = meta_key(to);
-    let args: [&[u8]; 2] = [meta_name, &target];
-    let _ = ctx.call("RENAME", &args[..]);
-    ctx.replicate("RENAME", &args[..]);
-    CURSORS.with(|c| c.borrow_mut().remove(&(db, from.to_vec())));
-    expiry::schedule(ctx, &target, 0);
-}
-
-/// True if `key`'s cluster slot is being resharded to or from this node (MIGRATING or
-/// IMPORTING). MIGRATE moves keys one batch at a time, so for a while a leaderboard's keys
-/// sit on two nodes: the source must not delete the derived keys when the main key leaves
-/// (they travel too), and neither node may create or count on a derived key that may be
-/// on the other one.
-///
-/// The module API has no per-slot state, so this reads the `myself` line of
-/// `CLUSTER NODES` (`[slot->-node]` migrating, `[slot-<-node]` importing). That costs a
-/// few microseconds: callers ask only when a key they need is missing ([`Transit`]).
-fn slot_in_transit(ctx: &Context, key: &[u8]) -> bool {
-    if !ctx.get_flags().contains(ContextFlags::CLUSTER) {
-        return false;
-    }
-    let args: [&[u8]; 2] = [b"KEYSLOT", key];
-    let Ok(RedisValue::Integer(slot)) = ctx.call("CLUSTER", &args[..]) else {
-        return false;
-    };
-    let nodes: Vec<u8> = match ctx.call("CLUSTER", &["NODES"][..]) {
-        Ok(RedisValue::BulkString(s)) | Ok(RedisValue::SimpleString(s)) => s.into_bytes(),
-        Ok(RedisValue::StringBuffer(b)) => b,
-        Ok(RedisValue::BulkRedisString(s)) => s.as_slice().to_vec(),
-        Ok(RedisValue::VerbatimString((_, b))) => b,
-        _ => return false,
-    };
-    let migrating = format!("[{slot}->-");
-    let importing = format!("[{slot}-<-");
-    nodes
-        .split(|&b| b == b'\n')
-        .filter(|line| line.windows(6).any(|w| w == b"myself"))
-        .any(|line| {
-            line.windows(migrating.len())
-                .any(|w| w == migrating.as_bytes() || w == importing.as_bytes())
-        })
-}
-
-/// Per command: is the board's slot being resharded? Asked at most once, and only when a
-/// key the command needs (or would create) is missing, so the common case pays nothing.
-///
-/// While the slot moves, a derived key missing here may be on the other node: reading
-/// without it would give a wrong answer, and creating it would make the later MIGRATE of
-/// the other copy fail with BUSYKEY and abort the reshard. Such commands answer TRYAGAIN
-/// (Redis's own error for multi-key requests during resharding, which cluster clients
-/// retry) and write nothing.
-struct Transit<'a> {
-    ctx: &'a Context,
-    key: &'a [u8],
-    cluster: bool,
-    known: Cell<Option<bool>>,
-}
-
-impl<'a> Transit<'a> {
-    fn new(ctx: &'a Context, flags: &ContextFlags, key: &'a [u8]) -> Self {
-        Transit {
-            ctx,
-            key,
-            cluster: flags.contains(ContextFlags::CLUSTER),
-            known: Cell::new(None),
-        }
-    }
-
-    fn active(&self) -> bool {
-        if !self.cluster {
-            return false;
-        }
-        if let Some(known) = self.known.get() {
-            return known;
-        }
-        let active = slot_in_transit(self.ctx, self.key);
-        self.known.set(Some(active));
-        active
-    }
-
-    /// A key of the board is missing (or would be created): TRYAGAIN while the slot moves.
-    fn missing(&self) -> Result<()> {
-        if self.active() {
-            return Err(Error::TryAgain(
-                "this leaderboard is being moved between cluster nodes (resharding)".into(),
-            ));
-        }
-        Ok(())
-    }
 }
 
 // ------------------------------------------------------------------------ opening boards
@@ -431,9 +165,12 @@ struct Board {
     zset: Key,
     /// Name under which the derived keys live (differs from the key during a rename).
     base: Vec<u8>,
-    meta: Option<Meta>,
+    meta: Meta,
     /// Slot hashes that left the window but still hold counts not yet subtracted.
     pending: Vec<Key>,
+    /// A quarantined board's window totals, computed from its slot hashes: its sorted set
+    /// may have been edited, the slots are what tally counted.
+    computed: Option<HashMap<Vec<u8>, i64>>,
 }
 
 impl Board {
@@ -449,11 +186,17 @@ impl Board {
         if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
             return Err(Error::WrongType);
         }
-        let base = resolve_base(selected_db(ctx), name.as_slice());
+        let db = selected_db(ctx);
+        let base = resolve_base(db, name.as_slice());
         let meta = match &base {
             Some(base) => {
                 let key = acl.open(ctx, &meta_key(base), false)?;
-                load_meta(&key)?
+                match load_meta(&key)? {
+                    Some(meta) => Some(meta),
+                    // A user deleted the meta of a board tally knows; a job puts it back.
+                    None if zset.kind() == KeyKind::Zset => known_meta(db, base),
+                    None => None,
+                }
             }
             None => None,
         };
@@ -468,12 +211,19 @@ impl Board {
             };
         };
         let base = base.unwrap_or_else(|| name.as_slice().to_vec());
-        let pending = open_pending(ctx, acl, &base, &meta, now, transit)?;
+        remember(db, &base, meta);
+        let (pending, computed) = if is_quarantined(db, &base) {
+            let totals = window_totals(ctx, acl, &base, &meta, meta.slots(), now, transit)?;
+            (Vec::new(), Some(totals))
+        } else {
+            (open_pending(ctx, acl, &base, &meta, now, transit)?, None)
+        };
         Ok(Some(Board {
             zset,
             base,
-            meta: Some(meta),
+            meta,
             pending,
+            computed,
         }))
     }
 
@@ -481,12 +231,15 @@ impl Board {
     fn pending_of(&self, member: &RStr) -> i64 {
         self.pending
             .iter()
-            .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0))
+            .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0).max(0))
             .fold(0i64, i64::saturating_add)
     }
 
     /// `member`'s exact window total (0 if absent).
     fn total_of(&self, member: &[u8]) -> i64 {
+        if let Some(totals) = &self.computed {
+            return totals.get(member).copied().unwrap_or(0);
+        }
         let Some(member) = RStr::new(member) else {
             return 0;
         };
@@ -519,7 +272,8 @@ fn load_meta(key: &Key) -> Result<Option<Meta>> {
 
 /// Opens the slot hashes of `base` that left the window but are not fully subtracted.
 /// One that is missing may be a gap (a slot never written) or, during a reshard, on the
-/// other node: then the totals cannot be corrected here (TRYAGAIN).
+/// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
+/// less than two windows (`Meta::span_fits`), which bounds the walk.
 fn open_pending(
     ctx: &Context,
     acl: &Acl,
@@ -542,11 +296,100 @@ fn open_pending(
     Ok(pending)
 }
 
-/// Runs queued lifecycle jobs before a write, so the write never lands on stale keys.
-fn flush_jobs(ctx: &Context) {
-    if has_jobs() {
-        run_jobs(ctx);
+/// Totals over the latest `slots` slots, from the slot hashes (values that are not
+/// positive integers, a user's edits, count as nothing).
+fn window_totals(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    slots: i64,
+    now: i64,
+    transit: &Transit,
+) -> Result<HashMap<Vec<u8>, i64>> {
+    let current = slot_index(now, meta.slot);
+    let first = current
+        .saturating_sub(slots - 1)
+        .max(meta.lo)
+        .max(meta.first_kept(now));
+    let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
+    for index in first..=current.min(meta.hi) {
+        let name = slot_key(base, index);
+        let key = acl.open(ctx, &name, false)?;
+        match key.kind() {
+            KeyKind::Hash => {}
+            // A gap, or on the other node during a reshard.
+            KeyKind::Empty => {
+                transit.missing()?;
+                continue;
+            }
+            _ => continue,
+        }
+        key.hscan(|member, count| {
+            if let Ok(count @ 1..) = parse_i64(count) {
+                let entry = totals.entry(member.to_vec()).or_insert(0);
+                *entry = entry.saturating_add(count);
+            }
+        });
     }
+    totals.retain(|_, total| *total > 0);
+    Ok(totals)
+}
+
+/// Rebuilds a quarantined board before a write: the totals become the sums of the live
+/// slot hashes, slots that left the window are deleted, and the board leaves quarantine.
+/// The caller holds write permission on every key touched (checked here for the slots).
+/// Costs one pass over the board's stored data, once.
+fn repair(
+    ctx: &Context,
+    acl: &Acl,
+    zset: &Key,
+    key_name: &[u8],
+    meta: &mut Meta,
+    now: i64,
+    transit: &Transit,
+) -> Result<()> {
+    let totals = window_totals(ctx, acl, key_name, meta, meta.slots(), now, transit)?;
+    let mut gone = Vec::new();
+    if let Some((start, end)) = meta.pending_range(now) {
+        for index in start..=end {
+            let name = slot_key(key_name, index);
+            let slot = acl.open(ctx, &name, true)?;
+            if slot.kind() == KeyKind::Hash {
+                slot.delete();
+                gone.push(name);
+            }
+        }
+        meta.lo = end.saturating_add(1);
+        if meta.hi < meta.lo {
+            *meta = Meta::new(meta.window, meta.slot);
+        }
+    }
+    zset.delete();
+    ctx.replicate("DEL", &[key_name][..]);
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = totals
+        .iter()
+        .filter_map(|(member, &total)| {
+            let m = RStr::new(member)?;
+            zset.zadd(&m, total as f64);
+            Some((int_arg(total), member.clone()))
+        })
+        .collect();
+    for chunk in rows.chunks(256) {
+        let mut args: Vec<&[u8]> = Vec::with_capacity(chunk.len() * 2 + 1);
+        args.push(key_name);
+        for (total, member) in chunk {
+            args.push(total);
+            args.push(member);
+        }
+        ctx.replicate("ZADD", &args[..]);
+    }
+    for name in &gone {
+        ctx.replicate("DEL", &[name.as_slice()][..]);
+    }
+    lift_quarantine(selected_db(ctx), key_name);
+    lifecycle::mark_edited(ctx, key_name, false);
+    Ok(())
 }
 
 // -------------------------------------------------------------------------------- commands
@@ -567,9 +410,12 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     validate_settings(window, slot)?;
     let flags = ctx.get_flags();
     check_cluster(&flags, name.as_slice())?;
-    flush_jobs(ctx);
     let acl = Acl::of(ctx)?;
     let meta_name = meta_key(name.as_slice());
+    // Touch both keys first: a lazy expiry queues a lifecycle job, run before writing.
+    drop(Key::open(ctx, name, false));
+    drop(acl.open(ctx, &meta_name, false)?);
+    flush_jobs(ctx);
     let meta_hash = acl.open(ctx, &meta_name, true)?;
     let zset = Key::open(ctx, name, true);
     if zset.kind() != KeyKind::Empty || meta_hash.kind() != KeyKind::Empty {
@@ -577,7 +423,9 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     // During a reshard the meta hash may exist on the other node.
     Transit::new(ctx, &flags, name.as_slice()).missing()?;
-    save_marker(ctx, &meta_hash, &meta_name, &Meta::new(window, slot));
+    let meta = Meta::new(window, slot);
+    save_marker(ctx, &meta_hash, &meta_name, &meta);
+    remember(selected_db(ctx), name.as_slice(), meta);
     Ok(Reply::Ok)
 }
 
@@ -638,7 +486,7 @@ fn replicate_changes(ctx: &Context, key: &[u8], slot_name: &[u8], changes: &[Cha
 }
 
 /// Writes the meta hash's marker and replicates it.
-fn save_marker(ctx: &Context, meta_hash: &Key, meta_name: &[u8], meta: &Meta) {
+pub(super) fn save_marker(ctx: &Context, meta_hash: &Key, meta_name: &[u8], meta: &Meta) {
     let marker = meta.marker();
     meta_hash.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
     let args: [&[u8]; 3] = [meta_name, MARKER_FIELD.as_bytes(), marker.as_bytes()];
@@ -676,11 +524,37 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     let now = now_ms();
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
+    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    // Opening a key can expire it lazily (or a part of the board) and queue a lifecycle
+    // job that would undo this write: such an attempt writes nothing, lets the jobs run and
+    // starts over on the keys as they are now.
+    for _ in 0..OPEN_ATTEMPTS {
+        flush_jobs(ctx);
+        if let Some(reply) = apply_incrby(ctx, name, &pairs, now, ts)? {
+            return Ok(reply);
+        }
+    }
+    Err(Error::TryAgain(
+        "the leaderboard's keys keep expiring while it is opened".into(),
+    ))
+}
+
+/// How many times a write opens a board whose keys expire while being opened.
+const OPEN_ATTEMPTS: usize = 3;
+
+/// INCRBY on a parsed command: `Ok(None)` if opening the keys queued a lifecycle job
+/// (nothing was written).
+fn apply_incrby(
+    ctx: &Context,
+    name: &RedisString,
+    pairs: &[(i64, &[u8])],
+    now: i64,
+    ts: i64,
+) -> Result<Option<Reply>> {
     let key_name = name.as_slice();
     let flags = ctx.get_flags();
-    check_cluster(&flags, key_name)?;
-    flush_jobs(ctx);
     let transit = Transit::new(ctx, &flags, key_name);
+    let db = selected_db(ctx);
 
     // Open and check every key.
     let acl = Acl::of(ctx)?;
@@ -712,7 +586,23 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     let slot_name = slot_key(key_name, index);
     let slot = acl.open(ctx, &slot_name, true)?;
-    let pending = open_pending(ctx, &acl, key_name, &meta, now, &transit)?;
+    let mut pending = open_pending(ctx, &acl, key_name, &meta, now, &transit)?;
+    if has_jobs() {
+        return Ok(None);
+    }
+    if !is_new && is_quarantined(db, key_name) {
+        repair(ctx, &acl, &zset, key_name, &mut meta, now, &transit)?;
+        pending.clear();
+        save_marker(ctx, &meta_hash, &meta_name, &meta);
+    }
+    let mut stretched = meta;
+    if stretched.note_write(index) && !stretched.span_fits() {
+        // Expiry is far behind (the server was down for a long time): the timer catches
+        // up within moments; a meta spanning more than two windows is not a leaderboard.
+        return Err(Error::TryAgain(
+            "this leaderboard's expiry is catching up, retry in a moment".into(),
+        ));
+    }
     match slot.kind() {
         KeyKind::Hash => {}
         // Meta is here and every existing slot hash has an index in `lo ..= hi`: outside,
@@ -727,7 +617,7 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let mut changes: Vec<Change> = Vec::with_capacity(pairs.len());
     let mut index_of: HashMap<&[u8], usize> = HashMap::new();
     let mut replies = Vec::with_capacity(pairs.len());
-    for &(increment, member) in &pairs {
+    for &(increment, member) in pairs {
         let found = if pairs.len() > 8 {
             index_of.get(member).copied()
         } else {
@@ -777,11 +667,12 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         }
     }
     replicate_changes(ctx, key_name, &slot_name, &changes);
+    remember(db, key_name, meta);
 
-    Ok(match replies.as_slice() {
+    Ok(Some(match replies.as_slice() {
         [single] => Reply::Int(*single),
         _ => Reply::Array(replies.into_iter().map(Reply::Int).collect()),
-    })
+    }))
 }
 
 /// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
@@ -806,15 +697,21 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let Some(board) = board else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let meta = board.meta.unwrap_or(Meta::new(1, 1));
+    let meta = board.meta;
     let sub_slots = match window {
         Some(dur) => Some(meta.sub_window_slots(dur)?).filter(|&d| d < meta.slots()),
         None => None,
     };
     let (offset, count) = (offset as usize, count as usize);
     let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
-        let totals = sub_window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
+        let totals = window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
         sort_totals(totals)
+            .into_iter()
+            .skip(offset)
+            .take(count)
+            .collect()
+    } else if let Some(totals) = &board.computed {
+        sort_totals(totals.iter().map(|(m, t)| (m.clone(), *t)))
             .into_iter()
             .skip(offset)
             .take(count)
@@ -851,41 +748,6 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         }
     }
     Ok(Reply::Array(out))
-}
-
-/// Totals over the latest `slots` slots, from the slot hashes.
-fn sub_window_totals(
-    ctx: &Context,
-    acl: &Acl,
-    base: &[u8],
-    meta: &Meta,
-    slots: i64,
-    now: i64,
-    transit: &Transit,
-) -> Result<HashMap<Vec<u8>, i64>> {
-    let current = slot_index(now, meta.slot);
-    let first = current.saturating_sub(slots - 1).max(meta.lo);
-    let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
-    for index in first..=current.min(meta.hi) {
-        let name = slot_key(base, index);
-        let key = acl.open(ctx, &name, false)?;
-        match key.kind() {
-            KeyKind::Hash => {}
-            // A gap, or on the other node during a reshard.
-            KeyKind::Empty => {
-                transit.missing()?;
-                continue;
-            }
-            _ => continue,
-        }
-        key.hscan(|member, count| {
-            if let Ok(count) = parse_i64(count) {
-                let entry = totals.entry(member.to_vec()).or_insert(0);
-                *entry = entry.saturating_add(count);
-            }
-        });
-    }
-    Ok(totals)
 }
 
 /// The common start of the read commands: cluster check, the caller's ACL, the transit
@@ -933,6 +795,13 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if total <= 0 {
         return Ok(Reply::Nil);
     }
+    if let Some(totals) = &board.computed {
+        let ahead_of_member = totals
+            .iter()
+            .filter(|(m, t)| ahead((**t, m), (total, member)) == Ordering::Greater)
+            .count();
+        return Ok(Reply::Int(ahead_of_member as i64));
+    }
     if board.pending.is_empty() {
         // Exact sorted set: ZREVRANK is O(log n).
         let args: [&[u8]; 2] = [name.as_slice(), member];
@@ -964,8 +833,11 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         transit.missing()?;
         return Ok(Reply::Nil);
     };
-    let meta = board.meta.unwrap_or(Meta::new(1, 1));
-    let mut members = board.zset.len() as i64;
+    let meta = board.meta;
+    let mut members = match &board.computed {
+        Some(totals) => totals.len() as i64,
+        None => board.zset.len() as i64,
+    };
     if !board.pending.is_empty() {
         // Members whose whole total is still pending are no longer in the window.
         let mut seen: HashMap<Vec<u8>, ()> = HashMap::new();
@@ -1104,19 +976,31 @@ fn drain_slot(
 
 /// Timer visit of a scheduled key whose `_tally` marker starts with [`FAMILY`]: the meta
 /// hash `name` of a leaderboard. Subtracts slots that left the window, in bounded steps.
-pub fn expire(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    marker: &[u8],
-    now: i64,
-    deadline_us: u64,
-) -> Visit {
+pub fn expire(ctx: &Context, name: &[u8], marker: &[u8], now: i64, deadline_us: u64) -> Visit {
     if has_jobs() {
         // A rename or delete of this board may be queued: let it run first.
         return Visit::DueAt(now.saturating_add(1));
     }
     let (Some(mut meta), Some(base)) = (Meta::parse(marker), base_of_meta(name)) else {
+        return Visit::Done;
+    };
+    let db = selected_db(ctx);
+    remember(db, base, meta);
+    let marked = Key::open_bytes_untouched(ctx, name)
+        .is_some_and(|k| k.hget(lifecycle::EDITED_FIELD).is_some());
+    if marked {
+        lifecycle::quarantine(db, base);
+    }
+    if is_quarantined(db, base) {
+        // Edited by a native command, maybe by a user who may not touch the totals: the
+        // timer keeps its hands off; the next write rebuilds the board.
+        return Visit::Done;
+    }
+    if meta.pending_range(now).is_none() {
+        // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
+        return meta.next_due().map_or(Visit::Done, Visit::DueAt);
+    }
+    let Some(key) = Key::open_bytes(ctx, name, true) else {
         return Visit::Done;
     };
     let Some(zset) = Key::open_bytes(ctx, base, true) else {
@@ -1133,7 +1017,6 @@ pub fn expire(
     if zset.kind() == KeyKind::Empty && meta.pending_range(now).is_some() && transit.active() {
         return retry;
     }
-    let db = selected_db(ctx);
     let before = meta;
     let mut expired = 0u64;
     let mut finished = true;
@@ -1169,9 +1052,11 @@ pub fn expire(
             // Nothing left at all: the leaderboard disappears, like an emptied sorted set.
             key.delete();
             ctx.replicate("DEL", &[name][..]);
+            lifecycle::forget_board(db, base);
             return Visit::Done;
         }
-        save_marker(ctx, key, name, &meta);
+        save_marker(ctx, &key, name, &meta);
+        remember(db, base, meta);
     }
     if blocked {
         return retry;

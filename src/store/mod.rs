@@ -96,6 +96,14 @@ impl Key {
         Some(Key::open_raw(ctx.ctx, name.as_ptr(), write))
     }
 
+    /// Opens a key for reading without touching its LRU/LFU (background visits and scans
+    /// must not make idle keys look used to eviction).
+    pub fn open_bytes_untouched(ctx: &Context, name: &[u8]) -> Option<Key> {
+        let name = RStr::new(name)?;
+        let mode = raw::REDISMODULE_READ | raw::REDISMODULE_OPEN_KEY_NOTOUCH;
+        Some(Key::open_mode(ctx.ctx, name.as_ptr(), mode as c_int))
+    }
+
     /// Opens a key whose name is already a module string (derived names are built once
     /// and serve both the ACL check and the open).
     pub fn open_str(ctx: &Context, name: &RStr, write: bool) -> Key {
@@ -112,8 +120,18 @@ impl Key {
         } else {
             raw::REDISMODULE_READ
         };
+        Key::open_mode(ctx, name, mode as c_int)
+    }
+
+    fn open_mode(
+        ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+        mode: c_int,
+    ) -> Key {
+        // SAFETY: `ctx` and `name` are live for the call; OpenKey returns NULL or a key
+        // handle we own and close on drop.
         let ptr = match unsafe { raw::RedisModule_OpenKey } {
-            Some(open) => unsafe { open(ctx, name, mode as c_int) }.cast::<raw::RedisModuleKey>(),
+            Some(open) => unsafe { open(ctx, name, mode) }.cast::<raw::RedisModuleKey>(),
             None => ptr::null_mut(),
         };
         Key { ptr }

@@ -1,0 +1,548 @@
+//! Lifecycle of leaderboards: one object made of several keys (`crate::rank` layout).
+//!
+//! What it owns:
+//! * the registry of known boards (`(db, base) -> Meta`, filled whenever tally reads or
+//!   writes a meta) so that keyspace events are understood without opening keys inside
+//!   the notification callback (an open there can lazily expire a key and lose events);
+//! * the quarantine: boards whose parts were edited by native commands (`HSET`/`HDEL` on a
+//!   slot hash or the meta, `ZADD` on the totals, `RENAME` of a part, ...). The timer never
+//!   acts on a quarantined board: the edit may be a forgery by a user who may not touch the
+//!   totals key. Reads compute its totals from the slot hashes (consistent by construction)
+//!   and the next write, whose caller's ACL covers every key, rebuilds the totals;
+//! * the jobs that follow keyspace events, where writing keys is not allowed: DEL, UNLINK,
+//!   EXPIRE and RENAME of the main key carry the derived keys along; the loss of a part to
+//!   expiry or eviction removes the board whole; a meta deleted by a user is put back.
+//!
+//! Jobs run from a post-notification job (Redis 7.2+, Valkey) or a 1 ms timer (Redis 7.0),
+//! and first thing in every leaderboard write. Outside a command they wait while
+//! replication traffic must be avoided (`CLIENT PAUSE WRITE`, failover): replicating then
+//! aborts Redis. Until a job has run, reads resolve names through the queue.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::os::raw::c_int;
+use std::time::Duration;
+
+use redis_module::{Context, NotifyEvent, Status};
+
+use crate::counter::MARKER_FIELD;
+use crate::expiry::{self, is_acting_primary, select_db, selected_db};
+use crate::rank::{base_of_meta, base_of_part, meta_key, slot_key, Meta};
+use crate::store::zset::HashCursor;
+use crate::store::{Key, KeyKind};
+
+use super::transit::slot_in_transit;
+
+/// A leaderboard in a database: (db, name its derived keys live under).
+pub(super) type BoardId = (c_int, Vec<u8>);
+
+/// How long a job waits for a client pause to end before looking again.
+const PAUSED_RETRY_MS: u64 = 20;
+
+/// Work on a board's keys that a keyspace event asked for.
+enum Job {
+    /// The main key `base` was deleted, expired, evicted or overwritten: remove its parts.
+    Delete { db: c_int, base: Vec<u8> },
+    /// `from` was renamed to `to`: drop `to`'s old parts, move `from`'s.
+    Rename {
+        db: c_int,
+        from: Vec<u8>,
+        to: Vec<u8>,
+    },
+    /// A part of `base` expired or was evicted: the board cannot stay consistent, remove it
+    /// whole (no user is behind expiry or eviction).
+    RemoveWhole { db: c_int, base: Vec<u8> },
+    /// A user deleted or renamed away the meta of a known board: put it back.
+    RestoreMeta { db: c_int, base: Vec<u8>, meta: Meta },
+    /// A part was edited natively: record the quarantine in the meta hash itself
+    /// ([`EDITED_FIELD`]), so it survives a restart or a failover.
+    MarkEdited { db: c_int, base: Vec<u8> },
+}
+
+/// Field of a meta hash that marks a quarantined board (see the module comment).
+pub(super) const EDITED_FIELD: &[u8] = b"_edited";
+
+thread_local! {
+    // Commands, events and timers all run on Redis's main thread.
+    static JOBS: RefCell<Vec<Job>> = const { RefCell::new(Vec::new()) };
+    static RENAME_FROM: RefCell<Option<(c_int, Vec<u8>)>> = const { RefCell::new(None) };
+    static JOB_TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
+    /// > 0 while tally itself runs a command (UNLINK, RENAME of parts): its events are ours.
+    static OWN_CALLS: Cell<u32> = const { Cell::new(0) };
+    static BOARDS: RefCell<HashMap<BoardId, Meta>> = RefCell::new(HashMap::new());
+    static QUARANTINE: RefCell<HashSet<BoardId>> = RefCell::new(HashSet::new());
+    /// Resumable scans of slots being expired, by board: (slot index, cursor).
+    pub(super) static CURSORS: RefCell<HashMap<BoardId, (i64, HashCursor)>> =
+        RefCell::new(HashMap::new());
+}
+
+// ------------------------------------------------------------------ registry, quarantine
+
+/// Records the meta of a board tally just read or wrote.
+pub(super) fn remember(db: c_int, base: &[u8], meta: Meta) {
+    BOARDS.with(|b| b.borrow_mut().insert((db, base.to_vec()), meta));
+}
+
+/// The last meta tally saw for the board at `base`.
+pub(super) fn known_meta(db: c_int, base: &[u8]) -> Option<Meta> {
+    BOARDS.with(|b| b.borrow().get(&(db, base.to_vec())).copied())
+}
+
+pub(super) fn is_quarantined(db: c_int, base: &[u8]) -> bool {
+    QUARANTINE.with(|q| {
+        let q = q.borrow();
+        !q.is_empty() && q.contains(&(db, base.to_vec()))
+    })
+}
+
+pub(super) fn lift_quarantine(db: c_int, base: &[u8]) {
+    QUARANTINE.with(|q| q.borrow_mut().remove(&(db, base.to_vec())));
+}
+
+/// Puts the board in quarantine; true if it was not in it yet.
+pub(super) fn quarantine(db: c_int, base: &[u8]) -> bool {
+    QUARANTINE.with(|q| q.borrow_mut().insert((db, base.to_vec())))
+}
+
+/// Quarantine after a native edit, recorded in memory and (by a job) in the meta hash.
+fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
+    if quarantine(db, base) {
+        push_job(
+            ctx,
+            Job::MarkEdited {
+                db,
+                base: base.to_vec(),
+            },
+        );
+    }
+}
+
+/// The board at `base` is gone: forget everything held about it in memory.
+pub(super) fn forget_board(db: c_int, base: &[u8]) {
+    let id = (db, base.to_vec());
+    BOARDS.with(|b| b.borrow_mut().remove(&id));
+    QUARANTINE.with(|q| q.borrow_mut().remove(&id));
+    CURSORS.with(|c| c.borrow_mut().remove(&id));
+}
+
+/// FLUSHDB / FLUSHALL (`db` = -1): forget the flushed boards and their pending jobs.
+pub fn forget_db(db: c_int) {
+    let keep = |d: c_int| db >= 0 && d != db;
+    BOARDS.with(|b| b.borrow_mut().retain(|(d, _), _| keep(*d)));
+    QUARANTINE.with(|q| q.borrow_mut().retain(|(d, _)| keep(*d)));
+    CURSORS.with(|c| c.borrow_mut().retain(|(d, _), _| keep(*d)));
+    JOBS.with(|j| j.borrow_mut().retain(|job| keep(job_db(job))));
+}
+
+/// SWAPDB a b: what was known of one database now belongs to the other.
+pub fn swap_dbs(a: c_int, b: c_int) {
+    let swap = |d: c_int| match d {
+        d if d == a => b,
+        d if d == b => a,
+        d => d,
+    };
+    BOARDS.with(|m| {
+        let old = std::mem::take(&mut *m.borrow_mut());
+        *m.borrow_mut() = old.into_iter().map(|((d, k), v)| ((swap(d), k), v)).collect();
+    });
+    QUARANTINE.with(|m| {
+        let old = std::mem::take(&mut *m.borrow_mut());
+        *m.borrow_mut() = old.into_iter().map(|(d, k)| (swap(d), k)).collect();
+    });
+    CURSORS.with(|c| c.borrow_mut().clear());
+    JOBS.with(|j| {
+        for job in j.borrow_mut().iter_mut() {
+            match job {
+                Job::Delete { db, .. }
+                | Job::Rename { db, .. }
+                | Job::RemoveWhole { db, .. }
+                | Job::RestoreMeta { db, .. }
+                | Job::MarkEdited { db, .. } => *db = swap(*db),
+            }
+        }
+    });
+}
+
+/// Loading replaces the data: nothing known stays true.
+pub fn forget_all() {
+    forget_db(-1);
+}
+
+fn job_db(job: &Job) -> c_int {
+    match job {
+        Job::Delete { db, .. }
+        | Job::Rename { db, .. }
+        | Job::RemoveWhole { db, .. }
+        | Job::RestoreMeta { db, .. }
+        | Job::MarkEdited { db, .. } => *db,
+    }
+}
+
+// ----------------------------------------------------------------------------- events
+
+pub(super) fn has_jobs() -> bool {
+    JOBS.with(|j| !j.borrow().is_empty())
+}
+
+/// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
+/// whose job has not run yet, or `None` if they belong to a deleted board.
+pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
+    JOBS.with(|jobs| {
+        let jobs = jobs.borrow();
+        let mut current = name.to_vec();
+        for job in jobs.iter().rev() {
+            match job {
+                Job::Rename { db: d, from, to } if *d == db && *to == current => {
+                    current = from.clone();
+                }
+                Job::Rename { db: d, from, .. } if *d == db && *from == current => return None,
+                Job::Delete { db: d, base } | Job::RemoveWhole { db: d, base }
+                    if *d == db && *base == current =>
+                {
+                    return None
+                }
+                _ => {}
+            }
+        }
+        Some(current)
+    })
+}
+
+fn is_board(db: c_int, name: &[u8]) -> bool {
+    resolve_base(db, name).is_some_and(|base| known_meta(db, &base).is_some())
+}
+
+/// Runs a command as tally itself (its keyspace events are not a user's edits).
+fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
+    OWN_CALLS.with(|c| c.set(c.get() + 1));
+    let _ = ctx.call(command, args);
+    OWN_CALLS.with(|c| c.set(c.get().saturating_sub(1)));
+}
+
+/// Event names tally's own commands fire (`tsrank.incrby`, ...): not edits by a user.
+fn is_tally_event(event: &str) -> bool {
+    ["tsrank.", "tscounter.", "stats."]
+        .iter()
+        .any(|family| event.starts_with(family))
+}
+
+/// Keyspace events (every class tally subscribes to) on any key. Never opens a key.
+pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
+    if OWN_CALLS.with(Cell::get) > 0 || is_tally_event(event) {
+        return;
+    }
+    // Replicas and loads receive the primary's effects: they must not act themselves.
+    if !is_acting_primary(ctx) {
+        return;
+    }
+    let db = selected_db(ctx);
+    if let Some(base) = base_of_part(key) {
+        on_part_event(ctx, db, base, base_of_meta(key).is_some(), event);
+        return;
+    }
+    let job = match event {
+        "rename_from" => {
+            RENAME_FROM.with(|r| *r.borrow_mut() = Some((db, key.to_vec())));
+            return;
+        }
+        "rename_to" => {
+            let from = RENAME_FROM.with(|r| r.borrow_mut().take());
+            match from {
+                Some((from_db, from)) if from_db == db && is_board(db, &from) => Job::Rename {
+                    db,
+                    from,
+                    to: key.to_vec(),
+                },
+                // A plain key renamed over a leaderboard: its old derived keys must go.
+                _ if is_board(db, key) => Job::Delete {
+                    db,
+                    base: key.to_vec(),
+                },
+                _ => return,
+            }
+        }
+        "del" | "expired" | "evicted" if is_board(db, key) => Job::Delete {
+            db,
+            base: key.to_vec(),
+        },
+        _ if !is_board(db, key) => return,
+        // A user's ZADD/ZREM/... on the totals: they no longer match the slots.
+        _ if class.intersects(NotifyEvent::ZSET) || event == "restore" => {
+            quarantine_edited(ctx, db, key);
+            return;
+        }
+        // Overwritten by a value of another type (SET, LPUSH after DEL, ...).
+        _ if class.intersects(
+            NotifyEvent::STRING
+                | NotifyEvent::LIST
+                | NotifyEvent::SET
+                | NotifyEvent::HASH
+                | NotifyEvent::STREAM,
+        ) =>
+        {
+            Job::Delete {
+                db,
+                base: key.to_vec(),
+            }
+        }
+        _ => return,
+    };
+    push_job(ctx, job);
+}
+
+/// An event on `base|meta` or `base|slot|<index>`.
+fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &str) {
+    let known = known_meta(db, base);
+    match event {
+        // No user is behind these: the board cannot stay consistent, it goes whole.
+        "expired" | "evicted" => {
+            if known.is_some() {
+                push_job(
+                    ctx,
+                    Job::RemoveWhole {
+                        db,
+                        base: base.to_vec(),
+                    },
+                );
+            }
+        }
+        // A board arriving by MIGRATE (cluster resharding) or RESTORE: the expiry visit
+        // registers it.
+        "restore" if known.is_none() => {}
+        _ => {
+            // A native edit (HSET, HDEL, DEL, RENAME, ...): maybe a forgery by a user who
+            // may not touch the totals. The timer keeps its hands off from now on.
+            quarantine_edited(ctx, db, base);
+            if let (true, Some(meta), "del" | "rename_from") = (is_meta, known, event) {
+                push_job(
+                    ctx,
+                    Job::RestoreMeta {
+                        db,
+                        base: base.to_vec(),
+                        meta,
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn push_job(ctx: &Context, job: Job) {
+    JOBS.with(|j| j.borrow_mut().push(job));
+    if matches!(
+        ctx.add_post_notification_job(|ctx| run_jobs(ctx, false)),
+        Ok(Status::Ok)
+    ) {
+        return;
+    }
+    // Redis 7.0 has no post-notification jobs: a timer runs them right after this command.
+    arm_job_timer(ctx, 1);
+}
+
+fn arm_job_timer(ctx: &Context, delay_ms: u64) {
+    if !JOB_TIMER_ARMED.with(|a| a.replace(true)) {
+        ctx.create_timer(Duration::from_millis(delay_ms), jobs_timer, ());
+    }
+}
+
+fn jobs_timer(ctx: &Context, _: ()) {
+    JOB_TIMER_ARMED.with(|a| a.set(false));
+    run_jobs(ctx, false);
+}
+
+/// True while the server asks modules not to replicate (client pause, failover).
+pub fn replica_traffic_paused() -> bool {
+    // SAFETY: a plain query without arguments; the symbol exists since Redis 6.0.
+    unsafe { redis_module::raw::RedisModule_AvoidReplicaTraffic }
+        .is_some_and(|f| unsafe { f() } != 0)
+}
+
+/// Runs queued jobs before a leaderboard write, so the write never lands on stale keys.
+/// A command may replicate even during a pause (inside MULTI/EXEC with the pause).
+pub(super) fn flush_jobs(ctx: &Context) {
+    if has_jobs() {
+        run_jobs(ctx, true);
+    }
+}
+
+/// Runs every queued job, in order. Outside a command, waits while a pause is in force.
+fn run_jobs(ctx: &Context, in_command: bool) {
+    if !has_jobs() {
+        return;
+    }
+    if !is_acting_primary(ctx) {
+        JOBS.with(|j| j.borrow_mut().clear());
+        return;
+    }
+    if !in_command && replica_traffic_paused() {
+        arm_job_timer(ctx, PAUSED_RETRY_MS);
+        return;
+    }
+    let jobs = JOBS.with(|j| std::mem::take(&mut *j.borrow_mut()));
+    let original = selected_db(ctx);
+    for job in jobs {
+        if !select_db(ctx, job_db(&job)) {
+            continue;
+        }
+        match job {
+            Job::Delete { db, base } => {
+                if !slot_in_transit(ctx, &base) {
+                    delete_parts(ctx, db, &base);
+                }
+            }
+            Job::Rename { db, from, to } => {
+                delete_parts(ctx, db, &to);
+                rename_parts(ctx, db, &from, &to);
+            }
+            Job::RemoveWhole { db, base } => {
+                if !slot_in_transit(ctx, &base) {
+                    remove_whole(ctx, db, &base);
+                }
+            }
+            Job::RestoreMeta { db, base, meta } => restore_meta(ctx, db, &base, meta),
+            Job::MarkEdited { base, .. } => mark_edited(ctx, &base, true),
+        }
+    }
+    select_db(ctx, original);
+}
+
+// ------------------------------------------------------------------------- the parts
+
+/// The meta stored at `base|meta`, if it is a valid leaderboard meta.
+fn stored_meta(ctx: &Context, base: &[u8]) -> Option<Meta> {
+    let key = Key::open_bytes(ctx, &meta_key(base), false)?;
+    if key.kind() != KeyKind::Hash {
+        return None;
+    }
+    Meta::parse(&key.hget(MARKER_FIELD.as_bytes())?)
+}
+
+/// Existing parts of the board at `base`: meta first (if present), then slot hashes.
+fn parts(ctx: &Context, db: c_int, base: &[u8]) -> Vec<Vec<u8>> {
+    let stored = stored_meta(ctx, base);
+    let Some(meta) = stored.or_else(|| known_meta(db, base)) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    if stored.is_some() {
+        names.push(meta_key(base));
+    }
+    if !meta.is_empty() {
+        // `span_fits` bounds this walk to two windows of slot names.
+        for index in meta.lo..=meta.hi {
+            let name = slot_key(base, index);
+            if Key::open_bytes(ctx, &name, false).is_some_and(|k| k.kind() == KeyKind::Hash) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// Deletes `names` (UNLINK frees a big slot hash in the background) and replicates that.
+fn unlink(ctx: &Context, names: &[Vec<u8>]) {
+    if names.is_empty() {
+        return;
+    }
+    let args: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+    own_call(ctx, "UNLINK", &args);
+    ctx.replicate("UNLINK", &args[..]);
+}
+
+fn delete_parts(ctx: &Context, db: c_int, base: &[u8]) {
+    unlink(ctx, &parts(ctx, db, base));
+    expiry::unschedule(ctx, &meta_key(base));
+    forget_board(db, base);
+}
+
+fn remove_whole(ctx: &Context, db: c_int, base: &[u8]) {
+    let mut names = parts(ctx, db, base);
+    if Key::open_bytes(ctx, base, false).is_some_and(|k| k.kind() == KeyKind::Zset) {
+        names.push(base.to_vec());
+    }
+    unlink(ctx, &names);
+    expiry::unschedule(ctx, &meta_key(base));
+    forget_board(db, base);
+}
+
+/// Moves the parts of `from` to `to`. A target name already holding a key that is not a
+/// part of this board (someone else's `to|meta`, say) is never overwritten: the renamed
+/// board is removed whole instead.
+fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
+    let names = parts(ctx, db, from);
+    let meta = stored_meta(ctx, from).or_else(|| known_meta(db, from));
+    let targets: Vec<Vec<u8>> = names
+        .iter()
+        .filter_map(|name| Some([to, name.get(from.len()..)?].concat()))
+        .collect();
+    let occupied = targets
+        .iter()
+        .any(|t| Key::open_bytes(ctx, t, false).is_some_and(|k| k.kind() != KeyKind::Empty));
+    if occupied || targets.len() != names.len() {
+        unlink(ctx, &names);
+        if Key::open_bytes(ctx, to, false).is_some_and(|k| k.kind() == KeyKind::Zset) {
+            unlink(ctx, &[to.to_vec()]);
+        }
+        expiry::unschedule(ctx, &meta_key(from));
+        forget_board(db, from);
+        return;
+    }
+    // Slot hashes first, meta last: until the meta moves, `from` still owns the slots.
+    for (name, target) in names.iter().zip(&targets).rev() {
+        let args: [&[u8]; 2] = [name, target];
+        own_call(ctx, "RENAME", &args);
+        ctx.replicate("RENAME", &args[..]);
+    }
+    let quarantined = is_quarantined(db, from);
+    expiry::unschedule(ctx, &meta_key(from));
+    forget_board(db, from);
+    if let Some(meta) = meta {
+        remember(db, to, meta);
+        if quarantined {
+            quarantine(db, to);
+        }
+        expiry::schedule(ctx, &meta_key(to), 0);
+    }
+}
+
+/// Puts back the meta a user deleted, if the board's totals are still there.
+fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
+    if slot_in_transit(ctx, base) {
+        return;
+    }
+    let zset_here = Key::open_bytes(ctx, base, false).is_some_and(|k| k.kind() == KeyKind::Zset);
+    let name = meta_key(base);
+    let Some(key) = Key::open_bytes(ctx, &name, true) else {
+        return;
+    };
+    if !zset_here || key.kind() != KeyKind::Empty {
+        return;
+    }
+    super::save_marker(ctx, &key, &name, &meta);
+    remember(db, base, meta);
+    if let Some(due) = meta.next_due() {
+        expiry::schedule(ctx, &name, due);
+    }
+}
+
+/// Sets (or, once repaired, clears) the meta's [`EDITED_FIELD`], and replicates that.
+pub(super) fn mark_edited(ctx: &Context, base: &[u8], edited: bool) {
+    let name = meta_key(base);
+    let Some(key) = Key::open_bytes(ctx, &name, true) else {
+        return;
+    };
+    // Only a leaderboard's meta: a user's own hash that merely has such a name stays as is.
+    let is_meta = key.kind() == KeyKind::Hash
+        && key
+            .hget(MARKER_FIELD.as_bytes())
+            .is_some_and(|m| Meta::parse(&m).is_some());
+    if !is_meta {
+        return;
+    }
+    if edited {
+        key.hset(EDITED_FIELD, b"1");
+        ctx.replicate("HSET", &[name.as_slice(), EDITED_FIELD, b"1"][..]);
+    } else if key.hdel(EDITED_FIELD) {
+        ctx.replicate("HDEL", &[name.as_slice(), EDITED_FIELD][..]);
+    }
+}
