@@ -564,6 +564,9 @@ fn apply_incrby(
     }
     let meta_name = meta_key(key_name);
     let meta_hash = acl.open(ctx, &meta_name, true)?;
+    if has_jobs() {
+        return Ok(None);
+    }
     let (mut meta, is_new) = match load_meta(&meta_hash)? {
         Some(meta) => (meta, false),
         None if zset.kind() == KeyKind::Zset => {
