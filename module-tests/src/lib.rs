@@ -55,8 +55,9 @@
 //!
 //! * `TALLY_SERVERS` — `name=path,name=path` list of server binaries to test
 //!   against (default: `redis=<redis-server on PATH>` plus
-//!   `valkey=<repo>/.tools/bin/valkey-server` if it exists; `scripts/deps.sh`
-//!   installs both).
+//!   `redis8=<repo>/.tools/bin/redis8-server` and
+//!   `valkey=<repo>/.tools/bin/valkey-server` if they exist; `scripts/deps.sh`
+//!   installs all three).
 //! * `TALLY_MODULE` — module to load (default `<repo>/target/release/libtally.so`,
 //!   built by `cargo build --release`).
 //! * `TALLY_REDIS_CLI` — `redis-cli` used by [`start_cluster`] (default: on PATH).
@@ -151,7 +152,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// `/usr/bin/redis-server` or `valkey` → `<repo>/.tools/bin/valkey-server`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ServerKind {
-    /// Short name used in messages and directory names (`redis`, `valkey`).
+    /// Short name used in messages and directory names (`redis`, `redis8`, `valkey`).
     pub name: String,
     /// The server executable.
     pub bin: PathBuf,
@@ -214,7 +215,8 @@ impl ServerKind {
 /// The server kinds every test loops over.
 ///
 /// From env `TALLY_SERVERS` (`name=path,name=path`), else `redis=<redis-server
-/// on PATH>` plus `valkey=<repo>/.tools/bin/valkey-server` when that file
+/// on PATH>` plus `redis8=<repo>/.tools/bin/redis8-server` (Redis 8.2) and
+/// `valkey=<repo>/.tools/bin/valkey-server` for each of those files that
 /// exists. Panics if the result is empty (run `bash scripts/deps.sh`).
 pub fn server_kinds() -> Vec<ServerKind> {
     let mut kinds = Vec::new();
@@ -231,14 +233,17 @@ pub fn server_kinds() -> Vec<ServerKind> {
             if let Some(p) = find_on_path("redis-server") {
                 kinds.push(ServerKind::new("redis", p));
             }
-            let vk = repo_root().join(".tools/bin/valkey-server");
-            if vk.exists() {
-                kinds.push(ServerKind::new("valkey", vk));
-            } else {
-                eprintln!(
-                    "module-tests: {} missing, testing without valkey (run scripts/deps.sh)",
-                    vk.display()
-                );
+            // The same order as the Makefile's default: redis, redis8, valkey.
+            for (name, bin) in [("redis8", "redis8-server"), ("valkey", "valkey-server")] {
+                let path = repo_root().join(".tools/bin").join(bin);
+                if path.exists() {
+                    kinds.push(ServerKind::new(name, path));
+                } else {
+                    eprintln!(
+                        "module-tests: {} missing, testing without {name} (run scripts/deps.sh)",
+                        path.display()
+                    );
+                }
             }
         }
     }
