@@ -235,8 +235,7 @@ mod module {
         };
         // SAFETY: `ctx` is the module's load context; the callback lives as long as the
         // module.
-        let status =
-            unsafe { subscribe(ctx.ctx, classes.bits(), Some(on_keyspace_notification)) };
+        let status = unsafe { subscribe(ctx.ctx, classes.bits(), Some(on_keyspace_notification)) };
         if status == raw::REDISMODULE_OK as c_int {
             Status::Ok
         } else {

@@ -124,7 +124,8 @@ impl Meta {
 
     /// True if the slot indexes `lo ..= hi` span less than [`SPAN_WINDOWS`] windows.
     pub fn span_fits(&self) -> bool {
-        self.is_empty() || self.hi.saturating_sub(self.lo) < self.slots().saturating_mul(SPAN_WINDOWS)
+        self.is_empty()
+            || self.hi.saturating_sub(self.lo) < self.slots().saturating_mul(SPAN_WINDOWS)
     }
 
     /// When the oldest possibly existing slot leaves the window (`None`: no slot).
@@ -330,7 +331,10 @@ mod tests {
     fn derived_names_lead_back_to_their_board() {
         assert_eq!(base_of_part(b"b|meta"), Some(&b"b"[..]));
         assert_eq!(base_of_part(b"b|slot|42"), Some(&b"b"[..]));
-        assert_eq!(base_of_part(&slot_key(b"{x}|slot|1", -3)), Some(&b"{x}|slot|1"[..]));
+        assert_eq!(
+            base_of_part(&slot_key(b"{x}|slot|1", -3)),
+            Some(&b"{x}|slot|1"[..])
+        );
         assert_eq!(base_of_part(b"b|slot|"), None);
         assert_eq!(base_of_part(b"b|slot|x"), None);
         assert_eq!(base_of_part(b"b"), None);

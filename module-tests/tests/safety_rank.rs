@@ -68,7 +68,12 @@ fn a_client_pause_after_deleting_a_board_in_a_transaction_does_not_abort() {
             let mut op = vec![verb.to_string(), "b2".to_string()];
             op.extend(target.map(str::to_string));
             tx.push(op);
-            tx.push(vec!["CLIENT".into(), "PAUSE".into(), "400".into(), "WRITE".into()]);
+            tx.push(vec![
+                "CLIENT".into(),
+                "PAUSE".into(),
+                "400".into(),
+                "WRITE".into(),
+            ]);
             tx.push(vec!["EXEC".into()]);
             let replies = pipeline(&mut c, &tx);
             assert!(
@@ -81,11 +86,21 @@ fn a_client_pause_after_deleting_a_board_in_a_transaction_does_not_abort() {
             // After the pause the job runs: DEL takes the parts along, RENAME moves them.
             sleep_ms(600);
             primary.assert_alive();
-            assert!(!exists(&primary, "b2|meta"), "{k}: {verb}: b2|meta left behind");
+            assert!(
+                !exists(&primary, "b2|meta"),
+                "{k}: {verb}: b2|meta left behind"
+            );
             match target {
                 Some(to) => {
-                    assert_eq!(primary.cmd_value(&["TSRANK.SCORE", to, "m"]), v_int(1), "{k}");
-                    assert!(exists(&primary, format!("{to}|meta")), "{k}: meta not moved");
+                    assert_eq!(
+                        primary.cmd_value(&["TSRANK.SCORE", to, "m"]),
+                        v_int(1),
+                        "{k}"
+                    );
+                    assert!(
+                        exists(&primary, format!("{to}|meta")),
+                        "{k}: meta not moved"
+                    );
                     primary.cmd_value(&["DEL", to]);
                 }
                 None => assert!(!exists(&primary, "b2"), "{k}"),
@@ -93,7 +108,11 @@ fn a_client_pause_after_deleting_a_board_in_a_transaction_does_not_abort() {
             sleep_ms(100);
         }
         wait_replica_synced(&primary, &replica);
-        assert_eq!(primary.dump_keyspace(), replica.dump_keyspace(), "{k}: replica");
+        assert_eq!(
+            primary.dump_keyspace(),
+            replica.dump_keyspace(),
+            "{k}: replica"
+        );
         primary.assert_alive();
     }
 }
@@ -105,10 +124,18 @@ fn a_write_that_lazily_expires_the_board_starts_a_new_one_whole() {
     for kind in server_kinds() {
         let k = kind.name.clone();
         let srv = Server::start(&kind);
-        assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), v_ok(), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+            v_ok(),
+            "{k}"
+        );
         // The main key, the meta, then a slot hash expire lazily inside the write.
         for part in ["b", "b|meta", "slot"] {
-            assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "5", "m"]), v_int(5), "{k}");
+            assert_eq!(
+                srv.cmd_value(&["TSRANK.INCRBY", "b", "5", "m"]),
+                v_int(5),
+                "{k}"
+            );
             let target = if part == "slot" {
                 let mut c = srv.conn();
                 let keys: Vec<String> = redis::cmd("KEYS").arg("b|slot|*").query(&mut c).unwrap();
@@ -116,7 +143,11 @@ fn a_write_that_lazily_expires_the_board_starts_a_new_one_whole() {
             } else {
                 part.to_string()
             };
-            assert_eq!(srv.cmd_value(&["PEXPIRE", &target, "10"]), v_int(1), "{k}: {part}");
+            assert_eq!(
+                srv.cmd_value(&["PEXPIRE", &target, "10"]),
+                v_int(1),
+                "{k}: {part}"
+            );
             sleep_ms(50);
             assert_eq!(
                 srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]),
@@ -124,7 +155,11 @@ fn a_write_that_lazily_expires_the_board_starts_a_new_one_whole() {
                 "{k}: {part} expired lazily: the write starts a new board"
             );
             sleep_ms(50);
-            assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "b", "m"]), v_int(1), "{k}: {part}");
+            assert_eq!(
+                srv.cmd_value(&["TSRANK.SCORE", "b", "m"]),
+                v_int(1),
+                "{k}: {part}"
+            );
             assert_eq!(
                 srv.cmd_value(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
                 v_arr(vec![v_bulk("m"), v_int(1)]),
@@ -152,7 +187,14 @@ fn eviction_leaves_every_board_whole_or_gone() {
         let mut cmds = Vec::new();
         for i in 0..boards {
             let key = format!("e:{i}");
-            cmds.push(vec!["TSRANK.CREATE".to_string(), key.clone(), "WINDOW".into(), "1h".into(), "SLOT".into(), "1m".into()]);
+            cmds.push(vec![
+                "TSRANK.CREATE".to_string(),
+                key.clone(),
+                "WINDOW".into(),
+                "1h".into(),
+                "SLOT".into(),
+                "1m".into(),
+            ]);
             for back in [0, 120_000] {
                 cmds.push(vec![
                     "TSRANK.INCRBY".into(),
@@ -194,7 +236,10 @@ fn eviction_leaves_every_board_whole_or_gone() {
                 v_int(slot_sum(&srv, &key, "m")),
                 "{k}: {key}: parts {parts:?}: total must equal its slots"
             );
-            assert!(parts.iter().all(|p| *p), "{k}: {key}: partial board {parts:?}");
+            assert!(
+                parts.iter().all(|p| *p),
+                "{k}: {key}: partial board {parts:?}"
+            );
             whole += 1;
         }
         assert!(gone > 0, "{k}: eviction took no board part (whole {whole})");
@@ -209,7 +254,11 @@ fn an_expired_part_removes_the_board_whole() {
         let k = kind.name.clone();
         let srv = Server::start(&kind);
         for part in ["b|meta", "slot"] {
-            assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "4", "m"]), v_int(4), "{k}");
+            assert_eq!(
+                srv.cmd_value(&["TSRANK.INCRBY", "b", "4", "m"]),
+                v_int(4),
+                "{k}"
+            );
             let target = if part == "slot" {
                 let mut c = srv.conn();
                 let keys: Vec<String> = redis::cmd("KEYS").arg("b|slot|*").query(&mut c).unwrap();
@@ -237,7 +286,11 @@ fn native_edits_of_parts_keep_the_board_consistent() {
     for kind in server_kinds() {
         let k = kind.name.clone();
         let srv = Server::start(&kind);
-        assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "4", "m", "2", "n"]), v_arr(vec![v_int(4), v_int(2)]), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "4", "m", "2", "n"]),
+            v_arr(vec![v_int(4), v_int(2)]),
+            "{k}"
+        );
         srv.cmd_value(&["DEL", "b|meta"]);
         sleep_ms(50);
         assert!(exists(&srv, "b|meta"), "{k}: meta not put back");
@@ -256,13 +309,21 @@ fn native_edits_of_parts_keep_the_board_consistent() {
         );
         assert_eq!(srv.cmd_value(&["TSRANK.RANK", "b", "o"]), v_int(1), "{k}");
         // The write rebuilds the totals from the slots, then applies itself.
-        assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "o"]), v_int(8), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "o"]),
+            v_int(8),
+            "{k}"
+        );
         assert_eq!(
             srv.cmd_value(&["ZREVRANGE", "b", "0", "-1", "WITHSCORES"]),
             v_arr(vec![v_bulk("m"), v_bulk("10"), v_bulk("o"), v_bulk("8")]),
             "{k}: totals rebuilt"
         );
-        assert_eq!(srv.cmd_value(&["HEXISTS", "b|meta", "_edited"]), v_int(0), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["HEXISTS", "b|meta", "_edited"]),
+            v_int(0),
+            "{k}"
+        );
         srv.assert_alive();
     }
 }
@@ -277,7 +338,15 @@ fn the_timer_never_acts_on_keys_a_forger_could_not_write() {
         let srv = Server::start(&kind);
         srv.cmd_value(&["ZADD", "x", "5", "victim", "3", "other"]);
         assert_eq!(
-            srv.cmd_value(&["ACL", "SETUSER", "forger", "on", &format!(">{PW}"), "+@all", "~x|*"]),
+            srv.cmd_value(&[
+                "ACL",
+                "SETUSER",
+                "forger",
+                "on",
+                &format!(">{PW}"),
+                "+@all",
+                "~x|*"
+            ]),
             v_ok(),
             "{k}"
         );
@@ -287,11 +356,20 @@ fn the_timer_never_acts_on_keys_a_forger_could_not_write() {
         // A slot of 100 ms, two windows old: due for expiry at once.
         let index = (server_ms(&srv) / 100) - 20;
         let marker = format!("rank 1000 100 {index} {index}");
-        assert_eq!(run(&mut forger, &["HSET", "x|meta", "_tally", &marker]), v_int(1), "{k}");
+        assert_eq!(
+            run(&mut forger, &["HSET", "x|meta", "_tally", &marker]),
+            v_int(1),
+            "{k}"
+        );
         let slot = format!("x|slot|{index}");
-        assert_eq!(run(&mut forger, &["HSET", &slot, "victim", "5", "other", "3"]), v_int(2), "{k}");
+        assert_eq!(
+            run(&mut forger, &["HSET", &slot, "victim", "5", "other", "3"]),
+            v_int(2),
+            "{k}"
+        );
         assert!(
-            error_text(&run(&mut forger, &["ZREM", "x", "victim"])).is_some_and(|e| e.starts_with("NOPERM")),
+            error_text(&run(&mut forger, &["ZREM", "x", "victim"]))
+                .is_some_and(|e| e.starts_with("NOPERM")),
             "{k}: the forger cannot touch x"
         );
         // Everything that makes the timer look: a visit after a reload finds the meta.
@@ -300,12 +378,21 @@ fn the_timer_never_acts_on_keys_a_forger_could_not_write() {
         sleep_ms(500);
         assert_eq!(
             srv.cmd_value(&["ZRANGE", "x", "0", "-1", "WITHSCORES"]),
-            v_arr(vec![v_bulk("other"), v_bulk("3"), v_bulk("victim"), v_bulk("5")]),
+            v_arr(vec![
+                v_bulk("other"),
+                v_bulk("3"),
+                v_bulk("victim"),
+                v_bulk("5")
+            ]),
             "{k}: the timer acted on x for the forger"
         );
 
         // RENAME b c must not overwrite a c|meta that is not a leaderboard's.
-        assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]), v_int(1), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]),
+            v_int(1),
+            "{k}"
+        );
         srv.cmd_value(&["HSET", "c|meta", "owner", "someone else"]);
         srv.cmd_value(&["RENAME", "b", "c"]);
         sleep_ms(100);
@@ -314,7 +401,10 @@ fn the_timer_never_acts_on_keys_a_forger_could_not_write() {
             v_arr(vec![v_bulk("owner"), v_bulk("someone else")]),
             "{k}: c|meta overwritten"
         );
-        assert!(!exists(&srv, "b|meta"), "{k}: the renamed board is removed whole");
+        assert!(
+            !exists(&srv, "b|meta"),
+            "{k}: the renamed board is removed whole"
+        );
         assert!(!exists(&srv, "c"), "{k}");
         srv.assert_alive();
     }
@@ -332,27 +422,52 @@ fn the_schedule_follows_deletes_flushes_and_swapdb() {
         for i in 0..2000 {
             cmds.push(vec!["STATS.ADD".to_string(), format!("s:{i}"), "1".into()]);
             cmds.push(vec!["DEL".to_string(), format!("s:{i}")]);
-            cmds.push(vec!["TSRANK.INCRBY".to_string(), format!("r:{i}"), "1".into(), "m".into()]);
+            cmds.push(vec![
+                "TSRANK.INCRBY".to_string(),
+                format!("r:{i}"),
+                "1".into(),
+                "m".into(),
+            ]);
             cmds.push(vec!["UNLINK".to_string(), format!("r:{i}")]);
             cmds.push(vec!["TSCOUNTER.INCR".to_string(), format!("c:{i}")]);
-            cmds.push(vec!["SET".to_string(), format!("c:{i}"), "overwritten".into()]);
+            cmds.push(vec![
+                "SET".to_string(),
+                format!("c:{i}"),
+                "overwritten".into(),
+            ]);
         }
         for chunk in cmds.chunks(600) {
             pipeline(&mut c, chunk);
         }
         sleep_ms(200);
-        assert_eq!(info_i64(&srv, "tally_tracked_objects"), 0, "{k}: schedule leaks");
-        assert_eq!(srv.cmd_value(&["DBSIZE"]), v_int(2000), "{k}: only the strings remain");
+        assert_eq!(
+            info_i64(&srv, "tally_tracked_objects"),
+            0,
+            "{k}: schedule leaks"
+        );
+        assert_eq!(
+            srv.cmd_value(&["DBSIZE"]),
+            v_int(2000),
+            "{k}: only the strings remain"
+        );
         for i in 0..100 {
             srv.cmd_value(&["STATS.ADD", &format!("s:{i}"), "1"]);
         }
         assert_eq!(info_i64(&srv, "tally_tracked_objects"), 100, "{k}");
         srv.cmd_value(&["SWAPDB", "0", "1"]);
         sleep_ms(100);
-        assert_eq!(info_i64(&srv, "tally_tracked_objects"), 100, "{k}: after SWAPDB");
+        assert_eq!(
+            info_i64(&srv, "tally_tracked_objects"),
+            100,
+            "{k}: after SWAPDB"
+        );
         srv.cmd_value(&["FLUSHALL"]);
         sleep_ms(100);
-        assert_eq!(info_i64(&srv, "tally_tracked_objects"), 0, "{k}: after FLUSHALL");
+        assert_eq!(
+            info_i64(&srv, "tally_tracked_objects"),
+            0,
+            "{k}: after FLUSHALL"
+        );
         srv.assert_alive();
     }
 }
@@ -367,13 +482,20 @@ fn a_failed_module_load_leaves_the_server_working() {
         let module = module_path().display().to_string();
         for bad in [["stats-keep", "0"], ["rank-window", "nonsense"]] {
             let reply = srv.cmd_value(&["MODULE", "LOAD", &module, bad[0], bad[1]]);
-            assert!(error_text(&reply).is_some(), "{k}: {bad:?} loaded: {reply:?}");
+            assert!(
+                error_text(&reply).is_some(),
+                "{k}: {bad:?} loaded: {reply:?}"
+            );
         }
         assert_eq!(srv.cmd_value(&["HSET", "h", "f", "v"]), v_int(1), "{k}");
         assert_eq!(srv.cmd_value(&["DEL", "h"]), v_int(1), "{k}");
         srv.assert_alive();
         assert_eq!(srv.cmd_value(&["MODULE", "LOAD", &module]), v_ok(), "{k}");
-        assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]), v_int(1), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]),
+            v_int(1),
+            "{k}"
+        );
     }
 }
 
@@ -412,7 +534,11 @@ fn background_visits_do_not_make_idle_keys_look_used() {
     for kind in server_kinds() {
         let k = kind.name.clone();
         let srv = Server::start(&kind);
-        assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]), v_int(1), "{k}");
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m"]),
+            v_int(1),
+            "{k}"
+        );
         sleep_ms(2500);
         srv.cmd_value(&["SWAPDB", "0", "1"]);
         sleep_ms(100);

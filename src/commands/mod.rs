@@ -96,8 +96,7 @@ pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Vis
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // Read the marker without touching the key's LRU/LFU; families open for writing
         // only when they have something to change (a write open invalidates WATCH).
-        let Some(marker) = Key::open_bytes_untouched(ctx, name).and_then(|k| marker_of(&k))
-        else {
+        let Some(marker) = Key::open_bytes_untouched(ctx, name).and_then(|k| marker_of(&k)) else {
             crate::expiry::unschedule(ctx, name);
             return Visit::Done;
         };

@@ -32,19 +32,19 @@ use crate::expiry::{self, monotonic_us, now_ms, selected_db, Visit};
 use std::cmp::Ordering;
 
 use crate::rank::{
-    ahead, base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key, sort_totals,
-    top_adjusted, validate_settings, Meta, MAX_TOTAL,
+    ahead, base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key,
+    sort_totals, top_adjusted, validate_settings, Meta, MAX_TOTAL,
 };
 use crate::reply::Reply;
 use crate::store::zset::HashCursor;
 use crate::store::{str_bytes, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index, slot_start};
 
-pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
 use lifecycle::{
     flush_jobs, has_jobs, is_quarantined, known_meta, lift_quarantine, remember, resolve_base,
     BoardId, CURSORS,
 };
+pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
 use transit::Transit;
 
 /// Family word that starts the `_tally` marker value of this family's hashes.
@@ -151,7 +151,6 @@ impl Drop for Acl {
         }
     }
 }
-
 
 thread_local! {
     /// The `_tally` field name, built once (it is read by every command).

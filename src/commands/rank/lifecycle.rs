@@ -53,7 +53,11 @@ enum Job {
     /// whole (no user is behind expiry or eviction).
     RemoveWhole { db: c_int, base: Vec<u8> },
     /// A user deleted or renamed away the meta of a known board: put it back.
-    RestoreMeta { db: c_int, base: Vec<u8>, meta: Meta },
+    RestoreMeta {
+        db: c_int,
+        base: Vec<u8>,
+        meta: Meta,
+    },
     /// A part was edited natively: record the quarantine in the meta hash itself
     /// ([`EDITED_FIELD`]), so it survives a restart or a failover.
     MarkEdited { db: c_int, base: Vec<u8> },
@@ -143,7 +147,10 @@ pub fn swap_dbs(a: c_int, b: c_int) {
     };
     BOARDS.with(|m| {
         let old = std::mem::take(&mut *m.borrow_mut());
-        *m.borrow_mut() = old.into_iter().map(|((d, k), v)| ((swap(d), k), v)).collect();
+        *m.borrow_mut() = old
+            .into_iter()
+            .map(|((d, k), v)| ((swap(d), k), v))
+            .collect();
     });
     QUARANTINE.with(|m| {
         let old = std::mem::take(&mut *m.borrow_mut());
