@@ -31,9 +31,9 @@
 //! * `tracked`: `INFO tally` `tally_tracked_objects` minus `tally_expiry_backlog` is at
 //!   most the live tally objects (see [`check_tracked`] for the exact bound);
 //! * `latency`: `tally_max_tick_us` < 10 ms and no command in `SLOWLOG` (> 10 ms), both
-//!   measured by the server; a second connection pinging every ~1 ms sees a 99th
-//!   percentile under 10 ms and a maximum under 50 ms (client-side, loose because the
-//!   test machine is shared);
+//!   measured by the server; a second connection pinging every ~1 ms sees no PING over
+//!   50 ms in a batch and a 99th percentile under 10 ms over the run (client-side,
+//!   looser because the test machine is shared and the client thread gets preempted);
 //! * `replica` (at the end): the replica ends equal to the primary (both databases).
 //!
 //! Seed: `TALLY_FUZZ_SEED` (printed). The seed fixes every random choice (keys,
@@ -201,10 +201,7 @@ impl Family {
     fn reads(self, key: &str) -> Vec<Vec<String>> {
         let c = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
-            Family::Counter => vec![
-                c(&["TSCOUNTER.SUM", key, "1"]),
-                c(&["TSCOUNTER.INFO", key]),
-            ],
+            Family::Counter => vec![c(&["TSCOUNTER.SUM", key, "1"]), c(&["TSCOUNTER.INFO", key])],
             Family::Rank => vec![
                 c(&["TSRANK.TOP", key, "10", "WITHSCORES"]),
                 c(&["TSRANK.SCORE", key, "m1"]),
@@ -275,6 +272,7 @@ struct Fuzz<'a> {
     faults: redis::Connection,
     check: redis::Connection,
     pings: Arc<Mutex<Vec<Duration>>>,
+    all_pings: Vec<Duration>,
     fault_counts: BTreeMap<&'static str, usize>,
 }
 
@@ -355,8 +353,23 @@ impl<'a> Fuzz<'a> {
 
     fn fail(&self, problems: &[String]) -> ! {
         let trail: Vec<&String> = self.trail.iter().collect();
+        // A crash report is long (memory test, INFO): show its key lines, not the tail.
+        std::thread::sleep(Duration::from_millis(200));
+        let log = std::fs::read_to_string(self.srv.log_path()).unwrap_or_default();
+        let crash: Vec<&str> = log
+            .lines()
+            .filter(|l| {
+                l.contains("ASSERTION")
+                    || l.contains("==>")
+                    || l.contains("crashed")
+                    || l.contains("panicked")
+                    || l.contains("(propagatePendingCommands")
+                    || l.contains("(moduleTimerHandler")
+            })
+            .take(8)
+            .collect();
         panic!(
-            "{}: {} problem(s):\n  {}\n--- last faults (oldest first) ---\n  {}\n--- primary log tail ---\n{}",
+            "{}: {} problem(s):\n  {}\n--- last faults (oldest first) ---\n  {}\n--- crash report lines ---\n{}\n--- primary log tail ---\n{}",
             self.header(),
             problems.len(),
             problems
@@ -370,6 +383,7 @@ impl<'a> Fuzz<'a> {
                 .map(|s| s.as_str())
                 .collect::<Vec<_>>()
                 .join("\n  "),
+            crash.join("\n"),
             self.srv.log_tail(30)
         );
     }
@@ -378,7 +392,8 @@ impl<'a> Fuzz<'a> {
         if self.trail.len() >= 16 {
             self.trail.pop_front();
         }
-        self.trail.push_back(format!("batch {}: {what}", self.batch));
+        self.trail
+            .push_back(format!("batch {}: {what}", self.batch));
     }
 
     /// Runs commands on the fault connection, as one pipeline; a lost connection fails
@@ -482,10 +497,19 @@ impl<'a> Fuzz<'a> {
                     2 => s(&["EVAL", EDIT_FIELD, "1", &key, &index, op, &garbage]),
                     _ => s(&["HSET", &key, &new_field, &garbage]),
                 };
-                let cmds = vec![s(&["MULTI"]), s(&["EXISTS", &key]), edit.clone(), s(&["EXEC"])];
+                let cmds = vec![
+                    s(&["MULTI"]),
+                    s(&["EXISTS", &key]),
+                    edit.clone(),
+                    s(&["EXEC"]),
+                ];
                 let out = self.run_faults(&cmds);
                 let exec = out.last().cloned().unwrap_or(Value::Nil);
-                self.note(format!("MULTI; EXISTS; {}; EXEC -> {}", show(&edit), show_value(&exec)));
+                self.note(format!(
+                    "MULTI; EXISTS; {}; EXEC -> {}",
+                    show(&edit),
+                    show_value(&exec)
+                ));
                 if let Value::Array(r) = &exec {
                     let existed = r.first() == Some(&Value::Int(1));
                     let reply = r.get(1).cloned().unwrap_or(Value::Nil);
@@ -506,7 +530,9 @@ impl<'a> Fuzz<'a> {
             "zadd" => {
                 let derived = rng.chance(20);
                 let key = self.target(rng, derived);
-                let score = rng.pick(&["1", "3", "0", "-2", "0.5", "1e300", "inf"]).to_string();
+                let score = rng
+                    .pick(&["1", "3", "0", "-2", "0.5", "1e300", "inf"])
+                    .to_string();
                 let member = format!("m{}", rng.below(11));
                 let meta = format!("{}|meta", owner(&key));
                 let cmds = vec![
@@ -518,7 +544,10 @@ impl<'a> Fuzz<'a> {
                 ];
                 let out = self.run_faults(&cmds);
                 let exec = out.last().cloned().unwrap_or(Value::Nil);
-                self.note(format!("ZADD {key} {score} {member} -> {}", show_value(&exec)));
+                self.note(format!(
+                    "ZADD {key} {score} {member} -> {}",
+                    show_value(&exec)
+                ));
                 if let Value::Array(r) = &exec {
                     if r.len() == 3 && error_text(&r[2]).is_none() {
                         // A zset created where no board was is not a board.
@@ -592,8 +621,9 @@ impl<'a> Fuzz<'a> {
                     s(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]),
                     s(&["CONFIG", "SET", "maxmemory", &limit]),
                 ]);
-                let fillers: Vec<String> =
-                    (0..extra / 500 + over).map(|i| format!("fill:{i}")).collect();
+                let fillers: Vec<String> = (0..extra / 500 + over)
+                    .map(|i| format!("fill:{i}"))
+                    .collect();
                 let value = "f".repeat(500);
                 let mut refused = 0;
                 for chunk in fillers.chunks(4) {
@@ -612,7 +642,8 @@ impl<'a> Fuzz<'a> {
                     s(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]),
                     del,
                 ]);
-                let evicted = info_field_i64(&mut self.faults, "stats", "evicted_keys").unwrap_or(-1);
+                let evicted =
+                    info_field_i64(&mut self.faults, "stats", "evicted_keys").unwrap_or(-1);
                 self.note(format!(
                     "eviction: maxmemory {limit} (used_memory + {extra}), allkeys-random, {} filler SETs of 500 B ({refused} refused), reset; evicted_keys now {evicted}",
                     fillers.len()
@@ -789,7 +820,12 @@ impl<'a> Fuzz<'a> {
             vec!["MULTI".into()],
             vec!["TIME".into()],
             vec!["HGET".into(), format!("{board}|meta"), "_tally".into()],
-            vec!["TSRANK.TOP".into(), board.into(), "1000".into(), "WITHSCORES".into()],
+            vec![
+                "TSRANK.TOP".into(),
+                board.into(),
+                "1000".into(),
+                "WITHSCORES".into(),
+            ],
         ];
         for s in &slots {
             cmds.push(vec!["HGETALL".into(), s.clone()]);
@@ -947,10 +983,13 @@ impl<'a> Fuzz<'a> {
             .map(|t| parse_info(&t))
             .unwrap_or_default();
             let field = |f: &str| info.get(f).and_then(|v| v.trim().parse::<i64>().ok());
-            let (Some(tracked), Some(backlog)) =
-                (field("tally_tracked_objects"), field("tally_expiry_backlog"))
-            else {
-                return vec![format!("INFO tally lacks tracked_objects / expiry_backlog: {info:?}")];
+            let (Some(tracked), Some(backlog)) = (
+                field("tally_tracked_objects"),
+                field("tally_expiry_backlog"),
+            ) else {
+                return vec![format!(
+                    "INFO tally lacks tracked_objects / expiry_backlog: {info:?}"
+                )];
             };
             if tracked - backlog <= live {
                 return Vec::new();
@@ -969,8 +1008,7 @@ impl<'a> Fuzz<'a> {
 
     fn check_latency(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
-        let max_tick =
-            info_field_i64(&mut self.check, "tally", "tally_max_tick_us").unwrap_or(-1);
+        let max_tick = info_field_i64(&mut self.check, "tally", "tally_max_tick_us").unwrap_or(-1);
         if max_tick >= SERVER_STALL_LIMIT_US {
             problems.push(format!(
                 "tally_max_tick_us is {max_tick} (limit {SERVER_STALL_LIMIT_US})"
@@ -992,20 +1030,40 @@ impl<'a> Fuzz<'a> {
                             .collect(),
                         _ => Vec::new(),
                     };
-                    problems.push(format!("SLOWLOG: {} took {us} us", args.join(" ")));
+                    // The replica's (re)sync forks for a snapshot: not tally's time.
+                    let replication = args
+                        .first()
+                        .is_some_and(|c| ["PSYNC", "SYNC"].contains(&c.to_uppercase().as_str()));
+                    if !replication {
+                        problems.push(format!("SLOWLOG: {} took {us} us", args.join(" ")));
+                    }
                 }
             }
         }
-        redis::cmd("SLOWLOG").arg("RESET").exec(&mut self.check).ok();
-        let mut samples = std::mem::take(&mut *self.pings.lock().unwrap_or_else(|e| e.into_inner()));
-        if !samples.is_empty() {
-            samples.sort();
-            let p99 = samples[(samples.len() * 99 / 100).min(samples.len() - 1)];
-            let max = samples[samples.len() - 1];
-            if p99 >= CLIENT_P99_LIMIT || max >= CLIENT_MAX_LIMIT {
+        redis::cmd("SLOWLOG")
+            .arg("RESET")
+            .exec(&mut self.check)
+            .ok();
+        // Client-side: the maximum per batch, the 99th percentile over the whole run so
+        // far (a batch may hold only a handful of pings, whose "p99" is their maximum).
+        let samples = std::mem::take(&mut *self.pings.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(max) = samples.iter().max() {
+            if *max >= CLIENT_MAX_LIMIT {
                 problems.push(format!(
-                    "PING latency over {} pings: p99 {p99:?} (limit {CLIENT_P99_LIMIT:?}), max {max:?} (limit {CLIENT_MAX_LIMIT:?})",
+                    "PING took {max:?} (limit {CLIENT_MAX_LIMIT:?}) among {} pings of this batch",
                     samples.len()
+                ));
+            }
+        }
+        self.all_pings.extend(samples);
+        if self.all_pings.len() >= 200 {
+            let mut sorted = self.all_pings.clone();
+            sorted.sort();
+            let p99 = sorted[sorted.len() * 99 / 100];
+            if p99 >= CLIENT_P99_LIMIT {
+                problems.push(format!(
+                    "PING p99 {p99:?} over the {} pings so far (limit {CLIENT_P99_LIMIT:?})",
+                    sorted.len()
                 ));
             }
         }
@@ -1062,7 +1120,7 @@ fn spawn_pinger(
 }
 
 fn fuzz_faults(family: Family) {
-    let batches = if long() { 400 } else { 40 };
+    let batches = if long() { 1500 } else { 150 };
     for kind in server_kinds() {
         let seed = base_seed() ^ ((family as u64 + 1) << 16) ^ (kind.name.len() as u64) << 8;
         eprintln!(
@@ -1082,8 +1140,19 @@ fn fuzz_faults(family: Family) {
             // used_memory" limit then evicts every key. A small one is full at once.
             ("repl-backlog-size", "16384"),
         ] {
-            assert_eq!(srv.cmd_value(&["CONFIG", "SET", k, v]), v_ok(), "{}", kind.name);
+            assert_eq!(
+                srv.cmd_value(&["CONFIG", "SET", k, v]),
+                v_ok(),
+                "{}",
+                kind.name
+            );
         }
+        assert_eq!(
+            srv.cmd_value(&["SLOWLOG", "RESET"]),
+            v_ok(),
+            "{}",
+            kind.name
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let pings = Arc::new(Mutex::new(Vec::new()));
         let pinger = spawn_pinger(&srv, Arc::clone(&stop), Arc::clone(&pings));
@@ -1102,6 +1171,7 @@ fn fuzz_faults(family: Family) {
             faults: srv.conn(),
             check: srv.conn(),
             pings,
+            all_pings: Vec::new(),
             fault_counts: BTreeMap::new(),
         };
         let mut rng = Rng(seed);
@@ -1149,7 +1219,11 @@ fn fuzz_faults(family: Family) {
                         .filter(|key| p1.get(*key) != r.get(*key))
                         .take(8)
                         .map(|key| {
-                            format!("{key}: primary {:?}\n    replica {:?}", p1.get(key), r.get(key))
+                            format!(
+                                "{key}: primary {:?}\n    replica {:?}",
+                                p1.get(key),
+                                r.get(key)
+                            )
                         })
                         .collect();
                     f.fail(&[format!(
