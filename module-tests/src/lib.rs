@@ -1820,3 +1820,76 @@ const _: () = {
     assert_send_sync::<Server>();
     assert_send_sync::<Cluster>();
 };
+
+// ============================================== keyspace census (appended)
+
+/// Every key of database `db`, by `SCAN` (sorted, deduplicated). Leaves the
+/// connection on `db`. On a primary, `SCAN` also deletes the logically expired
+/// keys it meets (lazy expiry), so the list holds only live keys.
+pub fn scan_db_keys(conn: &mut redis::Connection, db: u32) -> Vec<Vec<u8>> {
+    let dbs = db.to_string();
+    q(conn, &[b"SELECT", dbs.as_bytes()]);
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut cursor = b"0".to_vec();
+    loop {
+        let mut r = items(q(conn, &[b"SCAN", &cursor, b"COUNT", b"1000"])).into_iter();
+        cursor = value_bytes(&r.next().expect("SCAN cursor")).expect("SCAN cursor");
+        keys.extend(
+            items(r.next().expect("SCAN keys"))
+                .iter()
+                .filter_map(value_bytes),
+        );
+        if cursor == b"0" {
+            break;
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// One key of a [`key_census`]: its `TYPE` and, for hashes, whether it has the
+/// `_tally` field that marks counters, statistics objects and leaderboard metas.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyKind {
+    /// Output of `TYPE` (`none` if the key vanished between SCAN and TYPE).
+    pub key_type: String,
+    /// A hash with a `_tally` field (whatever its value).
+    pub has_tally_field: bool,
+}
+
+/// Every key of database `db` with its [`KeyKind`] (SCAN, then one pipeline of
+/// `TYPE` + `HEXISTS key _tally`). Leaves the connection on `db`.
+pub fn key_census(conn: &mut redis::Connection, db: u32) -> BTreeMap<Vec<u8>, KeyKind> {
+    let keys = scan_db_keys(conn, db);
+    let mut cmds: Vec<Vec<&[u8]>> = Vec::new();
+    for k in &keys {
+        cmds.push(vec![b"TYPE", k]);
+        cmds.push(vec![b"HEXISTS", k, b"_tally"]);
+    }
+    let replies = if cmds.is_empty() {
+        Vec::new()
+    } else {
+        pipeline(conn, &cmds)
+    };
+    keys.into_iter()
+        .zip(replies.chunks(2))
+        .map(|(k, r)| {
+            let key_type = value_text(&r[0]).unwrap_or_default();
+            let has_tally_field = r[1] == Value::Int(1);
+            (
+                k,
+                KeyKind {
+                    key_type,
+                    has_tally_field,
+                },
+            )
+        })
+        .collect()
+}
+
+/// A numeric field of `INFO <section>` read on `conn` (e.g. `tally_tracked_objects`).
+pub fn info_field_i64(conn: &mut redis::Connection, section: &str, field: &str) -> Option<i64> {
+    let text = value_text(&q(conn, &[b"INFO", section.as_bytes()]))?;
+    parse_info(&text).get(field)?.trim().parse().ok()
+}
