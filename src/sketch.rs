@@ -159,40 +159,84 @@ impl Sketch {
         if n == 0 {
             return None;
         }
-        // `as u64` saturates; clamp handles q*n rounding past n.
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-        // Ascending order: the most negative value has the largest |v|
-        // index, so the negative store is walked in reverse. Bucket values
-        // (an `exp` each) are computed only for the bucket that is returned.
-        let buckets = self
-            .neg
-            .iter()
-            .rev()
-            .map(|&(i, c)| (-1.0, i, c))
-            .chain(std::iter::once((0.0, 0, self.zero)))
-            .chain(self.pos.iter().map(|&(i, c)| (1.0, i, c)));
-        let value = |(sign, i, _): (f64, i32, u64)| {
-            if sign == 0.0 {
-                0.0
-            } else {
-                sign * value_of(i)
-            }
-        };
+        let rank = rank_of(q, n);
+        // Bucket values (an `exp` each) are computed only for the bucket that
+        // is returned.
         let mut seen: u64 = 0;
         let mut last = None;
-        for bucket in buckets {
+        for bucket in self.ascending_buckets() {
             if bucket.2 == 0 {
                 continue;
             }
             seen = seen.saturating_add(bucket.2);
             last = Some(bucket);
             if seen >= rank {
-                return last.map(value);
+                return last.map(bucket_value);
             }
         }
         // Only reachable if saturation made counts inconsistent; the largest
         // value is the sensible answer.
-        last.map(value)
+        last.map(bucket_value)
+    }
+
+    /// [`Sketch::quantile`] of every `q` of `qs`, in their order, in one walk
+    /// of the buckets: the ranks are sorted (remembering where each answer
+    /// goes), so the cost is `O(qs log qs + buckets)` however many fractions
+    /// are asked, instead of one walk per fraction.
+    pub fn quantiles(&self, qs: &[f64]) -> Vec<Option<f64>> {
+        let mut out = vec![None; qs.len()];
+        let n = self.count();
+        if n == 0 {
+            return out;
+        }
+        // (rank, position in `qs`) of every valid fraction, by rank.
+        let mut wanted: Vec<(u64, usize)> = qs
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| (0.0..=1.0).contains(*q))
+            .map(|(at, &q)| (rank_of(q, n), at))
+            .collect();
+        wanted.sort_unstable();
+        let mut pending = wanted.into_iter().peekable();
+        let mut seen: u64 = 0;
+        let mut last = None;
+        for bucket in self.ascending_buckets() {
+            if bucket.2 == 0 {
+                continue;
+            }
+            seen = seen.saturating_add(bucket.2);
+            last = Some(bucket);
+            let value = bucket_value(bucket);
+            while let Some((_, at)) = pending.next_if(|&(rank, _)| rank <= seen) {
+                if let Some(slot) = out.get_mut(at) {
+                    *slot = Some(value);
+                }
+            }
+            if pending.peek().is_none() {
+                return out;
+            }
+        }
+        // Only reachable if saturation made counts inconsistent (as in
+        // `quantile`): the largest value answers the rest.
+        if let Some(value) = last.map(bucket_value) {
+            for (_, at) in pending {
+                if let Some(slot) = out.get_mut(at) {
+                    *slot = Some(value);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every bucket in ascending value order as `(sign, index, count)`:
+    /// negatives (largest magnitude first), the zero count, positives.
+    fn ascending_buckets(&self) -> impl Iterator<Item = (f64, i32, u64)> + '_ {
+        self.neg
+            .iter()
+            .rev()
+            .map(|&(i, c)| (-1.0, i, c))
+            .chain(std::iter::once((0.0, 0, self.zero)))
+            .chain(self.pos.iter().map(|&(i, c)| (1.0, i, c)))
     }
 
     /// Compact binary form: version byte, zero count (varint), then the
@@ -239,6 +283,22 @@ impl Sketch {
     /// bucket). Useful for size accounting.
     pub fn bucket_count(&self) -> usize {
         self.pos.len() + self.neg.len()
+    }
+}
+
+/// Nearest rank of fraction `q` (in `[0, 1]`) among `n > 0` values:
+/// `max(1, ceil(q * n))`. `as u64` saturates; the clamp handles `q * n`
+/// rounding past `n`.
+pub fn rank_of(q: f64, n: u64) -> u64 {
+    ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
+}
+
+/// Representative value of a bucket from [`Sketch::ascending_buckets`].
+fn bucket_value((sign, i, _): (f64, i32, u64)) -> f64 {
+    if sign == 0.0 {
+        0.0
+    } else {
+        sign * value_of(i)
     }
 }
 

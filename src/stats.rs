@@ -19,7 +19,7 @@
 use crate::args::{format_duration, parse_duration, parse_i64};
 use crate::error::{Error, Result};
 use crate::moments::Moments;
-use crate::sketch::Sketch;
+use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
 /// Family word that starts the `_tally` marker value.
@@ -272,17 +272,33 @@ impl Record {
     /// every other estimate is clamped to `[min, max]` (which only moves it closer).
     pub fn quantile(&self, q: f64) -> Option<f64> {
         let estimate = self.sketch.quantile(q)?;
+        Some(self.refine(q, estimate))
+    }
+
+    /// [`Record::quantile`] of every fraction of `qs`, in their order, with one walk
+    /// of the sketch (STATS.QUANTILE may ask thousands).
+    pub fn quantiles(&self, qs: &[f64]) -> Vec<Option<f64>> {
+        self.sketch
+            .quantiles(qs)
+            .into_iter()
+            .zip(qs)
+            .map(|(estimate, &q)| estimate.map(|e| self.refine(q, e)))
+            .collect()
+    }
+
+    /// The sketch's estimate for `q`, made exact at rank 1 and rank n and clamped to
+    /// the exact extremes.
+    fn refine(&self, q: f64, estimate: f64) -> f64 {
         let (min, max) = (self.moments.min, self.moments.max);
         let n = self.moments.count;
-        // Same rank rule as the sketch; `as u64` saturates.
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n.max(1));
-        Some(if rank == 1 {
+        let rank = rank_of(q, n);
+        if rank == 1 {
             min
         } else if rank == n {
             max
         } else {
             estimate.clamp(min, max)
-        })
+        }
     }
 
     /// The reported statistics; `None` for an empty record.
@@ -546,6 +562,38 @@ mod tests {
         let mut e = merged.clone();
         e.merge(&Record::default());
         assert_eq!(e, merged);
+    }
+
+    #[test]
+    fn quantiles_at_once_equal_one_at_a_time() {
+        let mut rng = Rng(8);
+        let datasets: Vec<Vec<f64>> = vec![
+            vec![],
+            vec![4.0],
+            (0..3000).map(|_| rng.normal() * 50.0).collect(),
+            (0..3000).map(|_| rng.lognormal()).collect(),
+            (0..500)
+                .map(|i| if i % 3 == 0 { 0.0 } else { -rng.lognormal() })
+                .collect(),
+        ];
+        for xs in &datasets {
+            let r = of(xs);
+            // Random fractions in random order, with repeats, the ends, and invalid ones
+            // (answered None, as one at a time).
+            let mut qs: Vec<f64> = (0..400).map(|_| rng.uniform()).collect();
+            qs.extend([1.0, 0.0, 0.5, 0.5, 1.0, -0.1, 1.5, f64::NAN, 0.0]);
+            for _ in 0..qs.len() {
+                let a = rng.below(qs.len() as i64) as usize;
+                let b = rng.below(qs.len() as i64) as usize;
+                qs.swap(a, b);
+            }
+            let one_by_one: Vec<Option<f64>> = qs.iter().map(|&q| r.quantile(q)).collect();
+            let sketch_one_by_one: Vec<Option<f64>> =
+                qs.iter().map(|&q| r.sketch.quantile(q)).collect();
+            assert_eq!(r.quantiles(&qs), one_by_one, "{} values", xs.len());
+            assert_eq!(r.sketch.quantiles(&qs), sketch_one_by_one);
+            assert_eq!(r.quantiles(&[]), Vec::<Option<f64>>::new());
+        }
     }
 
     #[test]

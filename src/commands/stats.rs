@@ -117,6 +117,14 @@ struct Inventory {
     stored: usize,
 }
 
+/// Largest hash a visit or INFO scans whole: every kept period (2 fields each), as many
+/// periods that left and await the timer, and the marker. A bigger hash holds fields
+/// tally never wrote (a user's HSET); walking them all at each visit would let them
+/// stall the timer, so such a hash is probed period by period instead (bounded by KEEP).
+fn scan_limit(settings: &Settings) -> usize {
+    usize::try_from(settings.keep.saturating_mul(4).saturating_add(1)).unwrap_or(usize::MAX)
+}
+
 fn inventory(key: &Key, settings: &Settings, now: i64) -> Inventory {
     let mut inv = Inventory {
         stale: Vec::new(),
@@ -124,6 +132,36 @@ fn inventory(key: &Key, settings: &Settings, now: i64) -> Inventory {
         oldest_kept: None,
         stored: 0,
     };
+    let first_kept = settings.first_kept(now);
+    if key.len() > scan_limit(settings) {
+        // Periods that left within the last KEEP periods (older ones were dropped by
+        // earlier visits), then the kept ones.
+        for index in first_kept.saturating_sub(settings.keep)..first_kept {
+            let start = settings.start(index);
+            let mut any = false;
+            for part in [Part::Moments, Part::Sketch] {
+                let name = field(start, part);
+                if key.hget(name.as_bytes()).is_some() {
+                    inv.stale.push(name.into_bytes());
+                    any = true;
+                }
+            }
+            if any {
+                inv.stale_periods += 1;
+                inv.stored += 1;
+            }
+        }
+        for index in first_kept..=settings.index(now) {
+            if key
+                .hget(field(settings.start(index), Part::Moments).as_bytes())
+                .is_some()
+            {
+                inv.stored += 1;
+                inv.oldest_kept.get_or_insert(index);
+            }
+        }
+        return inv;
+    }
     key.hscan(|name, _| {
         let Some((start, part)) = parse_field(name) else {
             return;
@@ -134,7 +172,7 @@ fn inventory(key: &Key, settings: &Settings, now: i64) -> Inventory {
         if part == Part::Moments {
             inv.stored += 1;
         }
-        if index < settings.first_kept(now) {
+        if index < first_kept {
             inv.stale.push(name.to_vec());
             if part == Part::Moments {
                 inv.stale_periods += 1;
@@ -389,13 +427,13 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     // Everything is checked: from here on the command writes.
     let start = settings.start(index);
     let (m_field, q_field) = (field(start, Part::Moments), field(start, Part::Sketch));
+    // A missing or damaged period (a user's HSET/HDEL) starts afresh.
     let previous = match (key.hget(m_field.as_bytes()), key.hget(q_field.as_bytes())) {
-        (Some(m), Some(q)) => Some(Record::decode(&m, &q)),
-        (None, None) => None,
-        _ => Some(None),
+        (Some(m), Some(q)) => Record::decode(&m, &q),
+        _ => None,
     };
     let new_period = previous.is_none();
-    let mut record = previous.flatten().unwrap_or_default();
+    let mut record = previous.unwrap_or_default();
     for &v in &values {
         record.add(v);
     }
@@ -411,11 +449,12 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     effects.set(m_field, m_text);
     effects.set(q_field, q_bytes);
     if new_period {
-        // A new period is when older ones may have left: drop them now (the timer drops
-        // them too, at the moment they leave) and schedule the next departure.
-        if let Some(due) = trim(&key, &settings, now, &mut effects) {
-            expiry::schedule(ctx, name.as_slice(), due);
-        }
+        // The timer drops the periods as they leave; it visits the key when the oldest
+        // stored one leaves (its visits keep that time). This period leaves at the
+        // latest then, so it is the time to ask for when the key had no visit pending;
+        // an earlier pending one is kept. No scan of the hash here: a write costs the
+        // same whatever the hash holds.
+        expiry::schedule(ctx, name.as_slice(), settings.leaves_at(index));
     }
     effects.emit(ctx, name.as_slice());
 
@@ -462,22 +501,48 @@ fn report_key_positions(ctx: &Context, rest: &[&[u8]]) {
 }
 
 /// Deletes the periods no longer kept at `now`, and the key if that leaves none (an
-/// object never written to keeps its settings). Returns when the next period leaves.
-fn trim(key: &Key, settings: &Settings, now: i64, effects: &mut HashEffects) -> Option<i64> {
+/// object never written to keeps its settings). `key` is only read; the key is opened
+/// for writing only when there is something to delete, so a visit that changes nothing
+/// does not touch it (WATCH, client-side caching). Returns when the next period leaves.
+fn trim(ctx: &Context, key: &Key, name: &[u8], settings: &Settings, now: i64) -> Option<i64> {
     let inv = inventory(key, settings, now);
-    for stale in &inv.stale {
-        if key.hdel(stale) {
-            effects.del(stale.clone());
+    if inv.stale.is_empty() {
+        return inv.oldest_kept.map(|oldest| settings.leaves_at(oldest));
+    }
+    let Some(writer) = Key::open_bytes(ctx, name, true) else {
+        return Some(now);
+    };
+    let mut effects = HashEffects::default();
+    if inv.oldest_kept.is_none() {
+        unlink(&writer);
+        effects.delete_key();
+        crate::commands::forget_deleted(ctx, name);
+    } else {
+        for stale in &inv.stale {
+            if writer.hdel(stale) {
+                effects.del(stale.clone());
+            }
         }
     }
-    if !inv.stale.is_empty() && inv.oldest_kept.is_none() {
-        key.delete();
-        effects.delete_key();
+    drop(writer);
+    if !effects.is_empty() {
+        effects.emit(ctx, name);
     }
     if inv.stale_periods > 0 {
         expiry::count_expired(inv.stale_periods as u64);
     }
     inv.oldest_kept.map(|oldest| settings.leaves_at(oldest))
+}
+
+/// Deletes a whole key, freeing a big value in the background (as UNLINK) so the visit
+/// that drops an object a user filled with foreign fields does not stall the server.
+fn unlink(key: &Key) {
+    match unsafe { raw::RedisModule_UnlinkKey } {
+        Some(unlink) if !key.raw().is_null() => {
+            unsafe { unlink(key.raw()) };
+        }
+        _ => key.delete(),
+    }
 }
 
 /// REPORT: sets `member`'s score to `mean` and keeps the `keep` highest members.
@@ -542,9 +607,12 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
     if record.count() == 0 {
         return Ok(Reply::Nil);
     }
+    // One sorted walk of the merged sketch for all the fractions.
     Ok(Reply::Array(
-        qs.into_iter()
-            .map(|q| record.quantile(q).map_or(Reply::Nil, Reply::Double))
+        record
+            .quantiles(&qs)
+            .into_iter()
+            .map(|v| v.map_or(Reply::Nil, Reply::Double))
             .collect(),
     ))
 }
@@ -607,17 +675,17 @@ pub fn expire(
     name: &[u8],
     marker: &[u8],
     now: i64,
-    _deadline_us: u64,
+    deadline_us: u64,
 ) -> Visit {
     let Some(settings) = Settings::from_marker(marker) else {
         return Visit::Done;
     };
-    let mut effects = HashEffects::default();
-    let due = trim(key, &settings, now, &mut effects);
-    if !effects.is_empty() {
-        effects.emit(ctx, name);
+    // A visit costs up to one walk of a legitimate object (bounded by KEEP); start it
+    // only with time left, else come back at the next tick.
+    if expiry::monotonic_us() >= deadline_us {
+        return Visit::Unfinished;
     }
-    match due {
+    match trim(ctx, key, name, &settings, now) {
         Some(due) => Visit::DueAt(due),
         None => Visit::Done,
     }
