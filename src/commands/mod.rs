@@ -96,20 +96,26 @@ pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Vis
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // Read the marker without touching the key's LRU/LFU; families open for writing
         // only when they have something to change (a write open invalidates WATCH).
-        let Some(marker) = Key::open_bytes_untouched(ctx, name).and_then(|k| marker_of(&k)) else {
+        let Some(key) = Key::open_bytes_untouched(ctx, name) else {
+            return Visit::Done;
+        };
+        let Some(marker) = marker_of(&key) else {
             crate::expiry::unschedule(ctx, name);
             return Visit::Done;
         };
         if has_family(&marker, rank::FAMILY) {
+            drop(key);
             return rank::expire(ctx, name, &marker, now, deadline_us);
         }
+        if has_family(&marker, stats::FAMILY) {
+            return stats::expire(ctx, &key, name, &marker, now, deadline_us);
+        }
+        drop(key);
         let Some(key) = Key::open_bytes(ctx, name, true) else {
             return Visit::Done;
         };
         if crate::counter::Counter::is_counter_marker(&marker) {
             counter::expire(ctx, &key, name, &marker, now)
-        } else if has_family(&marker, stats::FAMILY) {
-            stats::expire(ctx, &key, name, &marker, now, deadline_us)
         } else {
             Visit::Done
         }
