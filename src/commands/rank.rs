@@ -186,7 +186,12 @@ impl Board {
             return Err(Error::WrongType);
         }
         let db = selected_db(ctx);
-        let base = resolve_base(db, name.as_slice());
+        let Some(base) = resolve_base(db, name.as_slice()) else {
+            // A queued job is removing this board (whole, or its parts after a DEL): it
+            // answers as the empty board it is about to be.
+            return Ok(None);
+        };
+        let base = Some(base);
         let meta = match &base {
             Some(base) => {
                 let key = acl.open(ctx, &meta_key(base), false)?;
