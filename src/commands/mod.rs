@@ -92,15 +92,21 @@ pub fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
 /// Visits a scheduled key for the expiry timer: the family that owns it trims it.
 pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let Some(key) = Key::open_bytes(ctx, name, true) else {
+        // Opened for reading first: a counter visit reopens for writing only with work to do.
+        let Some(key) = Key::open_bytes(ctx, name, false) else {
             return Visit::Done;
         };
         let Some(marker) = marker_of(&key) else {
             return Visit::Done;
         };
         if crate::counter::Counter::is_counter_marker(&marker) {
-            counter::expire(ctx, &key, name, &marker, now)
-        } else if has_family(&marker, rank::FAMILY) {
+            return counter::expire(ctx, key, name, now, deadline_us);
+        }
+        drop(key);
+        let Some(key) = Key::open_bytes(ctx, name, true) else {
+            return Visit::Done;
+        };
+        if has_family(&marker, rank::FAMILY) {
             rank::expire(ctx, &key, name, &marker, now, deadline_us)
         } else if has_family(&marker, stats::FAMILY) {
             stats::expire(ctx, &key, name, &marker, now, deadline_us)
