@@ -347,7 +347,7 @@ impl Counter {
         let mut probes: u32 = 0;
         let mut budget_left = || {
             probes = probes.wrapping_add(1);
-            probes % PROBES_PER_BUDGET_CHECK != 0 || may_continue()
+            !probes.is_multiple_of(PROBES_PER_BUDGET_CHECK) || may_continue()
         };
         for (res, track) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
             if track.n == 0 {
@@ -963,5 +963,124 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The ordered-walk SUM answers exactly what summing each window slot by slot does,
+    /// for many windows at once, through both collection strategies (probing, and one walk
+    /// of the store).
+    #[test]
+    fn many_window_sums_match_the_naive_sums() {
+        struct WalkOnly(MapStore);
+        impl SlotStore for WalkOnly {
+            fn get(&mut self, r: i64, i: i64) -> Option<i64> {
+                self.0.get(r, i)
+            }
+            fn put(&mut self, r: i64, i: i64, c: i64) {
+                self.0.put(r, i, c)
+            }
+            fn remove(&mut self, r: i64, i: i64) -> bool {
+                self.0.remove(r, i)
+            }
+            fn stored_slots(&mut self) -> usize {
+                self.0.stored_slots()
+            }
+            fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+                self.0.each_slot(f)
+            }
+            fn probes_are_cheap(&mut self, _: i64) -> bool {
+                false
+            }
+        }
+        for seed in 1..=6u64 {
+            let mut rng = Rng(seed);
+            let rs = res("1s:300 1m:200 1h:48");
+            let mut c = Counter::new(rs.clone());
+            let mut s = MapStore::default();
+            let now: i64 = 1_700_000_000_000 + rng.below(1_000_000);
+            for _ in 0..rng.below(600) {
+                let ts = now - rng.below(48 * 3_600_000);
+                let _ = c.incrby(&mut s, now, ts, rng.below(19) - 9);
+            }
+            let t = now - rng.below(5_000);
+            let windows: Vec<i64> = (0..1 + rng.below(300))
+                .map(|_| 1 + rng.below(48 * 3_600_000))
+                .collect();
+            let naive: Vec<i64> = windows
+                .iter()
+                .map(|&w| {
+                    let r = rs.iter().find(|r| r.span() >= w).unwrap();
+                    let hi = slot_index(t, r.ms);
+                    let lo =
+                        (hi - slots_covering(w, r.ms) + 1).max(first_kept(now, r.ms, r.samples));
+                    (lo..=hi)
+                        .map(|i| s.0.get(&(r.ms, i)).copied().unwrap_or(0))
+                        .sum()
+                })
+                .collect();
+            assert_eq!(c.sum(&mut s, now, t, &windows), Ok(naive.clone()), "{seed}");
+            let mut walk = WalkOnly(s);
+            assert_eq!(c.sum(&mut walk, now, t, &windows), Ok(naive), "{seed}");
+        }
+    }
+
+    /// A user's HDEL of the only fine slot: once it has left, bounded trims (a small budget
+    /// each) make progress that is kept between calls, and end with the fine resolution
+    /// empty and nothing left to do, long before `samples` more slots have passed.
+    #[test]
+    fn bounded_trims_resume_and_heal_deleted_slots() {
+        let rs = res("1ms:100000 1d:100000");
+        let mut c = Counter::new(rs);
+        let mut s = MapStore::default();
+        let t0: i64 = 1_700_000_000_000;
+        c.incrby(&mut s, t0, t0, 1).unwrap();
+        assert!(s.remove(1, t0));
+        let now = t0 + 100_000 + 5;
+        let mut calls = 0;
+        loop {
+            calls += 1;
+            assert!(calls < 10_000, "never finished");
+            let mut checks = 0;
+            let mut budget = || {
+                checks += 1;
+                checks < 4
+            };
+            let before = c.tracks.clone();
+            let trimmed = c.trim_within(&mut s, now, &mut budget);
+            assert_eq!(trimmed.removed, 0);
+            if trimmed.finished {
+                break;
+            }
+            assert_ne!(c.tracks, before, "an unfinished trim made no progress");
+        }
+        assert!(calls > 10, "the budget was not applied ({calls} calls)");
+        assert_eq!(c.tracks[0].n, 0);
+        assert_eq!(c.tracks[1].n, 1);
+        assert_eq!(
+            c.next_due(),
+            Some(leaves_at(slot_index(t0, 86_400_000), 86_400_000, 100_000))
+        );
+        assert!(!c.has_trim_work(&mut s, now));
+        // A counter whose bookkeeping matches its store has no work before its due time.
+        let mut fresh = Counter::new(res("1s:10"));
+        let mut store = MapStore::default();
+        fresh.incrby(&mut store, t0, t0, 1).unwrap();
+        assert!(!fresh.has_trim_work(&mut store, t0 + 9_000));
+        assert!(fresh.has_trim_work(&mut store, t0 + 10_000));
+    }
+
+    /// Bookkeeping rebuilt from the stored slots equals what the writes kept.
+    #[test]
+    fn rebuilt_bookkeeping_matches_the_written_one() {
+        let rs = res("1s:60 1m:60");
+        let mut c = Counter::new(rs.clone());
+        let mut s = MapStore::default();
+        let now = 1_700_000_000_000;
+        for back in [0, 1_000, 5_000, 59_000, 600_000] {
+            c.incrby(&mut s, now, now - back, 2).unwrap();
+        }
+        let mut rebuilt = Counter::new(rs);
+        s.each_slot(&mut |r, i, _| rebuilt.note_stored_slot(r, i));
+        rebuilt.finish_rebuild();
+        assert_eq!(rebuilt.tracks, c.tracks);
     }
 }

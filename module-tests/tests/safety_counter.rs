@@ -140,7 +140,10 @@ fn timer_goes_idle_after_a_slot_field_is_deleted() {
             std::thread::sleep(Duration::from_millis(20));
         }
         let visits = info_tally(&srv, "keys_visited") - visited;
-        assert!(visits < 20, "{k}: {visits} visits in 1 s: the timer is not idle");
+        assert!(
+            visits < 20,
+            "{k}: {visits} visits in 1 s: the timer is not idle"
+        );
         assert!(worst_tick < 10_000, "{k}: a tick took {worst_tick} us");
         let max_tick = info_tally(&srv, "max_tick_us");
         assert!(max_tick < 10_000, "{k}: max_tick_us {max_tick}");
@@ -180,7 +183,10 @@ fn user_edits_never_make_a_counter_wrongtype() {
         );
         let t0 = server_ms(srv);
         let at = t0.to_string();
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "c1", "AT", &at]), v_int(1));
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCR", "c1", "AT", &at]),
+            v_int(1)
+        );
         let slot = field_with_prefix(srv, "c1", "1m:");
         assert_eq!(srv.cmd_value(&["HSET", "c1", &slot, "garbage"]), v_int(0));
         // A garbage count is an existing slot holding nothing: overwritten, counted once.
@@ -194,7 +200,10 @@ fn user_edits_never_make_a_counter_wrongtype() {
             v_int(2),
             "{k}"
         );
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.SUM", "c1", "1m", "AT", &at]), v_int(2));
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "c1", "1m", "AT", &at]),
+            v_int(2)
+        );
         let info = map_pairs(&srv.cmd_value(&["TSCOUNTER.INFO", "c1"]));
         assert!(
             info.contains(&("slots".to_string(), v_int(1))),
@@ -224,11 +233,13 @@ fn user_edits_never_make_a_counter_wrongtype() {
             );
             let slot = field_with_prefix(srv, &key, "1s:");
             let mut cmd: Vec<String> = vec![edit[0].to_string(), key.clone()];
-            cmd.extend(
-                edit[1..]
-                    .iter()
-                    .map(|a| if *a == "FIELD" { slot.clone() } else { a.to_string() }),
-            );
+            cmd.extend(edit[1..].iter().map(|a| {
+                if *a == "FIELD" {
+                    slot.clone()
+                } else {
+                    a.to_string()
+                }
+            }));
             assert!(error_text(&srv.cmd_value(&cmd)).is_none(), "{k} {name}");
             // Reads first (nothing written yet since the edit), then a write, then reads.
             let garbage_slot = name == "slot-garbage";
@@ -243,7 +254,10 @@ fn user_edits_never_make_a_counter_wrongtype() {
             };
             assert_eq!(range, want, "{k} {name}: RANGE");
             let info = srv.cmd_value(&["TSCOUNTER.INFO", &key]);
-            assert!(!is_wrongtype(&info) && info != v_nil(), "{k} {name}: {info:?}");
+            assert!(
+                !is_wrongtype(&info) && info != v_nil(),
+                "{k} {name}: {info:?}"
+            );
             assert_eq!(
                 srv.cmd_value(&["TSCOUNTER.INCR", &key, "AT", &at]),
                 v_int(count + 1),
@@ -262,7 +276,10 @@ fn user_edits_never_make_a_counter_wrongtype() {
             srv.cmd_value(&["TSCOUNTER.CREATE", "late", "RESOLUTIONS", "1s:3"]),
             v_ok()
         );
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "late", "AT", &at]), v_int(1));
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCR", "late", "AT", &at]),
+            v_int(1)
+        );
         assert_eq!(srv.cmd_value(&["HSET", "late", "_state", "junk"]), v_int(0));
         assert_replica_equal(&primary, &replica, "after the edits");
         // Every slot leaves within 3 s of t0: every key goes (c1 keeps its minute).
@@ -306,7 +323,13 @@ fn sum_of_many_windows_is_bounded() {
         let cmds: Vec<Vec<String>> = (0..filled)
             .map(|i| {
                 let at = (t0 - i).to_string();
-                vec!["TSCOUNTER.INCRBY".into(), "big".into(), "1".into(), "AT".into(), at]
+                vec![
+                    "TSCOUNTER.INCRBY".into(),
+                    "big".into(),
+                    "1".into(),
+                    "AT".into(),
+                    at,
+                ]
             })
             .collect();
         for chunk in cmds.chunks(10_000) {
@@ -363,11 +386,18 @@ fn a_counter_too_large_to_cache_evicts_nothing() {
             })
             .collect();
         pipeline(&mut conn, &cmds);
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.SUM", "small", "1000s"]), v_int(100));
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "small", "1000s"]),
+            v_int(100)
+        );
         assert_eq!(info_tally(&srv, "mirrored_slots"), 100, "{k}");
         // 1,100,000 slots: more than the whole cache holds.
         let res: Vec<String> = (1..=11).map(|i| format!("{i}ms:100000")).collect();
-        let mut create = vec!["TSCOUNTER.CREATE".to_string(), "huge".into(), "RESOLUTIONS".into()];
+        let mut create = vec![
+            "TSCOUNTER.CREATE".to_string(),
+            "huge".into(),
+            "RESOLUTIONS".into(),
+        ];
         create.extend(res.iter().cloned());
         assert_eq!(srv.cmd_value(&create), v_ok());
         let t1 = server_ms(&srv);
@@ -396,7 +426,10 @@ fn a_counter_too_large_to_cache_evicts_nothing() {
             );
             assert_eq!(info_tally(&srv, "mirrored_slots"), 100, "{k}");
         }
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.SUM", "small", "1000s"]), v_int(100));
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.SUM", "small", "1000s"]),
+            v_int(100)
+        );
         assert_eq!(info_tally(&srv, "mirrored_slots"), 100, "{k}");
         srv.assert_alive();
     }

@@ -196,7 +196,8 @@ fn with_slots<T>(
     };
     // A counter too large for the cache is read from its hash (bounded by one walk per
     // command) rather than evicting every other mirror.
-    let worth_mirroring = (MIRROR_MIN_SLOTS + META_FIELDS..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS)
+    let worth_mirroring = (MIRROR_MIN_SLOTS + META_FIELDS
+        ..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS)
         .contains(&fields);
     let build: Option<&mut dyn FnMut(&mut Mirror)> =
         (build_mirror && worth_mirroring).then_some(&mut load);
