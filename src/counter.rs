@@ -99,6 +99,10 @@ pub fn parse_slot_field(field: &[u8]) -> Option<(i64, i64)> {
 }
 
 /// Where a counter's slot counts live. Implemented over a native hash by the command layer.
+///
+/// A slot field whose value is not an integer (a user's `HSET`) is a stored slot holding 0:
+/// `get` answers `Some(0)`, `each_slot` and `ordered_slots` list it with count 0, and a write
+/// overwrites it without counting a new slot.
 pub trait SlotStore {
     fn get(&mut self, res_ms: i64, index: i64) -> Option<i64>;
     fn put(&mut self, res_ms: i64, index: i64, count: i64);
@@ -108,17 +112,47 @@ pub trait SlotStore {
     fn stored_slots(&mut self) -> usize;
     /// Calls `f(res_ms, index, count)` for every stored slot, in no particular order.
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64));
-    /// Sum of the stored slots `lo ..= hi` of one resolution. Stores that can do better than
-    /// one probe per slot (an ordered in-memory copy) override it.
-    fn sum_range(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
-        (lo..=hi)
-            .map(|index| i128::from(self.get(res_ms, index).unwrap_or(0)))
-            .sum()
+    /// Appends the stored slots `lo ..= hi` of one resolution to `out`, oldest first. Stores
+    /// that can do better than one probe per slot (an ordered in-memory copy) override it.
+    fn ordered_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) {
+        let mut index = lo;
+        while index <= hi {
+            if let Some(count) = self.get(res_ms, index) {
+                out.push((index, count));
+            }
+            index += 1;
+        }
     }
     /// True if probing slots one by one costs no more than walking every stored slot.
     fn probes_are_cheap(&mut self, probes: i64) -> bool {
         probes <= self.stored_slots() as i64
     }
+}
+
+/// Stored slots of several `(res_ms, lo, hi)` spans, each oldest first: by probing when
+/// that is cheaper than a walk of the store, else by one walk of the whole store. Either
+/// way the work is bounded by the spans or by the stored data, never by their product.
+fn collect_ordered(store: &mut dyn SlotStore, spans: &[(i64, i64, i64)]) -> Vec<Vec<(i64, i64)>> {
+    let mut out: Vec<Vec<(i64, i64)>> = vec![Vec::new(); spans.len()];
+    let probes = spans.iter().fold(0i64, |total, &(_, lo, hi)| {
+        total.saturating_add(hi.saturating_sub(lo).saturating_add(1).max(0))
+    });
+    if store.probes_are_cheap(probes) {
+        for (slots, &(res_ms, lo, hi)) in out.iter_mut().zip(spans) {
+            store.ordered_slots(res_ms, lo, hi, slots);
+        }
+    } else {
+        store.each_slot(&mut |res_ms, index, count| {
+            let at = spans
+                .iter()
+                .position(|&(r, lo, hi)| r == res_ms && (lo..=hi).contains(&index));
+            if let Some(slots) = at.and_then(|at| out.get_mut(at)) {
+                slots.push((index, count));
+            }
+        });
+        out.iter_mut().for_each(|slots| slots.sort_unstable());
+    }
+    out
 }
 
 /// Per-resolution bookkeeping, see the module comment.
@@ -138,6 +172,19 @@ pub struct Counter {
 
 /// Largest `|slot_index(ref) - lo|` written before the reference is moved to a newer time.
 const MAX_STATE_OFFSET: i64 = 999;
+
+/// How often (in probes) a bounded trim asks its budget whether it may go on.
+const PROBES_PER_BUDGET_CHECK: u32 = 32;
+
+/// What one [`Counter::trim_within`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trimmed {
+    /// Slots removed.
+    pub removed: usize,
+    /// False if the budget ran out first; the bookkeeping records how far it got, so the
+    /// next call resumes there.
+    pub finished: bool,
+}
 
 /// One resolution's part of an increment, computed before anything is written.
 struct SlotChange {
@@ -245,29 +292,113 @@ impl Counter {
 
     /// Removes the slots that are no longer kept at `now`. Returns how many were removed.
     pub fn trim(&mut self, store: &mut dyn SlotStore, now: i64) -> usize {
+        self.trim_within(store, now, &mut || true).removed
+    }
+
+    /// Adds a slot found in the store to the bookkeeping (rebuilding it from the stored
+    /// fields after `_state` was lost). Call [`Counter::finish_rebuild`] afterwards.
+    pub fn note_stored_slot(&mut self, res_ms: i64, index: i64) {
+        let at = self.resolutions.iter().position(|r| r.ms == res_ms);
+        if let Some(track) = at.and_then(|at| self.tracks.get_mut(at)) {
+            track.lo = if track.n == 0 {
+                index
+            } else {
+                track.lo.min(index)
+            };
+            track.n = track.n.saturating_add(1);
+        }
+    }
+
+    /// Ends a rebuild: a resolution never holds more than `samples` slots in its bookkeeping
+    /// (stored fields beyond that were not written by tally and are trimmed away later).
+    pub fn finish_rebuild(&mut self) {
+        for (r, t) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
+            t.n = t.n.min(r.samples);
+        }
+    }
+
+    /// True if a trim at `now` would change anything: a slot has left, or the bookkeeping
+    /// counts more slots than the store holds and a track's lower bound is not a stored
+    /// slot (see [`Counter::trim_within`]). Only reads the store.
+    pub fn has_trim_work(&self, store: &mut dyn SlotStore, now: i64) -> bool {
+        let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        self.resolutions.iter().zip(&self.tracks).any(|(r, t)| {
+            t.n > 0
+                && (t.lo < first_kept(now, r.ms, r.samples)
+                    || (overcounted && store.get(r.ms, t.lo).is_none()))
+        })
+    }
+
+    /// Removes the slots that are no longer kept at `now`, asking `may_continue` every few
+    /// probes whether the budget allows more. Resumable: the bookkeeping always records how
+    /// far it got. It also heals bookkeeping that a user's `HDEL` made wrong:
+    /// * every stored slot of a resolution lies in `lo .. lo + samples`: once trimming has
+    ///   passed that whole range, no slot is left whatever `n` says;
+    /// * when `n` counts more slots than the store holds, `lo` moves on past positions that
+    ///   hold nothing (so the next visit is due when a real slot leaves, not every slot).
+    pub fn trim_within(
+        &mut self,
+        store: &mut dyn SlotStore,
+        now: i64,
+        may_continue: &mut dyn FnMut() -> bool,
+    ) -> Trimmed {
         let mut removed = 0;
+        let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        let mut probes: u32 = 0;
+        let mut budget_left = || {
+            probes = probes.wrapping_add(1);
+            !probes.is_multiple_of(PROBES_PER_BUDGET_CHECK) || may_continue()
+        };
         for (res, track) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
-            let first = first_kept(now, res.ms, res.samples);
-            if track.n == 0 || track.lo >= first {
+            if track.n == 0 {
                 continue;
             }
-            // Stored slots lie in lo .. lo + samples: never more than `samples` probes.
-            let last_probe = (first - 1).min(track.lo.saturating_add(res.samples - 1));
-            let mut index = track.lo;
-            while index <= last_probe && track.n > 0 {
-                if store.remove(res.ms, index) {
+            let first = first_kept(now, res.ms, res.samples);
+            let end = track.lo.saturating_add(res.samples);
+            // Slots that have left: lo .. min(first, end).
+            while track.lo < first.min(end) && track.n > 0 {
+                if !budget_left() {
+                    return Trimmed {
+                        removed,
+                        finished: false,
+                    };
+                }
+                if store.remove(res.ms, track.lo) {
                     track.n -= 1;
                     removed += 1;
                 }
-                index += 1;
+                track.lo += 1;
             }
-            track.lo = first;
+            if track.n == 0 {
+                continue;
+            }
+            track.lo = track.lo.max(first);
+            if overcounted {
+                // Tally writes no slot after the one containing `now`: past it, nothing
+                // the bookkeeping counts can be left. (A bound that does not move with
+                // `lo`, so a resumed search still ends.)
+                let limit = end.min(slot_index(now, res.ms).saturating_add(1));
+                while track.lo < limit && store.get(res.ms, track.lo).is_none() {
+                    if !budget_left() {
+                        track.n = track.n.min(end - track.lo);
+                        return Trimmed {
+                            removed,
+                            finished: false,
+                        };
+                    }
+                    track.lo += 1;
+                }
+                if track.lo >= limit {
+                    track.n = 0;
+                }
+            }
+            // At most one stored slot per position left in lo .. end.
+            track.n = track.n.min(end.saturating_sub(track.lo)).max(0);
         }
-        // Self-heal bookkeeping that no longer matches the hash (e.g. a user's HDEL).
-        if removed > 0 && store.stored_slots() == 0 {
-            self.tracks.iter_mut().for_each(|t| t.n = 0);
+        Trimmed {
+            removed,
+            finished: true,
         }
-        removed
     }
 
     /// Adds `increment` at time `ts` (already clamped to `now`) to every resolution that
@@ -365,23 +496,49 @@ impl Counter {
                 (hi - slots_covering(window, res.ms) + 1).max(first_kept(now, res.ms, res.samples));
             ranges.push((res.ms, lo, hi));
         }
-        let mut sums = vec![0i128; ranges.len()];
-        let probes: i64 = ranges.iter().map(|&(_, lo, hi)| (hi - lo + 1).max(0)).sum();
-        if store.probes_are_cheap(probes) {
-            for (sum, &(res_ms, lo, hi)) in sums.iter_mut().zip(&ranges) {
-                if lo <= hi {
-                    *sum += store.sum_range(res_ms, lo, hi);
+        // Every window of one resolution ends with the same slot, so the widest of them
+        // covers the others: one ordered list of its stored slots and their prefix sums
+        // answer every window with two binary searches.
+        let mut spans: Vec<(i64, i64, i64)> = Vec::new();
+        for &(res_ms, lo, hi) in ranges.iter().filter(|&&(_, lo, hi)| lo <= hi) {
+            match spans.iter_mut().find(|span| span.0 == res_ms) {
+                Some(span) => {
+                    span.1 = span.1.min(lo);
+                    span.2 = span.2.max(hi);
                 }
+                None => spans.push((res_ms, lo, hi)),
             }
-        } else {
-            // Fewer stored slots than probes: one pass over the hash answers every window.
-            store.each_slot(&mut |res_ms, index, count| {
-                for (sum, &(r, lo, hi)) in sums.iter_mut().zip(&ranges) {
-                    if r == res_ms && (lo..=hi).contains(&index) {
-                        *sum += i128::from(count);
-                    }
+        }
+        let slots = collect_ordered(store, &spans);
+        let prefixes: Vec<Vec<i128>> = slots
+            .iter()
+            .map(|slots| {
+                let mut prefix = Vec::with_capacity(slots.len() + 1);
+                let mut total = 0i128;
+                prefix.push(total);
+                for &(_, count) in slots {
+                    total += i128::from(count);
+                    prefix.push(total);
                 }
-            });
+                prefix
+            })
+            .collect();
+        let mut sums = vec![0i128; ranges.len()];
+        for (sum, &(res_ms, lo, hi)) in sums.iter_mut().zip(&ranges) {
+            let Some(at) = spans.iter().position(|span| span.0 == res_ms) else {
+                continue;
+            };
+            let (Some(slots), Some(prefix)) = (slots.get(at), prefixes.get(at)) else {
+                continue;
+            };
+            if lo > hi {
+                continue;
+            }
+            let from = slots.partition_point(|&(index, _)| index < lo);
+            let to = slots.partition_point(|&(index, _)| index <= hi);
+            if let (Some(a), Some(b)) = (prefix.get(from), prefix.get(to)) {
+                *sum = b - a;
+            }
         }
         sums.into_iter()
             .map(|s| i64::try_from(s).map_err(|_| Error::Overflow))
@@ -418,21 +575,11 @@ impl Counter {
         if lo > hi {
             return Ok(Vec::new());
         }
-        let mut counts: Vec<(i64, i64)> = Vec::new();
-        if store.probes_are_cheap(hi - lo + 1) {
-            for index in lo..=hi {
-                if let Some(count) = store.get(res.ms, index) {
-                    counts.push((index, count));
-                }
-            }
-        } else {
-            store.each_slot(&mut |r, index, count| {
-                if r == res.ms && (lo..=hi).contains(&index) {
-                    counts.push((index, count));
-                }
-            });
-            counts.sort_unstable();
-        }
+        let counts: Vec<(i64, i64)> = collect_ordered(store, &[(res.ms, lo, hi)])
+            .into_iter()
+            .flatten()
+            .filter(|&(_, count)| count != 0)
+            .collect();
         let start = |index: i64| slot_start(index, res.ms);
         if !empty {
             return Ok(counts.into_iter().map(|(i, c)| (start(i), c)).collect());
@@ -816,5 +963,124 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The ordered-walk SUM answers exactly what summing each window slot by slot does,
+    /// for many windows at once, through both collection strategies (probing, and one walk
+    /// of the store).
+    #[test]
+    fn many_window_sums_match_the_naive_sums() {
+        struct WalkOnly(MapStore);
+        impl SlotStore for WalkOnly {
+            fn get(&mut self, r: i64, i: i64) -> Option<i64> {
+                self.0.get(r, i)
+            }
+            fn put(&mut self, r: i64, i: i64, c: i64) {
+                self.0.put(r, i, c)
+            }
+            fn remove(&mut self, r: i64, i: i64) -> bool {
+                self.0.remove(r, i)
+            }
+            fn stored_slots(&mut self) -> usize {
+                self.0.stored_slots()
+            }
+            fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+                self.0.each_slot(f)
+            }
+            fn probes_are_cheap(&mut self, _: i64) -> bool {
+                false
+            }
+        }
+        for seed in 1..=6u64 {
+            let mut rng = Rng(seed);
+            let rs = res("1s:300 1m:200 1h:48");
+            let mut c = Counter::new(rs.clone());
+            let mut s = MapStore::default();
+            let now: i64 = 1_700_000_000_000 + rng.below(1_000_000);
+            for _ in 0..rng.below(600) {
+                let ts = now - rng.below(48 * 3_600_000);
+                let _ = c.incrby(&mut s, now, ts, rng.below(19) - 9);
+            }
+            let t = now - rng.below(5_000);
+            let windows: Vec<i64> = (0..1 + rng.below(300))
+                .map(|_| 1 + rng.below(48 * 3_600_000))
+                .collect();
+            let naive: Vec<i64> = windows
+                .iter()
+                .map(|&w| {
+                    let r = rs.iter().find(|r| r.span() >= w).unwrap();
+                    let hi = slot_index(t, r.ms);
+                    let lo =
+                        (hi - slots_covering(w, r.ms) + 1).max(first_kept(now, r.ms, r.samples));
+                    (lo..=hi)
+                        .map(|i| s.0.get(&(r.ms, i)).copied().unwrap_or(0))
+                        .sum()
+                })
+                .collect();
+            assert_eq!(c.sum(&mut s, now, t, &windows), Ok(naive.clone()), "{seed}");
+            let mut walk = WalkOnly(s);
+            assert_eq!(c.sum(&mut walk, now, t, &windows), Ok(naive), "{seed}");
+        }
+    }
+
+    /// A user's HDEL of the only fine slot: once it has left, bounded trims (a small budget
+    /// each) make progress that is kept between calls, and end with the fine resolution
+    /// empty and nothing left to do, long before `samples` more slots have passed.
+    #[test]
+    fn bounded_trims_resume_and_heal_deleted_slots() {
+        let rs = res("1ms:100000 1d:100000");
+        let mut c = Counter::new(rs);
+        let mut s = MapStore::default();
+        let t0: i64 = 1_700_000_000_000;
+        c.incrby(&mut s, t0, t0, 1).unwrap();
+        assert!(s.remove(1, t0));
+        let now = t0 + 100_000 + 5;
+        let mut calls = 0;
+        loop {
+            calls += 1;
+            assert!(calls < 10_000, "never finished");
+            let mut checks = 0;
+            let mut budget = || {
+                checks += 1;
+                checks < 4
+            };
+            let before = c.tracks.clone();
+            let trimmed = c.trim_within(&mut s, now, &mut budget);
+            assert_eq!(trimmed.removed, 0);
+            if trimmed.finished {
+                break;
+            }
+            assert_ne!(c.tracks, before, "an unfinished trim made no progress");
+        }
+        assert!(calls > 10, "the budget was not applied ({calls} calls)");
+        assert_eq!(c.tracks[0].n, 0);
+        assert_eq!(c.tracks[1].n, 1);
+        assert_eq!(
+            c.next_due(),
+            Some(leaves_at(slot_index(t0, 86_400_000), 86_400_000, 100_000))
+        );
+        assert!(!c.has_trim_work(&mut s, now));
+        // A counter whose bookkeeping matches its store has no work before its due time.
+        let mut fresh = Counter::new(res("1s:10"));
+        let mut store = MapStore::default();
+        fresh.incrby(&mut store, t0, t0, 1).unwrap();
+        assert!(!fresh.has_trim_work(&mut store, t0 + 9_000));
+        assert!(fresh.has_trim_work(&mut store, t0 + 10_000));
+    }
+
+    /// Bookkeeping rebuilt from the stored slots equals what the writes kept.
+    #[test]
+    fn rebuilt_bookkeeping_matches_the_written_one() {
+        let rs = res("1s:60 1m:60");
+        let mut c = Counter::new(rs.clone());
+        let mut s = MapStore::default();
+        let now = 1_700_000_000_000;
+        for back in [0, 1_000, 5_000, 59_000, 600_000] {
+            c.incrby(&mut s, now, now - back, 2).unwrap();
+        }
+        let mut rebuilt = Counter::new(rs);
+        s.each_slot(&mut |r, i, _| rebuilt.note_stored_slot(r, i));
+        rebuilt.finish_rebuild();
+        assert_eq!(rebuilt.tracks, c.tracks);
     }
 }

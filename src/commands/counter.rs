@@ -43,6 +43,9 @@ struct HashSlots<'a> {
     names: Vec<SlotName>,
 }
 
+/// Field names kept by one `HashSlots` (an increment touches one field per resolution).
+const MAX_CACHED_NAMES: usize = crate::counter::MAX_RESOLUTIONS;
+
 impl<'a> HashSlots<'a> {
     fn new(key: &'a Key, mirror: Option<&'a mut Mirror>) -> Self {
         HashSlots {
@@ -60,6 +63,11 @@ impl<'a> HashSlots<'a> {
         let at = match self.names.iter().position(|name| name.slot == slot) {
             Some(at) => at,
             None => {
+                // Only the few fields of one increment are worth keeping: a long probe run
+                // (trimming) must not make every lookup a linear search of all it probed.
+                if self.names.len() >= MAX_CACHED_NAMES {
+                    self.names.clear();
+                }
                 let text = slot_field(res_ms, index);
                 let rstr = RStr::new(text.as_bytes())?;
                 self.names.push(SlotName { slot, text, rstr });
@@ -85,9 +93,11 @@ impl SlotStore for HashSlots<'_> {
         if self.missing {
             return None;
         }
-        // A value that is not an integer (a user's HSET) counts as absent and is overwritten.
+        // A value that is not an integer (a user's HSET) is a stored slot holding nothing:
+        // a write overwrites it without counting a new slot.
         let key = self.key;
-        key.hget_i64_str(&self.field(res_ms, index)?.rstr).flatten()
+        key.hget_i64_str(&self.field(res_ms, index)?.rstr)
+            .map(|count| count.unwrap_or(0))
     }
 
     fn put(&mut self, res_ms: i64, index: i64, count: i64) {
@@ -134,23 +144,27 @@ impl SlotStore for HashSlots<'_> {
             return;
         }
         self.key.hscan(|field, value| {
-            if let (Some((res_ms, index)), Ok(count)) = (parse_slot_field(field), parse_i64(value))
-            {
-                f(res_ms, index, count);
+            if let Some((res_ms, index)) = parse_slot_field(field) {
+                f(res_ms, index, parse_i64(value).unwrap_or(0));
             }
         });
     }
 
-    fn sum_range(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
-        match self.mirror.as_deref() {
-            Some(mirror) => mirror
-                .slots
-                .range((res_ms, lo)..=(res_ms, hi))
-                .map(|(_, &count)| i128::from(count))
-                .sum(),
-            None => (lo..=hi)
-                .map(|index| i128::from(self.get(res_ms, index).unwrap_or(0)))
-                .sum(),
+    fn ordered_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) {
+        if lo > hi {
+            return;
+        }
+        if let Some(mirror) = self.mirror.as_deref() {
+            let slots = mirror.slots.range((res_ms, lo)..=(res_ms, hi));
+            out.extend(slots.map(|(&(_, index), &count)| (index, count)));
+            return;
+        }
+        let mut index = lo;
+        while index <= hi {
+            if let Some(count) = self.get(res_ms, index) {
+                out.push((index, count));
+            }
+            index += 1;
         }
     }
 
@@ -175,13 +189,18 @@ fn with_slots<T>(
     let fields = key.len();
     let mut load = |mirror: &mut Mirror| {
         key.hscan(|field, value| {
-            if let (Some(slot), Ok(count)) = (parse_slot_field(field), parse_i64(value)) {
-                mirror.slots.insert(slot, count);
+            if let Some(slot) = parse_slot_field(field) {
+                mirror.slots.insert(slot, parse_i64(value).unwrap_or(0));
             }
         });
     };
+    // A counter too large for the cache is read from its hash (bounded by one walk per
+    // command) rather than evicting every other mirror.
+    let worth_mirroring = (MIRROR_MIN_SLOTS + META_FIELDS
+        ..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS)
+        .contains(&fields);
     let build: Option<&mut dyn FnMut(&mut Mirror)> =
-        (build_mirror && fields >= MIRROR_MIN_SLOTS + META_FIELDS).then_some(&mut load);
+        (build_mirror && worth_mirroring).then_some(&mut load);
     mirror::with_mirror(expiry::selected_db(ctx), name, fields, build, |mirror| {
         let mut slots = HashSlots::new(key, mirror);
         let result = f(&mut slots);
@@ -207,8 +226,42 @@ fn parse_marker_cached(marker: &[u8]) -> Option<Vec<Resolution>> {
     })
 }
 
-/// The counter stored at `key`: `None` for a missing key, WRONGTYPE for anything else.
-fn load(key: &Key) -> Result<Option<Counter>> {
+/// A counter as read from its hash.
+struct Loaded {
+    counter: Counter,
+    /// The stored `_state` was missing or unusable and the bookkeeping was rebuilt: it must
+    /// be written back.
+    state_rebuilt: bool,
+}
+
+/// Rebuilds bookkeeping from the hash when it cannot be trusted at all. With more stored
+/// fields than `scan_limit`, a conservative guess replaces the walk: nothing older than the
+/// kept range, and up to `samples` slots per resolution; trimming heals that guess (see
+/// `Counter::trim_within`).
+fn rebuild(key: &Key, resolutions: Vec<Resolution>, now: i64, scan_limit: usize) -> Counter {
+    let mut counter = Counter::new(resolutions);
+    if key.len() <= scan_limit {
+        key.hscan(|field, _| {
+            if let Some((res_ms, index)) = parse_slot_field(field) {
+                counter.note_stored_slot(res_ms, index);
+            }
+        });
+    } else {
+        let stored = key.len() as i64;
+        for (r, t) in counter.resolutions.iter().zip(counter.tracks.iter_mut()) {
+            t.lo = crate::window::first_kept(now, r.ms, r.samples);
+            t.n = stored;
+        }
+    }
+    counter.finish_rebuild();
+    counter
+}
+
+/// The counter stored at `key`: `None` for a missing key, WRONGTYPE for anything but a
+/// hash with a counter's `_tally` marker. Whatever else a user did to the hash, the
+/// counter stays readable: a missing or unusable `_state` is rebuilt from the slot fields
+/// (one walk of the hash, when it has at most `scan_limit` fields).
+fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
         KeyKind::Hash => {
@@ -218,26 +271,44 @@ fn load(key: &Key) -> Result<Option<Counter>> {
             }
             let resolutions = parse_marker_cached(&marker).ok_or(Error::WrongType)?;
             let state = key.hget(STATE_FIELD.as_bytes());
-            Counter::with_state(resolutions, state.as_deref())
-                .map(Some)
-                .ok_or(Error::WrongType)
+            let parsed = state
+                .as_deref()
+                .and_then(|state| Counter::with_state(resolutions.clone(), Some(state)));
+            Ok(Some(match parsed {
+                Some(counter) => Loaded {
+                    counter,
+                    state_rebuilt: false,
+                },
+                None => Loaded {
+                    counter: rebuild(key, resolutions, now, scan_limit),
+                    state_rebuilt: true,
+                },
+            }))
         }
         _ => Err(Error::WrongType),
     }
 }
 
+/// Reads a counter for a command: a rebuild may walk the whole hash (bounded by its data).
+fn load_for_command(key: &Key, now: i64) -> Result<Option<Counter>> {
+    Ok(load(key, now, usize::MAX)?.map(|loaded| loaded.counter))
+}
+
 /// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
-/// replicates the effects and schedules the next trim.
+/// replicates the effects and schedules the next trim. `old_tracks` is the bookkeeping as
+/// stored (`None`: the stored `_state` is unusable and must be rewritten). Returns true if
+/// the key was deleted: the caller then calls `forget_deleted` (no keyspace event fires).
 fn save(
     ctx: &Context,
     key: &Key,
     name: &[u8],
     counter: &mut Counter,
-    old_tracks: &[Track],
+    old_tracks: Option<&[Track]>,
     is_new: bool,
     mut effects: HashEffects,
-) {
-    if counter.stored_slots() == 0 && !is_new {
+) -> bool {
+    let deleted = counter.stored_slots() == 0 && !is_new;
+    if deleted {
         key.delete();
         effects.delete_key();
     } else if counter.stored_slots() > 0 {
@@ -246,7 +317,7 @@ fn save(
             key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
             effects.set(MARKER_FIELD, marker);
         }
-        if is_new || counter.tracks != old_tracks {
+        if is_new || old_tracks != Some(counter.tracks.as_slice()) {
             let state = counter.state(now_ms());
             key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
             effects.set(STATE_FIELD, state);
@@ -258,6 +329,7 @@ fn save(
     if let Some(due) = counter.next_due() {
         expiry::schedule(ctx, name, due);
     }
+    deleted
 }
 
 /// Parses `[AT ts]` (the only option of INCRBY/INCR/SUM) and resolves it against `now`.
@@ -315,27 +387,39 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     let now = now_ms();
     let ts = parse_at(args, now)?;
     let key = Key::open(ctx, name, true);
-    let loaded = load(&key)?;
+    let loaded = load(&key, now, usize::MAX)?;
     let is_new = loaded.is_none();
-    let mut counter =
-        loaded.unwrap_or_else(|| Counter::new(config::COUNTER_RESOLUTIONS.get_list()));
-    let old_tracks = counter.tracks.clone();
-    with_slots(ctx, &key, name.as_slice(), false, |slots| {
+    let (mut counter, old_tracks) = match loaded {
+        Some(Loaded {
+            counter,
+            state_rebuilt,
+        }) => {
+            let old = (!state_rebuilt).then(|| counter.tracks.clone());
+            (counter, old)
+        }
+        None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
+    };
+    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), false, |slots| {
         let reply = counter.incrby(slots, now, ts, increment)?;
+        let mut deleted = false;
         if increment != 0 {
             let effects = std::mem::take(&mut slots.effects);
-            save(
+            deleted = save(
                 ctx,
                 &key,
                 name.as_slice(),
                 &mut counter,
-                &old_tracks,
+                old_tracks.as_deref(),
                 is_new,
                 effects,
             );
         }
-        Ok(Reply::Int(reply))
-    })
+        Ok((reply, deleted))
+    })?;
+    if deleted {
+        super::forget_deleted(ctx, name.as_slice());
+    }
+    Ok(Reply::Int(reply))
 }
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
@@ -357,7 +441,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         now
     };
     let key = Key::open(ctx, name, false);
-    let counter = load(&key)?;
+    let counter = load_for_command(&key, now)?;
     let sums = match counter {
         Some(counter) => with_slots(ctx, &key, name.as_slice(), true, |slots| {
             counter.sum(slots, now, t, &windows)
@@ -392,7 +476,7 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
     }
     let key = Key::open(ctx, name, false);
-    let Some(counter) = load(&key)? else {
+    let Some(counter) = load_for_command(&key, now_ms())? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let rows = with_slots(ctx, &key, name.as_slice(), true, |slots| {
@@ -409,7 +493,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Err(Error::Arity("tscounter.info".into()));
     }
     let key = Key::open(ctx, name, false);
-    let Some(counter) = load(&key)? else {
+    let Some(counter) = load_for_command(&key, now_ms())? else {
         return Ok(Reply::Nil);
     };
     let (mut first, mut last, mut slots) = (None::<i64>, None::<i64>, 0i64);
@@ -439,21 +523,63 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     ]))
 }
 
-/// Timer visit: trims a counter nobody writes to any more.
-pub fn expire(ctx: &Context, key: &Key, name: &[u8], marker: &[u8], now: i64) -> Visit {
-    let state = key.hget(STATE_FIELD.as_bytes());
-    let Some(mut counter) = Counter::from_stored(marker, state.as_deref()) else {
+/// The timer rebuilds a lost `_state` by walking the hash only up to this many fields (a
+/// fraction of a tick); larger hashes get a conservative guess that trimming heals.
+const TIMER_REBUILD_MAX_FIELDS: usize = 2048;
+
+/// Timer visit: trims a counter nobody writes to any more, within the tick's deadline
+/// (`deadline_us`, monotonic µs). `read_key` is open for reading only: the key is reopened
+/// for writing only when the visit has something to change, so a visit that changes
+/// nothing does not invalidate `WATCH` or client-side caching.
+pub fn expire(ctx: &Context, read_key: Key, name: &[u8], now: i64, deadline_us: u64) -> Visit {
+    let Ok(Some(Loaded {
+        mut counter,
+        state_rebuilt,
+    })) = load(&read_key, now, TIMER_REBUILD_MAX_FIELDS)
+    else {
         return Visit::Done;
     };
-    let old_tracks = counter.tracks.clone();
-    with_slots(ctx, key, name, false, |slots| {
-        let removed = counter.trim(slots, now);
-        if removed > 0 {
-            expiry::count_expired(removed as u64);
-            let effects = std::mem::take(&mut slots.effects);
-            save(ctx, key, name, &mut counter, &old_tracks, false, effects);
-        }
+    let has_work = with_slots(ctx, &read_key, name, false, |slots| {
+        counter.has_trim_work(slots, now)
     });
+    if !has_work && !state_rebuilt {
+        return due_visit(&counter);
+    }
+    drop(read_key);
+    let Some(key) = Key::open_bytes(ctx, name, true) else {
+        return Visit::Done;
+    };
+    let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
+    let (trimmed, deleted) = with_slots(ctx, &key, name, false, |slots| {
+        let mut within_budget = || expiry::monotonic_us() < deadline_us;
+        let trimmed = counter.trim_within(slots, now, &mut within_budget);
+        expiry::count_expired(trimmed.removed as u64);
+        let effects = std::mem::take(&mut slots.effects);
+        let changed =
+            !effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
+        let deleted = changed
+            && save(
+                ctx,
+                &key,
+                name,
+                &mut counter,
+                old_tracks.as_deref(),
+                false,
+                effects,
+            );
+        (trimmed, deleted)
+    });
+    if deleted {
+        super::forget_deleted(ctx, name);
+        return Visit::Done;
+    }
+    if !trimmed.finished {
+        return Visit::Unfinished;
+    }
+    due_visit(&counter)
+}
+
+fn due_visit(counter: &Counter) -> Visit {
     match counter.next_due() {
         Some(due) => Visit::DueAt(due),
         None => Visit::Done,

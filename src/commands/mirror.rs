@@ -23,6 +23,10 @@ use std::os::raw::c_int;
 /// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
 const MAX_MIRRORED_SLOTS: usize = 1_000_000;
 
+/// A counter with more slots than this is never mirrored: it would take a large part of
+/// the cache and evict the many small ones. Its reads walk its hash instead.
+pub const MAX_SLOTS_PER_MIRROR: usize = MAX_MIRRORED_SLOTS / 4;
+
 #[derive(Default)]
 pub struct Mirror {
     /// (resolution ms, slot index) -> count, for every stored slot.
@@ -77,14 +81,21 @@ pub fn with_mirror<T>(
                     ..Mirror::default()
                 };
                 load(&mut mirror);
-                *slots += mirror.slots.len();
-                keys.insert(name.to_vec(), mirror);
+                if mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
+                    *slots += mirror.slots.len();
+                    keys.insert(name.to_vec(), mirror);
+                }
             }
         }
         let before = keys.get(name).map_or(0, |m| m.slots.len());
         let result = f(keys.get_mut(name));
         let after = keys.get(name).map_or(0, |m| m.slots.len());
         *slots = (*slots + after).saturating_sub(before);
+        if after > MAX_SLOTS_PER_MIRROR {
+            // Grown past the limit by writes: this one goes, the others stay.
+            keys.remove(name);
+            *slots = slots.saturating_sub(after);
+        }
         if *slots > MAX_MIRRORED_SLOTS {
             *mirrors = Mirrors::default();
         }

@@ -103,19 +103,13 @@ pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Vis
             crate::expiry::unschedule(ctx, name);
             return Visit::Done;
         };
-        if has_family(&marker, rank::FAMILY) {
-            drop(key);
-            return rank::expire(ctx, name, &marker, now, deadline_us);
-        }
-        if has_family(&marker, stats::FAMILY) {
-            return stats::expire(ctx, &key, name, &marker, now, deadline_us);
-        }
-        drop(key);
-        let Some(key) = Key::open_bytes(ctx, name, true) else {
-            return Visit::Done;
-        };
         if crate::counter::Counter::is_counter_marker(&marker) {
-            counter::expire(ctx, &key, name, &marker, now)
+            counter::expire(ctx, key, name, now, deadline_us)
+        } else if has_family(&marker, stats::FAMILY) {
+            stats::expire(ctx, &key, name, &marker, now, deadline_us)
+        } else if has_family(&marker, rank::FAMILY) {
+            drop(key);
+            rank::expire(ctx, name, &marker, now, deadline_us)
         } else {
             Visit::Done
         }
