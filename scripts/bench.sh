@@ -310,6 +310,12 @@ echo "           N calibrated per run to ~${SECONDS_PER_RUN} s from a ${WARMUP_R
 echo "columns:   requests/s (tally, native, ratio tally/native, target) and the server's usec_per_call"
 echo "           from INFO commandstats (tally, native, ratio tally/native, target); lower usec is better"
 
+if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" 'BEGIN { exit !(l > c) }'; then
+    echo "note:      the load average exceeds the cores: other processes compete for the CPU, and"
+    echo "           usec_per_call (wall time inside the command) grows with the time the server is"
+    echo "           descheduled mid-command, more for long commands than for short ones"
+fi
+
 counter_fixtures
 rank_fixtures
 stats_fixtures
