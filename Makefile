@@ -49,7 +49,10 @@ lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --all -- --check
 
-## make bench: redis-benchmark of tally commands next to native commands and Lua.
+## make bench: server-bound redis-benchmark (-c 50 -P 16) of tally commands next to the
+## native commands and Lua they replace, with INFO commandstats usec_per_call, targets,
+## memory figures and PING latency during a 1M-member slot expiry (BENCH_EXPIRY=0 skips it;
+## see the top of scripts/bench.sh for the other BENCH_* settings). Takes ~3-5 minutes.
 bench: build
 	bash scripts/bench.sh
 

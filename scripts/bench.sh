@@ -1,101 +1,344 @@
 #!/usr/bin/env bash
-# make bench: redis-benchmark against tally's commands and, in the same run on the same
-# server, against native commands and Lua scripts equivalent to the hand-built designs
-# of shared/seeds. Prints requests/s and the ratios the issues ask for.
+# make bench: server-bound benchmark of tally's commands next to the native commands (and
+# the Lua scripts of shared/seeds) they replace.
+#
+# Why it looks like this: on a 2-core machine `redis-benchmark` without pipelining measures
+# the client (HINCRBY and TSCOUNTER.INCR both ~130k rps while the server spends 8x more time
+# on the second). So every measurement runs `redis-benchmark -c 50 -P 16`, and besides
+# requests/s we read the server's own time per call, `usec_per_call` of the command's
+# `cmdstat_<name>` line in `INFO commandstats`, after a `CONFIG RESETSTAT` just before the
+# measured run. Each row measures the native baseline and then the tally command on the same
+# server in the same run, and prints both ratios (tally / native) against their targets.
+#
+# Environment:
+#   BENCH_SECONDS  approximate duration of each measured run (default 3): the request count
+#                  is calibrated from a short warm-up run of the same command
+#   BENCH_EXPIRY   1 (default) / 0: measure the max PING latency while a 1M-member slot
+#                  of a leaderboard expires (takes ~40 s)
+#   BENCH_PORT     port of the benchmark's own redis-server (default: a free one >= 7379)
+#   BENCH_VERBOSE  1: print progress to stderr
+#   REDIS_SERVER   server binary (default: redis-server on PATH)
+#
+# The family scripts scripts/bench_rank.sh and scripts/bench_stats.sh are sourced: they
+# define their fixtures, rows and memory figures as functions that use the helpers below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PORT=${BENCH_PORT:-7379}
-N=${BENCH_N:-200000}          # requests per test
-CLIENTS=${BENCH_CLIENTS:-50}
+SECONDS_PER_RUN=${BENCH_SECONDS:-3}
+EXPIRY=${BENCH_EXPIRY:-1}
+VERBOSE=${BENCH_VERBOSE:-0}
+SERVER=${REDIS_SERVER:-redis-server}
+CLIENTS=50
+PIPELINE=16
+WARMUP_REQUESTS=10000
+MODULE="$ROOT/target/release/libtally.so"
+BEGAN=$(date +%s)
+
+if [ ! -f "$MODULE" ]; then
+    echo "bench: $MODULE is missing; run 'cargo build --release -p tally' (or make bench)" >&2
+    exit 1
+fi
+
+port_is_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PORT=${BENCH_PORT:-}
+if [ -z "$PORT" ]; then
+    PORT=7379
+    while ! port_is_free "$PORT"; do PORT=$((PORT + 1)); done
+fi
 DIR=$(mktemp -d /tmp/tally-bench.XXXXXX)
 CLI=(redis-cli -p "$PORT")
+RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
 
-redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
-    --daemonize yes --logfile "$DIR/log" --loadmodule "$ROOT/target/release/libtally.so"
-trap '"${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-for _ in $(seq 50); do "${CLI[@]}" ping >/dev/null 2>&1 && break; sleep 0.1; done
+"$SERVER" --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
+    --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE"
+cleanup() {
+    "${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do "${CLI[@]}" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-declare -A RPS
-ORDER=()
-# bench NAME [redis-benchmark args...] -- COMMAND...: records requests/s of one test.
-bench() {
-    local name=$1; shift
-    local opts=()
-    while [ "$1" != "--" ]; do opts+=("$1"); shift; done
-    shift
-    local line
-    line=$(redis-benchmark -p "$PORT" -c "$CLIENTS" -n "$N" "${opts[@]}" --csv "$@" | tail -n 1)
-    RPS[$name]=$(echo "$line" | cut -d, -f2 | tr -d '"')
-    ORDER+=("$name")
-    printf '%-44s %12s req/s\n' "$name" "${RPS[$name]}"
+progress() { if [ "$VERBOSE" = 1 ]; then echo "bench: $*" >&2; fi; }
+cli() { "${CLI[@]}" "$@"; }
+
+# ---- fixtures -------------------------------------------------------------------------
+
+# load: reads commands, one per line with space-separated arguments, and sends them
+# pipelined (`redis-cli --pipe`, RESP-encoded). Any error reply aborts the benchmark.
+TO_RESP='{ printf "*%d\r\n", NF; for (i = 1; i <= NF; i++) printf "$%d\r\n%s\r\n", length($i), $i }'
+load() {
+    local out
+    out=$(awk "$TO_RESP" | "${CLI[@]}" --pipe 2>&1)
+    if ! grep -q '^errors: 0,' <<<"$out"; then
+        echo "bench: loading a fixture failed:" >&2
+        echo "$out" | tail -n 5 >&2
+        exit 1
+    fi
 }
 
-NOW_MS=$(( $("${CLI[@]}" time | head -1) * 1000 ))
+# prefill COMMAND...: runs COMMAND once for each value 0..99999 of __rand_int__, so the
+# benchmarks with -r 100000 update existing keys/members instead of mostly creating them.
+RANDOM_KEYS=100000
+prefill() {
+    # (split once and join: gsub in a loop is very slow in mawk 1.3.4)
+    awk -v cmd="$*" -v n="$RANDOM_KEYS" 'BEGIN {
+        parts = split(cmd, part, "__rand_int__")
+        for (i = 0; i < n; i++) {
+            id = sprintf("%012d", i); line = part[1]
+            for (p = 2; p <= parts; p++) line = line id part[p]
+            print line
+        }
+    }' | load
+}
+
+# Server time in ms: fixtures put their events at AT timestamps relative to it, so they
+# are inside the kept windows whatever the client clock says.
+server_ms() { cli time | awk 'NR == 1 { s = $1 } NR == 2 { printf "%d%03d\n", s, $1 / 1000 }'; }
+NOW_MS=$(server_ms)
+HOUR_MS=3600000
+DAY_MS=86400000
+
+# command_exists NAME: COMMAND INFO answers nil for an unknown command.
+command_exists() { [ "$(cli command info "$1" | head -n 1)" = "${1,,}" ]; }
+
+# ---- measuring ------------------------------------------------------------------------
+
+# measure CMDSTAT [redis-benchmark options] -- COMMAND...: a warm-up run of
+# WARMUP_REQUESTS calibrates the request count to ~SECONDS_PER_RUN, then CONFIG RESETSTAT,
+# the measured run, and INFO commandstats. Sets M_RPS, M_USEC, M_REQUESTS. A run in which
+# the server answered errors (failed_calls or rejected_calls) measures nothing useful: it
+# sets ROW_ERROR to the first error reply, which report prints instead of the row.
+measure() {
+    local stat=$1 opts=() line warm_rps stats
+    shift
+    while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    shift
+    M_RPS=1 M_USEC=1 M_REQUESTS=0
+    [ -n "$ROW_ERROR" ] && return 0
+    # redis-benchmark stops at the first error reply (|| true: the check below reports it).
+    line=$("${RB[@]}" -n "$WARMUP_REQUESTS" "${opts[@]}" --csv "$@" 2>&1 | tail -n 1) || true
+    warm_rps=$(cut -d, -f2 <<<"$line" | tr -d '"')
+    M_REQUESTS=$(awk -v r="${warm_rps:-0}" -v s="$SECONDS_PER_RUN" 'BEGIN {
+        n = int(r * s / 1000) * 1000; if (n < 20000) n = 20000; if (n > 5000000) n = 5000000; print n }')
+    cli config resetstat >/dev/null
+    line=$("${RB[@]}" -n "$M_REQUESTS" "${opts[@]}" --csv "$@" 2>&1 | tail -n 1) || true
+    M_RPS=$(cut -d, -f2 <<<"$line" | tr -d '"')
+    # cmdstat_<name>:calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..
+    stats=$(cli info commandstats | tr -d '\r' | awk -v s="cmdstat_$stat:" 'index($0, s) == 1 {
+        n = split(substr($0, length(s) + 1), kv, ",")
+        for (i = 1; i <= n; i++) { split(kv[i], p, "="); v[p[1]] = p[2] }
+        print v["usec_per_call"], v["calls"], v["failed_calls"] + v["rejected_calls"] }')
+    local usec calls failed
+    read -r usec calls failed <<<"$stats"
+    if [ -z "$usec" ] || [ "${failed:-1}" != 0 ] || [ "${calls:-0}" -lt "$M_REQUESTS" ] ||
+        ! [[ $M_RPS =~ ^[0-9.]+$ ]]; then
+        M_RPS=1
+        # Ask once by hand for the reply (placeholders filled in as redis-benchmark would).
+        local args=("${@//__rand_int__/000000000001}")
+        ROW_ERROR="$(cli "${args[@]}" 2>&1 | head -n 1) (cmdstat_$stat: ${stats:-none})"
+        return 0
+    fi
+    M_USEC=$usec
+    progress "$(printf '%-60s n=%-8s %10.0f rps %8.2f us/call' "$*" "$M_REQUESTS" "$M_RPS" "$M_USEC")"
+}
+
+# native / tally: measure one side of a row (same arguments as measure).
+# native_plus: adds another native command to the baseline (a client doing both per event):
+# times per call add up, and requests/s combine as 1 / (1/a + 1/b) events/s.
+# native_times K: the baseline is K calls of the measured command per event.
+# tally_per K: report the tally command per unit of K (e.g. per pair of a 10-pair call).
+native() { measure "$@"; N_RPS=$M_RPS; N_USEC=$M_USEC; }
+native_plus() {
+    measure "$@"
+    N_RPS=$(awk -v a="$N_RPS" -v b="$M_RPS" 'BEGIN { print 1 / (1 / a + 1 / b) }')
+    N_USEC=$(awk -v a="$N_USEC" -v b="$M_USEC" 'BEGIN { print a + b }')
+}
+native_times() {
+    N_RPS=$(awk -v a="$N_RPS" -v k="$1" 'BEGIN { print a / k }')
+    N_USEC=$(awk -v a="$N_USEC" -v k="$1" 'BEGIN { print a * k }')
+}
+tally() { measure "$@"; T_RPS=$M_RPS; T_USEC=$M_USEC; }
+tally_per() {
+    T_RPS=$(awk -v a="$T_RPS" -v k="$1" 'BEGIN { print a * k }')
+    T_USEC=$(awk -v a="$T_USEC" -v k="$1" 'BEGIN { print a / k }')
+}
+
+ROW_ERROR=
+ROW_FMT='%-50s %10s %10s %6s %-11s %8s %8s %6s %s\n'
+MISSED=0
+MET=0
+# verdict RATIO TARGET: TARGET is "" (none), ">=x" or "<=x". Prints e.g. "<=3 ok" (it runs
+# in a command substitution, so report counts the verdicts with count_verdict).
+verdict() {
+    local ratio=$1 target=$2
+    if [ -z "$target" ]; then echo "-"; return; fi
+    if awk -v r="$ratio" -v t="${target:2}" -v op="${target:0:2}" \
+        'BEGIN { exit !((op == ">=" && r >= t) || (op == "<=" && r <= t)) }'; then
+        echo "$target ok"
+    else
+        echo "$target MISS"
+    fi
+}
+# report LABEL USEC_TARGET RPS_TARGET: prints the row of the last native and tally runs.
+report() {
+    local label=$1 usec_target=$2 rps_target=$3 rps_ratio usec_ratio rps_v usec_v
+    if [ -n "$ROW_ERROR" ]; then
+        printf '%-50s n/a: %s\n' "$label" "$ROW_ERROR"
+        ROW_ERROR=
+        return
+    fi
+    rps_ratio=$(awk -v a="$T_RPS" -v b="$N_RPS" 'BEGIN { printf "%.2f", a / b }')
+    usec_ratio=$(awk -v a="$T_USEC" -v b="$N_USEC" 'BEGIN { printf "%.2f", a / b }')
+    rps_v=$(verdict "$rps_ratio" "$rps_target")
+    usec_v=$(verdict "$usec_ratio" "$usec_target")
+    count_verdict "$rps_v"
+    count_verdict "$usec_v"
+    # shellcheck disable=SC2059
+    printf "$ROW_FMT" "$label" "$(printf '%.0f' "$T_RPS")" "$(printf '%.0f' "$N_RPS")" \
+        "$rps_ratio" "$rps_v" "$(printf '%.2f' "$T_USEC")" "$(printf '%.2f' "$N_USEC")" \
+        "$usec_ratio" "$usec_v"
+}
+count_verdict() {
+    case "$1" in
+        *" ok") MET=$((MET + 1)) ;;
+        *" MISS") MISSED=$((MISSED + 1)) ;;
+    esac
+}
+# skip LABEL COMMAND...: the row of a command the module does not have yet.
+skip_row() {
+    local label=$1
+    shift
+    printf '%-50s n/a (command missing: %s)\n' "$label" "$*"
+}
+section() { printf '\n%s\n' "$1"; }
+
+# ---- TSCOUNTER ------------------------------------------------------------------------
+
 RING="1s:60 1m:60 1h:24 1d:365"
 
-# --- fixtures -----------------------------------------------------------------------
-# A ring counter with 180 days of history (risk control, seed 002) for SUM.
-"${CLI[@]}" del ring hot plainhash >/dev/null
-"${CLI[@]}" tscounter.create ring RESOLUTIONS $RING >/dev/null
-for d in $(seq 0 179); do
-    echo "TSCOUNTER.INCRBY ring 3 AT $(( NOW_MS - d * 86400000 ))"
-done | "${CLI[@]}" >/dev/null
-for s in $(seq 0 3 3599); do
-    echo "TSCOUNTER.INCRBY ring 1 AT $(( NOW_MS - s * 1000 ))"
-done | "${CLI[@]}" >/dev/null
-"${CLI[@]}" hset plainhash f 42 >/dev/null
-
-# Seeds 001/003: one update = ZADD known: + HINCRBY for each of 7 precisions.
-LUA_COUNTER='local now = tonumber(redis.call("TIME")[1])
+counter_fixtures() {
+    progress "counter fixtures"
+    cli hset bench:hash f 42 >/dev/null
+    # The risk-control ring of seed 002, with one event a day for 180 days and one every
+    # 3 s over the last hour.
+    cli tscounter.create ring RESOLUTIONS $RING >/dev/null
+    {
+        for d in $(seq 0 179); do echo "TSCOUNTER.INCRBY ring 3 AT $((NOW_MS - d * DAY_MS))"; done
+        for s in $(seq 0 3 3599); do echo "TSCOUNTER.INCRBY ring 1 AT $((NOW_MS - s * 1000))"; done
+    } | load
+    # Seeds 001/003: one update = ZADD known: + HINCRBY for each of 7 precisions.
+    SHA_COUNTER=$(cli script load 'local now = tonumber(redis.call("TIME")[1])
 for _, p in ipairs({1, 5, 60, 300, 3600, 18000, 86400}) do
   local hash = p .. ":" .. KEYS[1]
   redis.call("ZADD", "known:", 0, hash)
   redis.call("HINCRBY", "count:" .. hash, math.floor(now / p) * p, ARGV[1])
 end
-return 1'
-SHA_COUNTER=$("${CLI[@]}" script load "$LUA_COUNTER")
+return 1')
+    prefill HINCRBY "h:__rand_int__" f 1
+    prefill TSCOUNTER.INCR "c:__rand_int__"
+    cli tscounter.create lim RESOLUTIONS $RING >/dev/null
+    cli tscounter.create limbase RESOLUTIONS $RING >/dev/null
+}
 
-echo "tally benchmark: $N requests x $CLIENTS clients, redis-server $(redis-server --version | awk '{print $3}'), $(nproc) cores"
+counter_rows() {
+    section "TSCOUNTER"
+    native hincrby -- HINCRBY bench:hash f 1
+    tally tscounter.incr -- TSCOUNTER.INCR hot
+    report "TSCOUNTER.INCR hot key, 7 res. / HINCRBY" "<=3" ">=0.50"
+
+    native hincrby -r 100000 -- HINCRBY "h:__rand_int__" f 1
+    tally tscounter.incr -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
+    report "TSCOUNTER.INCR 100k keys / HINCRBY 100k keys" "<=4" ""
+
+    native hincrby -- HINCRBY bench:hash f 1
+    tally tscounter.incr -- TSCOUNTER.INCR ring
+    report "TSCOUNTER.INCR ring, 180 days / HINCRBY" "" ">=0.60"
+
+    native hget -- HGET bench:hash f
+    tally tscounter.sum -- TSCOUNTER.SUM ring 5s 5m 5h 5d 180d
+    report "TSCOUNTER.SUM ring 5 windows / HGET" "<=3" ""
+
+    native hget -- HGET bench:hash f
+    tally tscounter.sum -- TSCOUNTER.SUM ring 5m
+    report "TSCOUNTER.SUM ring 1 window (5m) / HGET" "<=2" ""
+
+    native evalsha -- EVALSHA "$SHA_COUNTER" 1 hits 1
+    tally tscounter.incr -- TSCOUNTER.INCR hot
+    report "TSCOUNTER.INCR hot / Lua seed 001/003 update" "" ""
+
+    local label="TSCOUNTER.LIMIT 3 windows / INCRBY + SUM 3 win."
+    if command_exists tscounter.limit; then
+        native tscounter.incrby -- TSCOUNTER.INCRBY limbase 1
+        native_plus tscounter.sum -- TSCOUNTER.SUM limbase 5s 5m 1d
+        tally tscounter.limit -- TSCOUNTER.LIMIT lim 1 5s 1000000000 5m 1000000000 1d 1000000000
+        report "$label" "" ""
+    else
+        skip_row "$label" TSCOUNTER.LIMIT
+    fi
+}
+
+counter_memory() {
+    local t
+    cli tscounter.create sparse RESOLUTIONS $RING >/dev/null
+    for t in 9 8 7 6 5 4 3 2 1 0; do echo "TSCOUNTER.INCR sparse AT $((NOW_MS - t * HOUR_MS))"; done | load
+    memory_line "sparse ring counter ($RING), 10 events 1 h apart" \
+        "$(cli memory usage sparse samples 0)" 400
+}
+
+# memory_line LABEL BYTES [MAX_BYTES]
+memory_line() {
+    local v="-"
+    if [ -n "${3:-}" ]; then
+        if [ "$2" -le "$3" ]; then v="<=$3 ok"; MET=$((MET + 1)); else v="<=$3 MISS"; MISSED=$((MISSED + 1)); fi
+    fi
+    printf '%-66s %10s bytes  %s\n' "$1" "$2" "$v"
+}
+
+# shellcheck source=scripts/bench_rank.sh
+source scripts/bench_rank.sh
+# shellcheck source=scripts/bench_stats.sh
+source scripts/bench_stats.sh
+
+# ---- run ------------------------------------------------------------------------------
+
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+echo "tally benchmark"
+echo "machine:   $cpu, $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "server:    redis-server $("$SERVER" --version | awk '{ print $3 }' | cut -d= -f2) ($(command -v "$SERVER")), no persistence; redis-benchmark $(redis-benchmark --version | awk '{ print $2 }')"
+echo "client:    ${RB[*]} -n N [-r 100000 for random keys/members] --csv <command>"
+echo "           N calibrated per run to ~${SECONDS_PER_RUN} s from a ${WARMUP_REQUESTS}-request warm-up; CONFIG RESETSTAT before each measured run"
+echo "columns:   requests/s (tally, native, ratio tally/native, target) and the server's usec_per_call"
+echo "           from INFO commandstats (tally, native, ratio tally/native, target); lower usec is better"
+
+if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" 'BEGIN { exit !(l > c) }'; then
+    echo "note:      the load average exceeds the cores: other processes compete for the CPU, and"
+    echo "           usec_per_call (wall time inside the command) grows with the time the server is"
+    echo "           descheduled mid-command, more for long commands than for short ones"
+fi
+
+counter_fixtures
+rank_fixtures
+stats_fixtures
+progress "fixtures loaded in $(($(date +%s) - BEGAN)) s"
+
 echo
-bench "HINCRBY (hot key)"                           -- HINCRBY plainhash f 1
-bench "HGET"                                        -- HGET plainhash f
-bench "TSCOUNTER.INCR (hot key, default res)"       -- TSCOUNTER.INCR hot
-bench "TSCOUNTER.INCR (100k keys, default res)" -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
-bench "TSCOUNTER.INCR (ring key, 180 days of history)" -- TSCOUNTER.INCR ring
-bench "Lua seed 001/003 update (7 precisions)"      -- EVALSHA "$SHA_COUNTER" 1 hits 1
-bench "TSCOUNTER.SUM 5s 5m 5h 5d 180d (ring)"       -- TSCOUNTER.SUM ring 5s 5m 5h 5d 180d
-bench "TSCOUNTER.SUM 1m 5m 1h 5h 1d (hot key)"      -- TSCOUNTER.SUM hot 1m 5m 1h 5h 1d
+# shellcheck disable=SC2059
+printf "$ROW_FMT" "row (tally / native)" "tally rps" "native rps" "ratio" "target" "tally us" "native us" "ratio" "target"
+counter_rows
+rank_rows
+stats_rows
 
-# ratio lines: "label|numerator test|denominator test"
-RATIOS=(
-  "TSCOUNTER.INCR hot / HINCRBY [>= 0.5]|TSCOUNTER.INCR (hot key, default res)|HINCRBY (hot key)"
-  "TSCOUNTER.INCR 100k keys / HINCRBY [>= 0.5]|TSCOUNTER.INCR (100k keys, default res)|HINCRBY (hot key)"
-  "TSCOUNTER.INCR ring / HINCRBY [>= 0.5]|TSCOUNTER.INCR (ring key, 180 days of history)|HINCRBY (hot key)"
-  "TSCOUNTER.INCR hot / Lua seed 001/003 update|TSCOUNTER.INCR (hot key, default res)|Lua seed 001/003 update (7 precisions)"
-  "TSCOUNTER.SUM 5 windows ring / HGET [>= 0.5]|TSCOUNTER.SUM 5s 5m 5h 5d 180d (ring)|HGET"
-  "TSCOUNTER.SUM 5 windows hot / HGET [>= 0.5]|TSCOUNTER.SUM 1m 5m 1h 5h 1d (hot key)|HGET"
-)
-MEMORY_LINES=()
+section "memory (MEMORY USAGE ... SAMPLES 0)"
+counter_memory
+rank_memory
+stats_memory
 
-# Other families add their tests, ratios and memory lines here (same server, same run).
-for extra in scripts/bench_*.sh; do
-    [ -e "$extra" ] && source "$extra"
-done
+section "expiry of a leaderboard slot with 1,000,000 members"
+if [ "$EXPIRY" = 1 ]; then
+    rank_expiry_latency
+else
+    echo "skipped (BENCH_EXPIRY=0)"
+fi
 
-ratio() { awk -v a="${RPS[$1]:-0}" -v b="${RPS[$2]:-1}" 'BEGIN { printf "%.2f", a / b }'; }
 echo
-echo "ratios (target in brackets)"
-for line in "${RATIOS[@]}"; do
-    IFS='|' read -r label num den <<<"$line"
-    printf '  %-60s %s\n' "$label" "$(ratio "$num" "$den")"
-done
-echo
-echo "memory (MEMORY USAGE)"
-"${CLI[@]}" del sparse >/dev/null
-"${CLI[@]}" tscounter.create sparse RESOLUTIONS $RING >/dev/null
-for i in 9 8 7 6 5 4 3 2 1 0; do
-    "${CLI[@]}" tscounter.incr sparse AT $(( NOW_MS - i * 3600000 )) >/dev/null
-done
-printf '  %-60s %s bytes [<= 400]\n' "sparse ring counter, 10 events an hour apart" "$("${CLI[@]}" memory usage sparse)"
-for line in "${MEMORY_LINES[@]}"; do echo "  $line"; done
+echo "targets met: $MET, missed: $MISSED; load average now $(cut -d' ' -f1-3 /proc/loadavg); took $(($(date +%s) - BEGAN)) s"
