@@ -191,19 +191,14 @@ impl Board {
             // answers as the empty board it is about to be.
             return Ok(None);
         };
-        let base = Some(base);
-        let meta = match &base {
-            Some(base) => {
-                let key = acl.open(ctx, &meta_key(base), false)?;
-                match load_meta(&key)? {
-                    Some(meta) => Some(meta),
-                    // A user deleted the meta of a board tally knows; a job puts it back.
-                    None if zset.kind() == KeyKind::Zset => known_meta(db, base),
-                    None => None,
-                }
-            }
+        let key = acl.open(ctx, &meta_key(&base), false)?;
+        let meta = match load_meta(&key)? {
+            Some(meta) => Some(meta),
+            // A user deleted the meta of a board tally knows; a job puts it back.
+            None if zset.kind() == KeyKind::Zset => known_meta(db, &base),
             None => None,
         };
+        drop(key);
         let Some(meta) = meta else {
             // A sorted set without meta is a plain sorted set, not a leaderboard, unless
             // a reshard has moved the meta hash already (or not yet).
@@ -214,7 +209,6 @@ impl Board {
                 Err(Error::WrongType)
             };
         };
-        let base = base.unwrap_or_else(|| name.as_slice().to_vec());
         remember(db, &base, meta);
         let (pending, computed) = if is_quarantined(db, &base) {
             let totals = window_totals(ctx, acl, &base, &meta, meta.slots(), now, transit)?;
