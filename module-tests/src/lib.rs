@@ -1893,3 +1893,53 @@ pub fn info_field_i64(conn: &mut redis::Connection, section: &str, field: &str) 
     let text = value_text(&q(conn, &[b"INFO", section.as_bytes()]))?;
     parse_info(&text).get(field)?.trim().parse().ok()
 }
+
+// ============================================================ shared assertions
+
+/// `usec_per_call` of a command in `INFO commandstats` (0.0 if never called).
+pub fn usec_per_call(srv: &Server, command: &str) -> f64 {
+    let stats = srv.info("commandstats");
+    let Some(line) = stats.get(&format!("cmdstat_{command}")) else {
+        return 0.0;
+    };
+    line.split(',')
+        .find_map(|kv| kv.strip_prefix("usec_per_call="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no usec_per_call in {line}"))
+}
+
+pub fn repl_offset(srv: &Server) -> String {
+    srv.info("replication")
+        .get("master_repl_offset")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Asserts the replica holds exactly the primary's data: both dumps are taken while the
+/// primary's replication offset stands still and the replica has applied all of it.
+#[track_caller]
+pub fn assert_replica_equal(p: &Server, r: &Server, what: &str) {
+    let mut last = None;
+    for _ in 0..50 {
+        wait_replica_synced(p, r);
+        let off = repl_offset(p);
+        let pd = p.dump_keyspace();
+        let rd = r.dump_keyspace();
+        let r_off = r.info("replication").get("slave_repl_offset").cloned();
+        if repl_offset(p) == off && r_off.as_ref() == Some(&off) {
+            assert_eq!(
+                rd,
+                pd,
+                "{}: {what}: replica differs from primary",
+                p.kind().name
+            );
+            return;
+        }
+        last = Some((pd, rd));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "{}: {what}: primary never quiet long enough to compare: {last:?}",
+        p.kind().name
+    );
+}

@@ -18,42 +18,6 @@ fn has_prefix(srv: &Server, key: &str, prefix: &str) -> bool {
     slot_fields(srv, key).keys().any(|f| f.starts_with(prefix))
 }
 
-fn repl_offset(srv: &Server) -> String {
-    srv.info("replication")
-        .get("master_repl_offset")
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Asserts the replica holds exactly the primary's data: both dumps are taken while the
-/// primary's replication offset stands still and the replica has applied all of it.
-#[track_caller]
-fn assert_replica_equal(p: &Server, r: &Server, what: &str) {
-    let mut last = None;
-    for _ in 0..50 {
-        wait_replica_synced(p, r);
-        let off = repl_offset(p);
-        let pd = p.dump_keyspace();
-        let rd = r.dump_keyspace();
-        let r_off = r.info("replication").get("slave_repl_offset").cloned();
-        if repl_offset(p) == off && r_off.as_ref() == Some(&off) {
-            assert_eq!(
-                rd,
-                pd,
-                "{}: {what}: replica differs from primary",
-                p.kind().name
-            );
-            return;
-        }
-        last = Some((pd, rd));
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!(
-        "{}: {what}: primary never quiet long enough to compare: {last:?}",
-        p.kind().name
-    );
-}
-
 /// One pipelined batch of counter writes on `keys` (created with `sets`), with `AT`
 /// times up to `back_ms` before the server's now; some writes are refused (too old, key
 /// exists), some bring slots back to 0. Returns how many replies were integers.

@@ -48,44 +48,6 @@ fn max_ping(srv: &Server, n: usize) -> Duration {
     worst
 }
 
-/// `usec_per_call` of a command in `INFO commandstats` (0.0 if never called).
-fn usec_per_call(srv: &Server, command: &str) -> f64 {
-    let stats = srv.info("commandstats");
-    let Some(line) = stats.get(&format!("cmdstat_{command}")) else {
-        return 0.0;
-    };
-    line.split(',')
-        .find_map(|kv| kv.strip_prefix("usec_per_call="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no usec_per_call in {line}"))
-}
-
-fn repl_offset(srv: &Server) -> String {
-    srv.info("replication")
-        .get("master_repl_offset")
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Asserts the replica holds exactly the primary's data (dumps taken while the primary's
-/// replication offset stands still and the replica has applied all of it).
-#[track_caller]
-fn assert_replica_equal(p: &Server, r: &Server, what: &str) {
-    for _ in 0..50 {
-        wait_replica_synced(p, r);
-        let off = repl_offset(p);
-        let pd = p.dump_keyspace();
-        let rd = r.dump_keyspace();
-        let r_off = r.info("replication").get("slave_repl_offset").cloned();
-        if repl_offset(p) == off && r_off.as_ref() == Some(&off) {
-            assert_eq!(rd, pd, "{}: {what}: replica differs", p.kind().name);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{}: {what}: primary never quiet", p.kind().name);
-}
-
 /// Item 3 of the issue: `HDEL` of a counter's only 1ms slot. Once that slot has left, the
 /// timer must heal the bookkeeping in bounded ticks and go idle, instead of visiting the
 /// key every millisecond with a probe run that grows without end. Two shapes: a tiny hash,

@@ -517,12 +517,7 @@ fn a_forged_span_is_not_a_leaderboard() {
                 "{k}"
             );
         }
-        let stats = srv.info("commandstats");
-        let usec: f64 = stats
-            .get("cmdstat_tsrank.top")
-            .and_then(|l| l.split(',').find_map(|p| p.strip_prefix("usec_per_call=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(f64::MAX);
+        let usec = usec_per_call(&srv, "tsrank.top");
         assert!(usec < 2000.0, "{k}: TOP on a forged meta took {usec} us");
     }
 }

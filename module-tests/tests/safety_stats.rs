@@ -12,19 +12,6 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 
 // ------------------------------------------------------------------------- helpers
 
-/// Server-side microseconds per call of `command` (lower case, e.g. `stats.quantile`)
-/// since the last `CONFIG RESETSTAT`.
-fn usec_per_call(srv: &Server, command: &str) -> f64 {
-    let stats = srv.info("commandstats");
-    let line = stats
-        .get(&format!("cmdstat_{command}"))
-        .unwrap_or_else(|| panic!("no commandstats for {command}: {stats:?}"));
-    line.split(',')
-        .find_map(|kv| kv.strip_prefix("usec_per_call="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no usec_per_call in {line}"))
-}
-
 fn info_tally(srv: &Server, field: &str) -> i64 {
     srv.info("tally")
         .get(field)
@@ -34,32 +21,6 @@ fn info_tally(srv: &Server, field: &str) -> i64 {
 
 fn is_error(v: &Value) -> bool {
     error_text(v).is_some()
-}
-
-fn repl_offset(srv: &Server) -> String {
-    srv.info("replication")
-        .get("master_repl_offset")
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Asserts the replica holds exactly the primary's data (both dumps taken while the
-/// primary's replication offset stands still and the replica applied all of it).
-#[track_caller]
-fn assert_replica_equal(p: &Server, r: &Server, what: &str) {
-    for _ in 0..50 {
-        wait_replica_synced(p, r);
-        let off = repl_offset(p);
-        let pd = p.dump_keyspace();
-        let rd = r.dump_keyspace();
-        let r_off = r.info("replication").get("slave_repl_offset").cloned();
-        if repl_offset(p) == off && r_off.as_ref() == Some(&off) {
-            assert_eq!(rd, pd, "{}: {what}: replica differs", p.kind().name);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{}: {what}: primary never quiet", p.kind().name);
 }
 
 /// The commands that read an object, each of which must answer without an error.
