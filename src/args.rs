@@ -144,6 +144,28 @@ pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
 }
 
 /// Appends the shortest readable form of a duration (see [`format_duration`]).
+/// Appends `value` in decimal, as Redis writes integers (no `core::fmt` on hot paths).
+pub fn push_i64(out: &mut Vec<u8>, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut n = value.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `at` stays in bounds: a u64 has at most 20 digits.
+        if let Some(d) = digits.get_mut(at) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || at == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or(&[]));
+}
+
 pub fn push_duration(out: &mut String, ms: i64) {
     use std::fmt::Write;
     let (count, suffix) = UNITS
@@ -165,6 +187,16 @@ pub fn format_duration(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_print_as_redis_writes_them() {
+        for v in [0, 1, -1, 9, 10, -10, 1234567, i64::MAX, i64::MIN] {
+            let mut out = b"x".to_vec();
+            push_i64(&mut out, v);
+            assert_eq!(out, format!("x{v}").into_bytes());
+            assert_eq!(parse_i64(out.get(1..).unwrap_or(&[])), Ok(v));
+        }
+    }
 
     #[test]
     fn integers_follow_redis_rules() {

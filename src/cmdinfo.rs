@@ -1,14 +1,24 @@
-//! Arity and key specs for `COMMAND INFO` / `COMMAND GETKEYS` / cluster routing, set with
-//! the raw `RedisModule_SetCommandInfo` (the crate's `#[command]` macro needs an API that
-//! Redis 7.0 lacks, see ENGINEERING.md).
+//! Commands as the server sees them: the table entry type, registration (name, flags,
+//! arity, key specs, ACL category, all from one [`Command`]), the entry point that turns a
+//! handler's result into a reply, and the keys-position API.
+//!
+//! Arity and key specs are set with the raw `RedisModule_SetCommandInfo` (the crate's
+//! `#[command]` macro needs an API that Redis 7.0 lacks, see ENGINEERING.md); the server
+//! then checks arity itself, before calling the handler.
+//!
+//! Owns: raw calls about commands. May not touch: keys, command logic.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::mem::{size_of, zeroed};
 use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use redis_module::raw;
-use redis_module::Context;
+use redis_module::{raw, Context, RedisString};
+
+use crate::error::{Error, Result};
+use crate::reply::{send_error, Reply};
+use crate::server::api;
 
 /// Where a command's key is found.
 pub enum KeyAt {
@@ -28,22 +38,131 @@ pub const READ: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACC
 pub const UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
 pub const INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
 
-/// Sets arity and key specs of a registered command. On servers without the API
-/// (before 7.0) the legacy first/last/step given at registration stay in force.
-pub fn set(ctx: &Context, command: &str, arity: c_int, keys: &[KeySpec]) -> Result<(), String> {
-    let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
-        raw::RedisModule_SetCommandInfo
-    }) else {
-        return Ok(());
-    };
-    let name = CString::new(command).map_err(|e| e.to_string())?;
-    let cmd = unsafe { get_command(ctx.ctx, name.as_ptr()) };
-    if cmd.is_null() {
-        return Err(format!("command {command} is not registered"));
+/// The first argument is the command's only key.
+pub const fn first_key(flags: u32) -> KeySpec {
+    KeySpec {
+        at: KeyAt::Index(1),
+        flags,
     }
+}
+
+/// A command body: `(ctx, key, arguments after the key)`.
+pub type Handler = fn(&Context, &RedisString, &[&[u8]]) -> Result<Reply>;
+
+/// The C entry point the server calls (generated per table entry by `command_table!`).
+pub type Entry =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// One command: everything the server is told about it.
+pub struct Command {
+    pub name: &'static CStr,
+    pub entry: Entry,
+    /// Argument count with the name; negative: at least that many.
+    pub arity: c_int,
+    /// `RedisModule_CreateCommand` flags (`"write deny-oom"`, `"readonly"`, ...).
+    pub flags: &'static CStr,
+    pub keys: &'static [KeySpec],
+    /// ACL category: `c"read"` or `c"write"`.
+    pub acl: &'static CStr,
+}
+
+/// The table of commands: each line `name => handler, arity, flags, keys, acl;` makes a
+/// [`Command`] with its own C entry point calling [`dispatch`] with the handler.
+macro_rules! command_table {
+    ($($name:literal => $handler:path, $arity:expr, $flags:literal, $keys:expr, $acl:literal;)*) => {
+        &[$(
+            $crate::cmdinfo::Command {
+                name: $name,
+                entry: {
+                    extern "C" fn entry(
+                        ctx: *mut redis_module::raw::RedisModuleCtx,
+                        argv: *mut *mut redis_module::raw::RedisModuleString,
+                        argc: std::os::raw::c_int,
+                    ) -> std::os::raw::c_int {
+                        $crate::cmdinfo::dispatch(ctx, argv, argc, $handler)
+                    }
+                    entry
+                },
+                arity: $arity,
+                flags: $flags,
+                keys: $keys,
+                acl: $acl,
+            },
+        )*]
+    };
+}
+pub(crate) use command_table;
+
+/// Runs a command body: sends its reply or error, and turns a panic (a bug) into an error
+/// reply instead of aborting the server. The server has checked the arity already.
+pub fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    body: Handler,
+) -> c_int {
+    let context = Context::new(ctx);
+    let args = redis_module::decode_args(ctx, argv, argc);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let Some(key) = args.get(1) else {
+            let name = args.first().map(|a| a.to_string_lossy());
+            return Err(Error::Arity(name.unwrap_or_default()));
+        };
+        let rest: Vec<&[u8]> = args.iter().skip(2).map(|a| a.as_slice()).collect();
+        body(&context, key, &rest)
+    }));
+    match outcome {
+        Ok(Ok(reply)) => reply.send(&context),
+        Ok(Err(error)) => send_error(&context, &error.to_string()),
+        Err(_) => send_error(
+            &context,
+            "ERR internal error in tally (the command was not applied)",
+        ),
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Registers a command with everything its entry says.
+pub fn register(ctx: &Context, command: &Command) -> std::result::Result<(), String> {
+    let name = command.name.to_string_lossy();
+    // SAFETY: live load context, NUL-terminated name and flags, a C entry point that
+    // lives as long as the module. Legacy key range 1 1 1 (the first argument) for
+    // servers that route by it; the key specs below refine it.
+    let status = unsafe {
+        api!(RedisModule_CreateCommand)(
+            ctx.ctx,
+            command.name.as_ptr(),
+            Some(command.entry),
+            command.flags.as_ptr(),
+            1,
+            1,
+            1,
+        )
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err(format!("cannot register command {name}"));
+    }
+    // SAFETY: live load context and a NUL-terminated name.
+    let cmd = unsafe { api!(RedisModule_GetCommand)(ctx.ctx, command.name.as_ptr()) };
+    if cmd.is_null() {
+        return Err(format!("command {name} is not registered"));
+    }
+    set_info(cmd, command.arity, command.keys)
+        .map_err(|()| format!("RedisModule_SetCommandInfo failed for {name}"))?;
+    set_acl_category(cmd, command.acl);
+    Ok(())
+}
+
+/// Sets arity and key specs of a registered command.
+fn set_info(
+    cmd: *mut raw::RedisModuleCommand,
+    arity: c_int,
+    keys: &[KeySpec],
+) -> std::result::Result<(), ()> {
     // One spec per key, then a zeroed terminator.
     let mut specs: Vec<raw::RedisModuleCommandKeySpec> = Vec::with_capacity(keys.len() + 1);
     for key in keys {
+        // SAFETY: a plain C struct for which all-zero is the documented "unset" value.
         let mut spec: raw::RedisModuleCommandKeySpec = unsafe { zeroed() };
         spec.flags = u64::from(key.flags);
         match key.at {
@@ -65,6 +184,7 @@ pub fn set(ctx: &Context, command: &str, arity: c_int, keys: &[KeySpec]) -> Resu
         spec.fk.range.limit = 0;
         specs.push(spec);
     }
+    // SAFETY: as above: the all-zero spec terminates the list.
     specs.push(unsafe { zeroed() });
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
@@ -72,36 +192,40 @@ pub fn set(ctx: &Context, command: &str, arity: c_int, keys: &[KeySpec]) -> Resu
         sizeof_keyspec: size_of::<raw::RedisModuleCommandKeySpec>(),
         sizeof_arg: size_of::<raw::RedisModuleCommandArg>(),
     };
+    // SAFETY: as above: all-zero is "unset" for every field we do not fill.
     let mut info: raw::RedisModuleCommandInfo = unsafe { zeroed() };
     info.version = &version;
     info.arity = arity;
     info.key_specs = specs.as_mut_ptr();
     info.args = ptr::null_mut();
-    if unsafe { set_info(cmd, &info) } == raw::REDISMODULE_OK as c_int {
-        Ok(())
-    } else {
-        Err(format!("RedisModule_SetCommandInfo failed for {command}"))
-    }
+    // SAFETY: a registered command; `info`, `version` and `specs` outlive the call (the
+    // server copies them).
+    let status = unsafe { api!(RedisModule_SetCommandInfo)(cmd, &info) };
+    (status == raw::REDISMODULE_OK as c_int)
+        .then_some(())
+        .ok_or(())
 }
 
 /// Puts a command in the ACL category `@read` or `@write`, so `+@read`/`-@write` users see
 /// tally commands like native ones. Only where the server has the API (Redis 7.2+,
 /// Valkey); on 7.0 module commands have no category and key permissions (`%R~...`) apply.
-pub fn set_acl_category(ctx: &Context, command: &str, writes: bool) {
-    let (Some(get_command), Some(set_categories)) =
-        (unsafe { raw::RedisModule_GetCommand }, unsafe {
-            raw::RedisModule_SetCommandACLCategories
-        })
-    else {
-        return;
-    };
-    let Ok(name) = CString::new(command) else {
-        return;
-    };
-    let cmd = unsafe { get_command(ctx.ctx, name.as_ptr()) };
-    if cmd.is_null() {
-        return;
+/// The one optional module API function tally uses, hence read here without `api!`.
+fn set_acl_category(cmd: *mut raw::RedisModuleCommand, category: &CStr) {
+    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`.
+    if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
+        // SAFETY: a registered command and a NUL-terminated category list.
+        unsafe { set_categories(cmd, category.as_ptr()) };
     }
-    let category = if writes { c"write" } else { c"read" };
-    unsafe { set_categories(cmd, category.as_ptr()) };
+}
+
+/// True when Redis calls the command only to learn its keys (flag `getkeys-api`).
+pub fn is_keys_position_request(ctx: &Context) -> bool {
+    // SAFETY: live context of the current command.
+    (unsafe { api!(RedisModule_IsKeysPositionRequest)(ctx.ctx) }) != 0
+}
+
+/// Answers a keys-position request: argument `pos` (0 = command name) is a key.
+pub fn key_at(ctx: &Context, pos: c_int) {
+    // SAFETY: live context of the current command; the server bounds-checks `pos`.
+    unsafe { api!(RedisModule_KeyAtPos)(ctx.ctx, pos) };
 }

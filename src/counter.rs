@@ -18,12 +18,8 @@ use crate::args::{format_duration, parse_duration, parse_i64, push_duration};
 use crate::error::{Error, Result};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start, slots_covering};
 
-/// The hash field holding the family marker and settings, common to every tally hash.
-pub const MARKER_FIELD: &str = "_tally";
-/// The hash field holding the per-resolution bookkeeping.
-pub const STATE_FIELD: &str = "_state";
-/// Family word that starts the marker value of a counter.
-pub const FAMILY: &str = "counter";
+use crate::layout;
+pub use crate::layout::COUNTER_STATE_FIELD as STATE_FIELD;
 
 pub const MAX_RESOLUTIONS: usize = 16;
 pub const MAX_SAMPLES: i64 = 100_000;
@@ -206,7 +202,7 @@ impl Counter {
 
     /// The marker field's value.
     pub fn marker(&self) -> String {
-        format!("{FAMILY} {}", format_resolutions(&self.resolutions))
+        layout::marker(layout::COUNTER, &format_resolutions(&self.resolutions))
     }
 
     /// The state field's value at time `now`. The reference time moves to `now` only when
@@ -234,11 +230,6 @@ impl Counter {
         text
     }
 
-    /// True if the marker belongs to this family (whatever its settings).
-    pub fn is_counter_marker(marker: &[u8]) -> bool {
-        marker.starts_with(FAMILY.as_bytes()) && marker.get(FAMILY.len()).is_none_or(|&b| b == b' ')
-    }
-
     /// Rebuilds a counter from its stored fields; `None` if they are not a valid counter.
     pub fn from_stored(marker: &[u8], state: Option<&[u8]>) -> Option<Counter> {
         Counter::with_state(Counter::parse_marker(marker)?, state)
@@ -246,9 +237,7 @@ impl Counter {
 
     /// The resolutions named by a marker value (`counter 1s:120 ...`).
     pub fn parse_marker(marker: &[u8]) -> Option<Vec<Resolution>> {
-        let text = std::str::from_utf8(marker).ok()?;
-        let settings = text.strip_prefix(FAMILY)?.strip_prefix(' ')?;
-        parse_resolution_text(settings).ok()
+        parse_resolution_text(layout::settings_of(marker, layout::COUNTER)?).ok()
     }
 
     /// A counter with these resolutions and the stored state field (if any).
@@ -728,8 +717,8 @@ mod tests {
         assert_eq!(c.state(30_000), state);
         c.tracks[0].lo = 5_000;
         assert_eq!(c.state(5_000_500), "5000500 0:3 0:0");
-        assert!(Counter::is_counter_marker(c.marker().as_bytes()));
-        assert!(!Counter::is_counter_marker(b"counterx 1s:1"));
+        assert!(layout::is_family(c.marker().as_bytes(), layout::COUNTER));
+        assert!(!layout::is_family(b"counterx 1s:1", layout::COUNTER));
         for bad in [&b"counter"[..], b"counter 1s", b"rank 1s:1", b"\xff"] {
             assert_eq!(Counter::from_stored(bad, None), None);
         }

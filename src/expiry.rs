@@ -12,16 +12,19 @@
 //!   objects again, so expiry resumes without any client action. Keys that arrive by
 //!   RESTORE/MIGRATE/RENAME/COPY/MOVE are scheduled from keyspace events.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::rc::Rc;
 use std::time::Duration;
 
-use redis_module::{raw, Context, ContextFlags, NotifyEvent};
+use redis_module::{Context, NotifyEvent};
 
 use crate::config;
+use crate::server::{
+    is_acting_primary, monotonic_us, now_ms, replica_traffic_paused, selected_db, DbGuard,
+};
+use crate::store::scan::KeyspaceCursor;
 
 /// What visiting a key found.
 pub enum Visit {
@@ -45,7 +48,26 @@ pub struct Stats {
 
 struct ScanState {
     db: c_int,
-    cursor: *mut raw::RedisModuleScanCursor,
+    cursor: KeyspaceCursor,
+}
+
+/// What the timer calls to do the families' work; given to [`start`] by the command
+/// layer, so this module knows nothing of the families.
+#[derive(Clone, Copy)]
+pub struct Visitor {
+    /// Trims the key `name` of the selected database at `now`, within the deadline (µs).
+    pub visit: fn(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit,
+    /// True if `name` holds an object that has slots to expire (for the start-up scan).
+    pub is_object: fn(ctx: &Context, name: &[u8]) -> bool,
+}
+
+impl Default for Visitor {
+    fn default() -> Self {
+        Visitor {
+            visit: |_, _, _, _| Visit::Done,
+            is_object: |_, _| false,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -63,38 +85,11 @@ struct Schedule {
 thread_local! {
     // Module commands, timers and events all run on Redis's main thread.
     static SCHEDULE: RefCell<Schedule> = RefCell::new(Schedule::default());
+    static VISITOR: Cell<Visitor> = Cell::new(Visitor::default());
 }
 
 const IDLE_TICK_MS: i64 = 100;
 const NUM_DBS_TO_SCAN_MAX: c_int = 1 << 16;
-
-pub fn now_ms() -> i64 {
-    match unsafe { raw::RedisModule_Milliseconds } {
-        Some(f) => unsafe { f() },
-        None => 0,
-    }
-}
-
-pub fn monotonic_us() -> u64 {
-    match unsafe { raw::RedisModule_MonotonicMicroseconds } {
-        Some(f) => unsafe { f() },
-        None => 0,
-    }
-}
-
-pub fn selected_db(ctx: &Context) -> c_int {
-    match unsafe { raw::RedisModule_GetSelectedDb } {
-        Some(f) => unsafe { f(ctx.ctx) },
-        None => 0,
-    }
-}
-
-pub fn select_db(ctx: &Context, db: c_int) -> bool {
-    match unsafe { raw::RedisModule_SelectDb } {
-        Some(f) => (unsafe { f(ctx.ctx, db) }) == raw::REDISMODULE_OK as c_int,
-        None => false,
-    }
-}
 
 fn with_schedule<T>(f: impl FnOnce(&mut Schedule) -> T) -> T {
     SCHEDULE.with(|s| f(&mut s.borrow_mut()))
@@ -230,14 +225,14 @@ pub fn stats() -> (Stats, usize, usize, bool) {
     })
 }
 
-pub fn is_acting_primary(ctx: &Context) -> bool {
-    let flags = ctx.get_flags();
-    flags.contains(ContextFlags::MASTER) && !flags.contains(ContextFlags::LOADING)
+/// Starts the timer chain; called once from the module's init.
+pub fn start(ctx: &Context, visitor: Visitor) {
+    VISITOR.with(|v| v.set(visitor));
+    arm(ctx, 1);
 }
 
-/// Starts the timer chain; called once from the module's init.
-pub fn start(ctx: &Context) {
-    arm(ctx, 1);
+fn visitor() -> Visitor {
+    VISITOR.with(Cell::get)
 }
 
 fn arm(ctx: &Context, delay_ms: i64) {
@@ -257,10 +252,7 @@ fn tick(ctx: &Context, _: ()) {
     // with the primary's offset; Redis's own active expiry waits too. Replicating effects
     // now would keep the offsets apart, and Redis 7.0 aborts on it (assertion in
     // propagatePendingCommands, seen with a replica attached). Wait for the pause to end.
-    // Raw call: the symbol exists since Redis 6.0, but a missing one must not panic.
-    let paused =
-        unsafe { raw::RedisModule_AvoidReplicaTraffic }.is_some_and(|f| unsafe { f() } != 0);
-    if paused {
+    if replica_traffic_paused() {
         arm(ctx, IDLE_TICK_MS);
         return;
     }
@@ -271,15 +263,15 @@ fn tick(ctx: &Context, _: ()) {
         begin_scan();
     }
     let now = now_ms();
-    let original_db = selected_db(ctx);
+    let db_guard = DbGuard::new(ctx);
     while monotonic_us() < deadline {
         let Some((db, key)) = with_schedule(|s| s.pop_due(now)) else {
             break;
         };
-        if !select_db(ctx, db) {
+        if !db_guard.select(db) {
             continue;
         }
-        let visit = crate::commands::expire_key(ctx, &key, now, deadline);
+        let visit = (visitor().visit)(ctx, &key, now, deadline);
         with_schedule(|s| {
             s.stats.keys_visited += 1;
             match visit {
@@ -290,9 +282,9 @@ fn tick(ctx: &Context, _: ()) {
         });
     }
     if monotonic_us() < deadline {
-        scan_step(ctx, deadline, now);
+        scan_step(ctx, &db_guard, deadline, now);
     }
-    select_db(ctx, original_db);
+    drop(db_guard);
     let elapsed = monotonic_us().saturating_sub(started);
     let next = with_schedule(|s| {
         s.stats.last_tick_us = elapsed;
@@ -316,80 +308,54 @@ pub fn count_expired(n: u64) {
 /// Asks for a fresh scan of the keyspace (after a load or SWAPDB). It starts at the next
 /// tick as a primary.
 pub fn request_scan() {
-    let destroy = unsafe { raw::RedisModule_ScanCursorDestroy };
     with_schedule(|s| {
         s.was_primary = false;
         // A scan in progress walks databases whose contents just changed: start over.
-        if let (Some(scan), Some(destroy)) = (s.scan.take(), destroy) {
-            // SAFETY: the cursor was created by ScanCursorCreate and is not used again.
-            unsafe { destroy(scan.cursor) };
-        }
+        s.scan = None;
     });
 }
 
 fn begin_scan() {
-    let Some(create) = (unsafe { raw::RedisModule_ScanCursorCreate }) else {
-        return;
-    };
     with_schedule(|s| {
         if s.scan.is_none() {
-            let cursor = unsafe { create() };
-            s.scan = Some(ScanState { db: 0, cursor });
+            s.scan = Some(ScanState {
+                db: 0,
+                cursor: KeyspaceCursor::new(),
+            });
         }
     });
 }
 
 /// Walks the keyspace a little, scheduling every tally object it finds for a visit now.
-fn scan_step(ctx: &Context, deadline: u64, now: i64) {
-    let (Some(scan), Some(restart), Some(destroy)) = (
-        unsafe { raw::RedisModule_Scan },
-        unsafe { raw::RedisModule_ScanCursorRestart },
-        unsafe { raw::RedisModule_ScanCursorDestroy },
-    ) else {
-        return;
-    };
-    extern "C" fn found(
-        ctx: *mut raw::RedisModuleCtx,
-        name: *mut raw::RedisModuleString,
-        _key: *mut raw::RedisModuleKey,
-        data: *mut c_void,
-    ) {
-        let found = unsafe { &mut *data.cast::<Vec<Vec<u8>>>() };
-        let _ = ctx;
-        found.push(crate::store::str_bytes(name).to_vec());
-    }
+fn scan_step(ctx: &Context, db_guard: &DbGuard, deadline: u64, now: i64) {
     while monotonic_us() < deadline {
-        let Some((db, cursor)) = with_schedule(|s| s.scan.as_ref().map(|st| (st.db, st.cursor)))
-        else {
+        // The cursor leaves the schedule while it runs: the scan callback must not find
+        // the schedule borrowed.
+        let Some(mut scan) = with_schedule(|s| s.scan.take()) else {
             return;
         };
-        if db >= NUM_DBS_TO_SCAN_MAX || !select_db(ctx, db) {
+        if scan.db >= NUM_DBS_TO_SCAN_MAX || !db_guard.select(scan.db) {
             // Past the last database: the scan is complete.
-            unsafe { destroy(cursor) };
-            with_schedule(|s| s.scan = None);
             return;
         }
         let mut names: Vec<Vec<u8>> = Vec::new();
-        let more = unsafe {
-            scan(
-                ctx.ctx,
-                cursor,
-                Some(found),
-                (&mut names as *mut Vec<Vec<u8>>).cast::<c_void>(),
-            )
-        } != 0;
+        let more = scan.cursor.step(ctx, |name| names.push(name.to_vec()));
+        let is_object = visitor().is_object;
         for name in names {
-            if crate::commands::is_tally_object(ctx, &name) {
-                with_schedule(|s| s.insert(db, &name, now));
+            if is_object(ctx, &name) {
+                with_schedule(|s| s.insert(scan.db, &name, now));
             }
         }
         if !more {
-            unsafe { restart(cursor) };
-            with_schedule(|s| {
-                if let Some(st) = s.scan.as_mut() {
-                    st.db += 1;
-                }
-            });
+            scan.cursor.restart();
+            scan.db += 1;
         }
+        with_schedule(|s| {
+            // A request_scan meanwhile (it cannot happen inside a tick, but be safe)
+            // wins over this one.
+            if s.was_primary && s.scan.is_none() {
+                s.scan = Some(scan);
+            }
+        });
     }
 }

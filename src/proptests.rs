@@ -224,7 +224,7 @@ proptest! {
         state in proptest::option::of(parser_bytes()),
     ) {
         let _ = Counter::from_stored(&marker, state.as_deref());
-        let _ = Counter::is_counter_marker(&marker);
+        let _ = crate::layout::is_family(&marker, crate::layout::COUNTER);
     }
 
     #[test]
@@ -262,7 +262,7 @@ proptest! {
         let state = c.state(now);
         let back = Counter::from_stored(marker.as_bytes(), Some(state.as_bytes()));
         prop_assert_eq!(back.as_ref(), Some(&c), "{} / {}", marker, state);
-        prop_assert!(Counter::is_counter_marker(marker.as_bytes()));
+        prop_assert!(crate::layout::is_family(marker.as_bytes(), crate::layout::COUNTER));
     }
 
     // ---------------------------------------------------------- stats, sketch

@@ -27,10 +27,9 @@ use std::collections::BinaryHeap;
 
 use crate::args::parse_i64;
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::window::{first_kept, leaves_at, slot_index};
 
-/// Family word that starts the `_tally` marker value of a leaderboard's meta hash.
-pub const FAMILY: &str = "rank";
 /// Suffix of the meta hash name.
 pub const META_SUFFIX: &[u8] = b"|meta";
 /// Infix of slot hash names: `key|slot|<index>`.
@@ -135,16 +134,14 @@ impl Meta {
 
     /// The `_tally` field's value.
     pub fn marker(&self) -> String {
-        format!(
-            "{FAMILY} {} {} {} {}",
-            self.window, self.slot, self.lo, self.hi
-        )
+        let settings = format!("{} {} {} {}", self.window, self.slot, self.lo, self.hi);
+        layout::marker(layout::RANK, &settings)
     }
 
     /// Parses a `_tally` value; `None` if it is not a valid leaderboard marker.
     pub fn parse(marker: &[u8]) -> Option<Meta> {
-        let rest = marker.strip_prefix(FAMILY.as_bytes())?.strip_prefix(b" ")?;
-        let mut fields = rest.split(|&b| b == b' ').map(|f| parse_i64(f).ok());
+        let rest = layout::settings_of(marker, layout::RANK)?;
+        let mut fields = rest.split(' ').map(|f| parse_i64(f.as_bytes()).ok());
         let meta = Meta {
             window: fields.next()??,
             slot: fields.next()??,

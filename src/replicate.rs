@@ -1,12 +1,130 @@
-//! Effects sent to replicas and the AOF. Commands that read the clock are never
-//! propagated as typed: each records the plain writes it made (absolute values, not
-//! increments) and emits them as native commands, so a replica or an AOF reload holds
-//! exactly the primary's data. Several effects of one command or timer pass reach the
-//! replica wrapped in MULTI/EXEC by Redis.
+//! Effects sent to replicas and the AOF: the only way anything tally does replicates.
+//!
+//! Commands that read the clock are never propagated as typed: each records the plain
+//! writes it made (absolute values, not increments) as native commands in an [`Effects`]
+//! and emits them, so a replica or an AOF reload holds exactly the primary's data. Several
+//! effects of one command or timer pass reach the replica wrapped in MULTI/EXEC by Redis.
+//!
+//! Owns: `RedisModule_Replicate`. May not touch: keys.
+
+use std::ffi::CStr;
+use std::os::raw::c_char;
 
 use redis_module::Context;
 
-/// The writes one operation made to one hash key.
+use crate::server::api;
+use crate::store::RStr;
+
+/// Native write commands, recorded in order; arguments live in one buffer so recording
+/// allocates little.
+#[derive(Default)]
+pub struct Effects {
+    bytes: Vec<u8>,
+    /// End offset in `bytes` of each argument.
+    arg_ends: Vec<usize>,
+    /// Name and end index in `arg_ends` of each command.
+    commands: Vec<(&'static CStr, usize)>,
+}
+
+impl Effects {
+    pub fn new() -> Effects {
+        Effects::default()
+    }
+
+    /// Starts a command; add its arguments with [`Effects::arg`] / [`Effects::int`].
+    pub fn command(&mut self, name: &'static CStr) -> &mut Effects {
+        self.commands.push((name, self.arg_ends.len()));
+        self
+    }
+
+    pub fn arg(&mut self, bytes: &[u8]) -> &mut Effects {
+        self.bytes.extend_from_slice(bytes);
+        self.push_arg_end();
+        self
+    }
+
+    pub fn int(&mut self, value: i64) -> &mut Effects {
+        crate::args::push_i64(&mut self.bytes, value);
+        self.push_arg_end();
+        self
+    }
+
+    fn push_arg_end(&mut self) {
+        self.arg_ends.push(self.bytes.len());
+        if let Some(last) = self.commands.last_mut() {
+            last.1 = self.arg_ends.len();
+        }
+    }
+
+    /// `name key field value ...` in one go.
+    pub fn keyed(&mut self, name: &'static CStr, key: &[u8], args: &[&[u8]]) -> &mut Effects {
+        self.command(name).arg(key);
+        for arg in args {
+            self.arg(arg);
+        }
+        self
+    }
+
+    /// Sends every recorded command, in order, and forgets them.
+    pub fn emit(&mut self, ctx: &Context) {
+        let mut first_arg = 0;
+        let mut start = 0;
+        for &(name, end_arg) in &self.commands {
+            let ends = self.arg_ends.get(first_arg..end_arg).unwrap_or(&[]);
+            let mut args: Vec<&[u8]> = Vec::with_capacity(ends.len());
+            for &end in ends {
+                args.push(self.bytes.get(start..end).unwrap_or(&[]));
+                start = end;
+            }
+            replicate(ctx, name, &args);
+            first_arg = end_arg;
+        }
+        self.bytes.clear();
+        self.arg_ends.clear();
+        self.commands.clear();
+    }
+}
+
+/// Sends one command. Short commands (the hot paths) pass their buffers straight to the
+/// server; longer ones go as a vector of module strings.
+fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
+    let c = ctx.ctx;
+    let name = name.as_ptr();
+    let p = |a: &[u8]| a.as_ptr().cast::<c_char>();
+    // SAFETY (all arms): live context; each "b" in the format is matched by a pointer to
+    // `len` readable bytes and the length; the server copies what it needs.
+    match args {
+        [a] => unsafe { api!(RedisModule_Replicate)(c, name, c"b".as_ptr(), p(a), a.len()) },
+        [a, b] => unsafe {
+            api!(RedisModule_Replicate)(c, name, c"bb".as_ptr(), p(a), a.len(), p(b), b.len())
+        },
+        [a, b, d] => unsafe {
+            api!(RedisModule_Replicate)(
+                c,
+                name,
+                c"bbb".as_ptr(),
+                p(a),
+                a.len(),
+                p(b),
+                b.len(),
+                p(d),
+                d.len(),
+            )
+        },
+        _ => {
+            let strings: Vec<RStr> = args.iter().filter_map(|a| RStr::new(a)).collect();
+            let mut argv: Vec<_> = strings.iter().map(RStr::as_ptr).collect();
+            // SAFETY: "v" takes an array of live module strings and its length.
+            unsafe {
+                api!(RedisModule_Replicate)(c, name, c"v".as_ptr(), argv.as_mut_ptr(), argv.len())
+            }
+        }
+    };
+}
+
+/// The writes one operation made to one hash key, each field's last write winning:
+/// recorded while the operation runs, then added to an [`Effects`] as `DEL`, or `HDEL`
+/// then `HSET`.
 #[derive(Default)]
 pub struct HashEffects {
     set: Vec<(Vec<u8>, Vec<u8>)>,
@@ -37,26 +155,30 @@ impl HashEffects {
         self.set.is_empty() && self.del.is_empty() && !self.deleted_key
     }
 
-    /// Sends the effects for `key`: `DEL`, or `HDEL` then `HSET`.
-    pub fn emit(&self, ctx: &Context, key: &[u8]) {
+    /// Records the writes to `key` into `effects`.
+    pub fn record(&self, effects: &mut Effects, key: &[u8]) {
         if self.deleted_key {
-            ctx.replicate("DEL", &[key][..]);
+            effects.command(c"DEL").arg(key);
             return;
         }
         if !self.del.is_empty() {
-            let mut args: Vec<&[u8]> = Vec::with_capacity(self.del.len() + 1);
-            args.push(key);
-            args.extend(self.del.iter().map(Vec::as_slice));
-            ctx.replicate("HDEL", &args[..]);
+            effects.command(c"HDEL").arg(key);
+            for field in &self.del {
+                effects.arg(field);
+            }
         }
         if !self.set.is_empty() {
-            let mut args: Vec<&[u8]> = Vec::with_capacity(self.set.len() * 2 + 1);
-            args.push(key);
+            effects.command(c"HSET").arg(key);
             for (field, value) in &self.set {
-                args.push(field);
-                args.push(value);
+                effects.arg(field).arg(value);
             }
-            ctx.replicate("HSET", &args[..]);
         }
+    }
+
+    /// Sends the writes to `key` at once.
+    pub fn emit(&self, ctx: &Context, key: &[u8]) {
+        let mut effects = Effects::new();
+        self.record(&mut effects, key);
+        effects.emit(ctx);
     }
 }

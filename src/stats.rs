@@ -18,12 +18,11 @@
 
 use crate::args::{format_duration, parse_duration, parse_i64};
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::moments::Moments;
 use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
-/// Family word that starts the `_tally` marker value.
-pub const FAMILY: &str = "stats";
 /// Largest `KEEP` (the config `tally.stats-keep` has the same bound).
 pub const MAX_KEEP: i64 = 10_000;
 /// Largest accepted magnitude of a value. The moments square deviations, so values near
@@ -114,13 +113,15 @@ impl Settings {
 
     /// The `_tally` field's value.
     pub fn marker(&self) -> String {
-        format!("{FAMILY} {} {}", format_duration(self.period), self.keep)
+        let mut settings = format_duration(self.period);
+        settings.push(' ');
+        settings.push_str(&self.keep.to_string());
+        layout::marker(layout::STATS, &settings)
     }
 
     /// Settings from a `_tally` value; `None` if it is not a valid stats marker.
     pub fn from_marker(marker: &[u8]) -> Option<Settings> {
-        let text = std::str::from_utf8(marker).ok()?;
-        let mut words = text.strip_prefix(FAMILY)?.strip_prefix(' ')?.split(' ');
+        let mut words = layout::settings_of(marker, layout::STATS)?.split(' ');
         let period = parse_duration(words.next()?.as_bytes()).ok()?;
         let keep = parse_i64(words.next()?.as_bytes()).ok()?;
         if words.next().is_some() {

@@ -2,22 +2,36 @@
 //! Parse every argument, then compute with the pure `crate::counter` logic over the hash,
 //! then reply; writes are replicated as HSET/HDEL/DEL effects.
 
-use redis_module::{Context, RedisString};
+use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{
     parse_resolutions, parse_slot_field, slot_field, Counter, Resolution, SlotStore, Track,
-    MARKER_FIELD, STATE_FIELD,
+    STATE_FIELD,
 };
 use crate::error::{Error, Result};
-use crate::expiry::{self, now_ms, Visit};
+use crate::expiry::{self, Visit};
+use crate::layout::{self, MARKER_FIELD};
 use crate::replicate::HashEffects;
 use crate::reply::Reply;
+use crate::server::{monotonic_us, now_ms, selected_db};
 use crate::store::{Key, KeyKind, RStr};
 
 use super::mirror::{self, Mirror};
 use crate::window::effective_time;
+
+/// This family, for the layer around the families.
+pub const FAMILY: super::Family = super::Family {
+    word: layout::COUNTER,
+    expire,
+    on_keyspace_event: forget_mirror,
+};
+
+/// Any event on a key may change it behind the read cache: drop its mirror.
+fn forget_mirror(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
+    mirror::forget(selected_db(ctx), key);
+}
 
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
 const META_FIELDS: usize = 2;
@@ -201,7 +215,7 @@ fn with_slots<T>(
         .contains(&fields);
     let build: Option<&mut dyn FnMut(&mut Mirror)> =
         (build_mirror && worth_mirroring).then_some(&mut load);
-    mirror::with_mirror(expiry::selected_db(ctx), name, fields, build, |mirror| {
+    mirror::with_mirror(selected_db(ctx), name, fields, build, |mirror| {
         let mut slots = HashSlots::new(key, mirror);
         let result = f(&mut slots);
         slots.sync_mirror();
@@ -266,7 +280,7 @@ fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
         KeyKind::Empty => Ok(None),
         KeyKind::Hash => {
             let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
-            if !Counter::is_counter_marker(&marker) {
+            if !layout::is_family(&marker, layout::COUNTER) {
                 return Err(Error::WrongType);
             }
             let resolutions = parse_marker_cached(&marker).ok_or(Error::WrongType)?;
@@ -531,7 +545,14 @@ const TIMER_REBUILD_MAX_FIELDS: usize = 2048;
 /// (`deadline_us`, monotonic µs). `read_key` is open for reading only: the key is reopened
 /// for writing only when the visit has something to change, so a visit that changes
 /// nothing does not invalidate `WATCH` or client-side caching.
-pub fn expire(ctx: &Context, read_key: Key, name: &[u8], now: i64, deadline_us: u64) -> Visit {
+pub fn expire(
+    ctx: &Context,
+    read_key: Key,
+    name: &[u8],
+    _marker: &[u8],
+    now: i64,
+    deadline_us: u64,
+) -> Visit {
     let Ok(Some(Loaded {
         mut counter,
         state_rebuilt,
@@ -551,7 +572,7 @@ pub fn expire(ctx: &Context, read_key: Key, name: &[u8], now: i64, deadline_us: 
     };
     let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
     let (trimmed, deleted) = with_slots(ctx, &key, name, false, |slots| {
-        let mut within_budget = || expiry::monotonic_us() < deadline_us;
+        let mut within_budget = || monotonic_us() < deadline_us;
         let trimmed = counter.trim_within(slots, now, &mut within_budget);
         expiry::count_expired(trimmed.removed as u64);
         let effects = std::mem::take(&mut slots.effects);

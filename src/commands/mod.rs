@@ -1,61 +1,89 @@
-//! Command families (one file each) and what they share: the handler wrapper that turns
-//! results into replies and catches any panic, and the dispatch used by the expiry timer.
+//! Command families (one file each) and what the layer around them needs: the command
+//! table, the [`Family`] registry (marker word, expiry visit, keyspace-event hook), and
+//! the hooks the expiry timer and the server events call.
+//!
+//! May not touch: raw module calls (those live in `store`, `reply`, `cmdinfo`,
+//! `replicate` and `server`).
 
 pub mod counter;
 pub mod mirror;
 pub mod rank;
 pub mod stats;
 
+use std::ffi::CStr;
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_module::{Context, NotifyEvent, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NotifyEvent, RedisValue};
 
-use crate::error::{Error, Result};
-use crate::expiry::Visit;
-use crate::reply::{send_error, Reply};
+use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
+use crate::expiry::{Visit, Visitor};
+use crate::server::Hooks;
 use crate::store::{Key, KeyKind};
 
-/// Runs a command body: checks the minimum argument count, sends its reply or error, and
-/// turns a panic (a bug) into an error reply instead of aborting the server.
-pub fn run(
-    ctx: &Context,
-    args: Vec<RedisString>,
-    min_args: usize,
-    body: fn(&Context, &RedisString, &[&[u8]]) -> Result<Reply>,
-) -> RedisResult {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let name = args
-            .first()
-            .map(|a| a.to_string_lossy())
-            .unwrap_or_default();
-        let Some(key) = args.get(1).filter(|_| args.len() >= min_args) else {
-            return Err(Error::Arity(name));
-        };
-        let rest: Vec<&[u8]> = args.iter().skip(2).map(|a| a.as_slice()).collect();
-        body(ctx, key, &rest)
-    }));
-    match outcome {
-        Ok(Ok(reply)) => reply.send(ctx),
-        Ok(Err(error)) => send_error(ctx, &error.to_string()),
-        Err(_) => send_error(
-            ctx,
-            "ERR internal error in tally (the command was not applied)",
-        ),
-    }
-    Ok(RedisValue::NoReply)
+/// Every command: one line each (see [`Command`]); registration, `COMMAND INFO`, key specs
+/// and ACL categories are generated from it.
+pub static COMMANDS: &[Command] = command_table! {
+    c"tscounter.create" => counter::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
+    c"tscounter.incrby" => counter::incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tscounter.incr" => counter::incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tscounter.sum" => counter::sum, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tscounter.range" => counter::range, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tscounter.info" => counter::info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.create" => rank::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
+    c"tsrank.incrby" => rank::incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tsrank.top" => rank::top, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.score" => rank::score, 3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.rank" => rank::rank, 3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.info" => rank::info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.create" => stats::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
+    c"stats.add" => stats::add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write";
+    c"stats.get" => stats::get, -2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.quantile" => stats::quantile, -3, c"readonly", &[first_key(READ)], c"read";
+    c"stats.range" => stats::range, -2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.info" => stats::info, 2, c"readonly", &[first_key(READ)], c"read";
+};
+
+/// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
+/// checks cover it. Values are numbers, never the word REPORT.
+const STATS_ADD_KEYS: &[KeySpec] = &[
+    first_key(UPDATE),
+    KeySpec {
+        at: KeyAt::AfterKeyword(c"REPORT", 3),
+        flags: UPDATE,
+    },
+];
+
+/// What the layer around the families needs of each: its marker word, its expiry visit
+/// and its keyspace-event hook. Adding a family is one entry in [`FAMILIES`].
+pub struct Family {
+    /// The word that starts the `_tally` value of the family's hashes.
+    pub word: &'static str,
+    /// Trims the object at `name` (opened read-only and untouched in `key`, whose marker
+    /// is `marker`) at `now`, within the deadline; opens for writing only with work to do.
+    pub expire: ExpireVisit,
+    /// Called for every keyspace event (any key, any family); opens no key.
+    pub on_keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
+}
+
+/// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
+pub type ExpireVisit = fn(&Context, Key, &[u8], &[u8], i64, u64) -> Visit;
+
+pub const FAMILIES: [Family; 3] = [counter::FAMILY, stats::FAMILY, rank::FAMILY];
+
+/// The family whose word starts `marker` (the word, then nothing or a space).
+pub fn family_of(marker: &[u8]) -> Option<&'static Family> {
+    FAMILIES.iter().find(|f| {
+        marker.starts_with(f.word.as_bytes()) && marker.get(f.word.len()).is_none_or(|&b| b == b' ')
+    })
 }
 
 /// The `_tally` marker of a hash key, if it has one.
 pub fn marker_of(key: &Key) -> Option<Vec<u8>> {
     match key.kind() {
-        KeyKind::Hash => key.hget(crate::counter::MARKER_FIELD.as_bytes()),
+        KeyKind::Hash => key.hget(crate::layout::MARKER_FIELD.as_bytes()),
         _ => None,
     }
-}
-
-/// True if a `_tally` marker value starts with the family word `family`.
-pub fn has_family(marker: &[u8], family: &str) -> bool {
-    marker.starts_with(family.as_bytes()) && marker.get(family.len()).is_none_or(|&b| b == b' ')
 }
 
 /// Keyspace events, for every family: read caches of the key are dropped, keys that
@@ -63,15 +91,16 @@ pub fn has_family(marker: &[u8], family: &str) -> bool {
 /// follow their main key and their parts. Opens no key (an open here can expire one
 /// lazily, whose event would then be lost).
 pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
-    mirror::forget(crate::expiry::selected_db(ctx), key);
     crate::expiry::on_keyspace_event(ctx, class, event, key);
-    rank::on_keyspace_event(ctx, class, event, key);
+    for family in &FAMILIES {
+        (family.on_keyspace_event)(ctx, class, event, key);
+    }
 }
 
 /// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
 /// its expiry schedule entry.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
-    mirror::forget(crate::expiry::selected_db(ctx), name);
+    mirror::forget(crate::server::selected_db(ctx), name);
     crate::expiry::unschedule(ctx, name);
 }
 
@@ -83,16 +112,71 @@ pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
     }
 }
 
+/// What tally does on server events.
+pub const HOOKS: Hooks = Hooks {
+    keyspace_event: on_keyspace_event,
+    flushed,
+    swapped,
+    loading,
+    info: info_fields,
+};
+
+/// Flushes, SWAPDB and loading replace data behind tally's back: drop the counter
+/// mirrors and what is known of the affected databases; after a load or SWAPDB a fresh
+/// scan finds the tally objects again.
+fn flushed(db: c_int) {
+    mirror::forget_all();
+    crate::expiry::forget_db(db);
+    rank::forget_db(db);
+}
+
+fn swapped(a: c_int, b: c_int) {
+    mirror::forget_all();
+    crate::expiry::swap_dbs(a, b);
+    rank::swap_dbs(a, b);
+    crate::expiry::request_scan();
+}
+
+fn loading(ended: bool) {
+    mirror::forget_all();
+    crate::expiry::forget_db(-1);
+    rank::forget_all();
+    if ended {
+        crate::expiry::request_scan();
+    }
+}
+
+fn info_fields() -> Vec<(&'static CStr, i64)> {
+    let (stats, tracked, backlog, scanning) = crate::expiry::stats();
+    vec![
+        (c"tracked_objects", tracked as i64),
+        (c"timer_ticks", stats.timer_ticks as i64),
+        (c"keys_visited", stats.keys_visited as i64),
+        (c"slots_expired", stats.slots_expired as i64),
+        (c"last_tick_us", stats.last_tick_us as i64),
+        (c"max_tick_us", stats.max_tick_us as i64),
+        (c"expiry_backlog", backlog as i64),
+        (c"scan_in_progress", i64::from(scanning)),
+        (c"mirrored_slots", mirror::mirrored_slots() as i64),
+    ]
+}
+
+/// What the expiry timer calls: the families' visits, behind one dispatch.
+pub const EXPIRY_VISITOR: Visitor = Visitor {
+    visit: expire_key,
+    is_object: is_tally_object,
+};
+
 /// True if `name` holds an object some family expires (used by the start-up scan).
-pub fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
+fn is_tally_object(ctx: &Context, name: &[u8]) -> bool {
     Key::open_bytes_untouched(ctx, name)
         .as_ref()
         .and_then(marker_of)
-        .is_some()
+        .is_some_and(|marker| family_of(&marker).is_some())
 }
 
 /// Visits a scheduled key for the expiry timer: the family that owns it trims it.
-pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit {
+fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // Read the marker without touching the key's LRU/LFU; families open for writing
         // only when they have something to change (a write open invalidates WATCH).
@@ -103,15 +187,9 @@ pub fn expire_key(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Vis
             crate::expiry::unschedule(ctx, name);
             return Visit::Done;
         };
-        if crate::counter::Counter::is_counter_marker(&marker) {
-            counter::expire(ctx, key, name, now, deadline_us)
-        } else if has_family(&marker, stats::FAMILY) {
-            stats::expire(ctx, &key, name, &marker, now, deadline_us)
-        } else if has_family(&marker, rank::FAMILY) {
-            drop(key);
-            rank::expire(ctx, name, &marker, now, deadline_us)
-        } else {
-            Visit::Done
+        match family_of(&marker) {
+            Some(family) => (family.expire)(ctx, key, name, &marker, now, deadline_us),
+            None => Visit::Done,
         }
     }));
     outcome.unwrap_or(Visit::Done)

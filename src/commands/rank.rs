@@ -20,24 +20,26 @@ mod lifecycle;
 mod transit;
 
 use std::collections::HashMap;
-use std::os::raw::c_int;
 
-use redis_module::{raw, AclPermissions, Context, ContextFlags, RedisString, RedisValue};
+use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 
 use crate::args::{parse_i64, set_once, Args};
 use crate::config;
-use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::{self, monotonic_us, now_ms, selected_db, Visit};
+use crate::expiry::{self, Visit};
+use crate::layout::MARKER_FIELD;
+use crate::server::{monotonic_us, now_ms, selected_db};
 use std::cmp::Ordering;
 
 use crate::rank::{
     ahead, base_of_meta, has_hash_tag, meta_key, rank_adjusted, score_to_total, slot_key,
     sort_totals, top_adjusted, validate_settings, Meta, MAX_TOTAL,
 };
+use crate::replicate::Effects;
 use crate::reply::Reply;
-use crate::store::zset::HashCursor;
-use crate::store::{str_bytes, Key, KeyKind, RStr};
+use crate::store::acl::Acl;
+use crate::store::scan::HashCursor;
+use crate::store::{Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index, slot_start};
 
 use lifecycle::{
@@ -47,8 +49,12 @@ use lifecycle::{
 pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
 use transit::Transit;
 
-/// Family word that starts the `_tally` marker value of this family's hashes.
-pub const FAMILY: &str = crate::rank::FAMILY;
+/// This family, for the layer around the families.
+pub const FAMILY: super::Family = super::Family {
+    word: crate::layout::RANK,
+    expire,
+    on_keyspace_event,
+};
 
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
@@ -65,91 +71,9 @@ fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Integer totals as replication arguments.
 fn int_arg(value: i64) -> Vec<u8> {
     value.to_string().into_bytes()
-}
-
-/// The calling user's key permissions. Redis checks only declared keys; the derived keys
-/// are checked here. In a timer or job there is no user: nothing to check.
-struct Acl {
-    user: *mut raw::RedisModuleUser,
-    checked: bool,
-}
-
-impl Acl {
-    fn of(ctx: &Context) -> Result<Acl> {
-        let none = Acl {
-            user: std::ptr::null_mut(),
-            checked: false,
-        };
-        let (Some(name_of), Some(user_of), Some(free)) = (
-            unsafe { raw::RedisModule_GetCurrentUserName },
-            unsafe { raw::RedisModule_GetModuleUserFromUserName },
-            unsafe { raw::RedisModule_FreeString },
-        ) else {
-            return Ok(none);
-        };
-        let name = unsafe { name_of(ctx.ctx) };
-        if name.is_null() {
-            return Ok(none);
-        }
-        let user = unsafe { user_of(name) };
-        unsafe { free(std::ptr::null_mut(), name) };
-        if user.is_null() {
-            return Err(Error::NoPerm(
-                "this user does not exist or is disabled".into(),
-            ));
-        }
-        Ok(Acl {
-            user,
-            checked: true,
-        })
-    }
-
-    /// NOPERM unless the user may read (and, with `write`, modify) the key `name`.
-    fn check(&self, name: &RStr, write: bool) -> Result<()> {
-        if !self.checked {
-            return Ok(());
-        }
-        let Some(check) = (unsafe { raw::RedisModule_ACLCheckKeyPermissions }) else {
-            return Ok(());
-        };
-        let mut perms = AclPermissions::ACCESS;
-        if write {
-            perms |= AclPermissions::INSERT | AclPermissions::UPDATE | AclPermissions::DELETE;
-        }
-        if unsafe { check(self.user, name.as_ptr(), perms.bits()) } != raw::REDISMODULE_OK as c_int
-        {
-            return Err(Error::NoPerm(format!(
-                "this user has no permissions to access the key '{}' of this leaderboard",
-                text(str_bytes(name.as_ptr()))
-            )));
-        }
-        Ok(())
-    }
-
-    /// Checks `name` and opens it.
-    fn open(&self, ctx: &Context, name: &[u8], write: bool) -> Result<Key> {
-        let name = RStr::new(name).ok_or(Error::WrongType)?;
-        self.check(&name, write)?;
-        Ok(Key::open_str(ctx, &name, write))
-    }
-}
-
-impl Drop for Acl {
-    fn drop(&mut self) {
-        if self.user.is_null() {
-            return;
-        }
-        if let Some(free) = unsafe { raw::RedisModule_FreeModuleUser } {
-            unsafe { free(self.user) };
-        }
-    }
 }
 
 thread_local! {
@@ -227,10 +151,7 @@ impl Board {
 
     /// What is not yet subtracted from `member`'s score.
     fn pending_of(&self, member: &RStr) -> i64 {
-        self.pending
-            .iter()
-            .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0).max(0))
-            .fold(0i64, i64::saturating_add)
+        pending_in(&self.pending, member)
     }
 
     /// `member`'s exact window total (0 if absent).
@@ -249,9 +170,22 @@ impl Board {
     }
 
     /// The reverse walk of the sorted set as `(member, raw total)`.
-    fn walk(&self) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
-        self.zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
+    fn walk(&mut self) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
+        walk(&mut self.zset)
     }
+}
+
+/// `member`'s counts in the slots still being subtracted.
+fn pending_in(pending: &[Key], member: &RStr) -> i64 {
+    pending
+        .iter()
+        .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0).max(0))
+        .fold(0i64, i64::saturating_add)
+}
+
+/// The reverse walk of a board's sorted set as `(member, raw total)`.
+fn walk(zset: &mut Key) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
+    zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
 }
 
 /// The meta of a leaderboard from its meta hash: `None` if missing, WRONGTYPE if the key
@@ -437,50 +371,17 @@ struct Change<'a> {
 }
 
 /// Sends `HSET slot member count ...` and `ZADD key total member ...` to replicas and AOF.
-/// One member (the hot path) goes straight from buffers, without argument vectors.
 fn replicate_changes(ctx: &Context, key: &[u8], slot_name: &[u8], changes: &[Change]) {
-    if let ([one], Some(replicate)) = (changes, unsafe { raw::RedisModule_Replicate }) {
-        let member = one.bytes;
-        unsafe {
-            replicate(
-                ctx.ctx,
-                c"HSET".as_ptr(),
-                c"bbl".as_ptr(),
-                slot_name.as_ptr(),
-                slot_name.len(),
-                member.as_ptr(),
-                member.len(),
-                one.slot_count as std::os::raw::c_longlong,
-            );
-            replicate(
-                ctx.ctx,
-                c"ZADD".as_ptr(),
-                c"blb".as_ptr(),
-                key.as_ptr(),
-                key.len(),
-                one.total as std::os::raw::c_longlong,
-                member.as_ptr(),
-                member.len(),
-            );
-        }
-        return;
+    let mut effects = Effects::new();
+    effects.command(c"HSET").arg(slot_name);
+    for change in changes {
+        effects.arg(change.bytes).int(change.slot_count);
     }
-    let numbers: Vec<(Vec<u8>, Vec<u8>)> = changes
-        .iter()
-        .map(|c| (int_arg(c.slot_count), int_arg(c.total)))
-        .collect();
-    let mut hset: Vec<&[u8]> = Vec::with_capacity(changes.len() * 2 + 1);
-    let mut zadd: Vec<&[u8]> = Vec::with_capacity(changes.len() * 2 + 1);
-    hset.push(slot_name);
-    zadd.push(key);
-    for (change, (count, total)) in changes.iter().zip(&numbers) {
-        hset.push(change.bytes);
-        hset.push(count);
-        zadd.push(total);
-        zadd.push(change.bytes);
+    effects.command(c"ZADD").arg(key);
+    for change in changes {
+        effects.int(change.total).arg(change.bytes);
     }
-    ctx.replicate("HSET", &hset[..]);
-    ctx.replicate("ZADD", &zadd[..]);
+    effects.emit(ctx);
 }
 
 /// Writes the meta hash's marker and replicates it.
@@ -695,7 +596,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     }
     let now = now_ms();
     let (acl, transit, board) = open_for_read(ctx, name, now)?;
-    let Some(board) = board else {
+    let Some(mut board) = board else {
         return Ok(Reply::Array(Vec::new()));
     };
     let meta = board.meta;
@@ -727,11 +628,12 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .collect()
     } else {
         let want = offset.saturating_add(count).min(board.zset.len());
+        let (zset, pending) = (&mut board.zset, &board.pending);
         let adjust = |member: &[u8], raw: i64| match RStr::new(member) {
-            Some(m) => raw.saturating_sub(board.pending_of(&m)),
+            Some(m) => raw.saturating_sub(pending_in(pending, &m)),
             None => raw,
         };
-        top_adjusted(board.walk(), want, adjust)
+        top_adjusted(walk(zset), want, adjust)
             .into_iter()
             .skip(offset)
             .collect()
@@ -789,7 +691,7 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Err(Error::Arity("tsrank.rank".into()));
     };
     let (_, _, board) = open_for_read(ctx, name, now_ms())?;
-    let Some(board) = board else {
+    let Some(mut board) = board else {
         return Ok(Reply::Nil);
     };
     let total = board.total_of(member);
@@ -810,12 +712,13 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
             return Ok(Reply::Int(rank));
         }
     }
+    let (zset, pending) = (&mut board.zset, &board.pending);
     let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
-        Some(m) => raw.saturating_sub(board.pending_of(&m)),
+        Some(m) => raw.saturating_sub(pending_in(pending, &m)),
         None => raw,
     };
     Ok(Reply::Int(rank_adjusted(
-        board.walk(),
+        walk(zset),
         (total, member),
         adjust,
     )))
@@ -925,10 +828,7 @@ fn drain_slot(
     let saved = CURSORS.with(|c| c.borrow_mut().remove(&cursor_key));
     let mut cursor = match saved {
         Some((saved_index, cursor)) if saved_index == index => cursor,
-        _ => match HashCursor::new() {
-            Some(cursor) => cursor,
-            None => return false,
-        },
+        _ => HashCursor::new(),
     };
     let mut effects = ExpiryEffects::new(base, slot_name);
     let mut batch = Vec::new();
@@ -961,10 +861,7 @@ fn drain_slot(
                 break true;
             }
             // Fields the scan missed (the hash changed under it): scan again.
-            match HashCursor::new() {
-                Some(fresh) => cursor = fresh,
-                None => break false,
-            }
+            cursor = HashCursor::new();
         }
         if monotonic_us() >= deadline_us {
             CURSORS.with(|c| c.borrow_mut().insert(cursor_key, (index, cursor)));
@@ -977,7 +874,16 @@ fn drain_slot(
 
 /// Timer visit of a scheduled key whose `_tally` marker starts with [`FAMILY`]: the meta
 /// hash `name` of a leaderboard. Subtracts slots that left the window, in bounded steps.
-pub fn expire(ctx: &Context, name: &[u8], marker: &[u8], now: i64, deadline_us: u64) -> Visit {
+pub fn expire(
+    ctx: &Context,
+    key: Key,
+    name: &[u8],
+    marker: &[u8],
+    now: i64,
+    deadline_us: u64,
+) -> Visit {
+    // The board's keys are opened below, for writing when there is work.
+    drop(key);
     if has_jobs() {
         // A rename or delete of this board may be queued: let it run first.
         return Visit::DueAt(now.saturating_add(1));

@@ -4,25 +4,30 @@
 
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
-use std::ptr;
 
-use redis_module::{raw, Context, RedisString};
+use redis_module::{Context, RedisString};
 
 use crate::args::{parse_i64, set_once, Args};
+use crate::cmdinfo;
 use crate::config;
-use crate::counter::MARKER_FIELD;
 use crate::error::{Error, Result};
-use crate::expiry::{self, now_ms, Visit};
-use crate::replicate::HashEffects;
+use crate::expiry::{self, Visit};
+use crate::layout::MARKER_FIELD;
+use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
+use crate::server::now_ms;
 use crate::stats::{
     check_quantile, check_value, field, parse_field, parse_keep, Part, Record, Settings, Summary,
 };
-use crate::store::{str_bytes, Key, KeyKind, RStr};
+use crate::store::{Key, KeyKind, RStr};
 use crate::window::effective_time;
 
-/// Family word that starts the `_tally` marker value of this family's hashes.
-pub const FAMILY: &str = crate::stats::FAMILY;
+/// This family, for the layer around the families.
+pub const FAMILY: super::Family = super::Family {
+    word: crate::layout::STATS,
+    expire,
+    on_keyspace_event: |_, _, _, _| {},
+};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
 const DEFAULT_REPORT_KEEP: i64 = 100;
@@ -240,81 +245,6 @@ fn open_window(
     Ok((key, settings, periods))
 }
 
-// ------------------------------------------------------------------------ sorted set
-
-/// The few raw sorted-set calls REPORT needs, on a key opened for writing.
-mod zset {
-    use super::*;
-
-    /// Ends a range iteration when dropped.
-    struct RangeGuard(*mut raw::RedisModuleKey);
-
-    impl Drop for RangeGuard {
-        fn drop(&mut self) {
-            if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
-                unsafe { stop(self.0) };
-            }
-        }
-    }
-
-    /// Sets `member`'s score (adds it if missing). False if the server refused.
-    pub fn add(key: &Key, score: f64, member: &[u8]) -> bool {
-        let (Some(zadd), Some(member)) = (unsafe { raw::RedisModule_ZsetAdd }, RStr::new(member))
-        else {
-            return false;
-        };
-        let mut flags: c_int = 0;
-        let status = unsafe { zadd(key.raw(), score, member.as_ptr(), &mut flags) };
-        status == raw::REDISMODULE_OK as c_int
-    }
-
-    /// Removes `member`; true if it was there.
-    pub fn rem(key: &Key, member: &[u8]) -> bool {
-        let (Some(zrem), Some(member)) = (unsafe { raw::RedisModule_ZsetRem }, RStr::new(member))
-        else {
-            return false;
-        };
-        let mut deleted: c_int = 0;
-        let status = unsafe { zrem(key.raw(), member.as_ptr(), &mut deleted) };
-        status == raw::REDISMODULE_OK as c_int && deleted != 0
-    }
-
-    /// The `n` lowest members in rank order (score, then member, as ZRANGE).
-    pub fn lowest(key: &Key, n: usize) -> Vec<Vec<u8>> {
-        let mut out = Vec::with_capacity(n);
-        let (Some(first), Some(current), Some(next), Some(end), Some(free)) = (
-            unsafe { raw::RedisModule_ZsetFirstInScoreRange },
-            unsafe { raw::RedisModule_ZsetRangeCurrentElement },
-            unsafe { raw::RedisModule_ZsetRangeNext },
-            unsafe { raw::RedisModule_ZsetRangeEndReached },
-            unsafe { raw::RedisModule_FreeString },
-        ) else {
-            return out;
-        };
-        if n == 0
-            || unsafe { first(key.raw(), f64::NEG_INFINITY, f64::INFINITY, 0, 0) }
-                != raw::REDISMODULE_OK as c_int
-        {
-            return out;
-        }
-        let _guard = RangeGuard(key.raw());
-        while out.len() < n && unsafe { end(key.raw()) } == 0 {
-            let mut score = 0.0;
-            let element = unsafe { current(key.raw(), &mut score) };
-            if element.is_null() {
-                break;
-            }
-            out.push(str_bytes(element).to_vec());
-            // The element is a new string owned by us (no automatic memory).
-            unsafe { free(ptr::null_mut(), element) };
-            if unsafe { next(key.raw()) } == 0 {
-                break;
-            }
-        }
-        out
-    }
-}
-
 // ------------------------------------------------------------------------- commands
 
 /// STATS.CREATE key [PERIOD dur] [KEEP n]
@@ -357,7 +287,7 @@ struct Report<'a> {
 /// Replies with the number of values in the period the values went to (the current
 /// period without AT), and REPORT ranks that period's mean.
 pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if is_keys_position_request(ctx) {
+    if cmdinfo::is_keys_position_request(ctx) {
         report_key_positions(ctx, rest);
         return Ok(Reply::Nil);
     }
@@ -407,7 +337,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
 
     let key = Key::open(ctx, name, true);
     let stored = load(&key)?;
-    let rank = match &report {
+    let mut rank = match &report {
         Some(r) => {
             // The statistics hash cannot also be the ranking zset.
             if r.rankkey == name.as_slice() {
@@ -458,20 +388,12 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     }
     effects.emit(ctx, name.as_slice());
 
-    if let (Some(r), Some(rank)) = (&report, &rank) {
+    if let (Some(r), Some(rank)) = (&report, &mut rank) {
         report_mean(ctx, rank, r, record.moments.mean);
     }
     Ok(Reply::Int(
         i64::try_from(record.count()).unwrap_or(i64::MAX),
     ))
-}
-
-/// True when Redis calls the command only to learn its keys (flag `getkeys-api`).
-fn is_keys_position_request(ctx: &Context) -> bool {
-    match unsafe { raw::RedisModule_IsKeysPositionRequest } {
-        Some(f) => (unsafe { f(ctx.ctx) }) != 0,
-        None => false,
-    }
 }
 
 /// Tells Redis where STATS.ADD's keys are: `key`, and `rankkey` after REPORT.
@@ -481,10 +403,7 @@ fn is_keys_position_request(ctx: &Context) -> bool {
 /// command, which cannot express a key after a keyword; with `getkeys-api` they ask the
 /// module instead. Same search as the key spec: the first REPORT from argument 3 on.
 fn report_key_positions(ctx: &Context, rest: &[&[u8]]) {
-    let Some(key_at) = (unsafe { raw::RedisModule_KeyAtPos }) else {
-        return;
-    };
-    unsafe { key_at(ctx.ctx, 1) };
+    cmdinfo::key_at(ctx, 1);
     let report = rest
         .iter()
         .skip(1)
@@ -494,7 +413,7 @@ fn report_key_positions(ctx: &Context, rest: &[&[u8]]) {
         let rankkey_at = p + 2 + 2;
         if rankkey_at < rest.len() + 2 {
             if let Ok(pos) = c_int::try_from(rankkey_at) {
-                unsafe { key_at(ctx.ctx, pos) };
+                cmdinfo::key_at(ctx, pos);
             }
         }
     }
@@ -514,7 +433,7 @@ fn trim(ctx: &Context, key: &Key, name: &[u8], settings: &Settings, now: i64) ->
     };
     let mut effects = HashEffects::default();
     if inv.oldest_kept.is_none() {
-        unlink(&writer);
+        writer.unlink();
         effects.delete_key();
         crate::commands::forget_deleted(ctx, name);
     } else {
@@ -534,43 +453,37 @@ fn trim(ctx: &Context, key: &Key, name: &[u8], settings: &Settings, now: i64) ->
     inv.oldest_kept.map(|oldest| settings.leaves_at(oldest))
 }
 
-/// Deletes a whole key, freeing a big value in the background (as UNLINK) so the visit
-/// that drops an object a user filled with foreign fields does not stall the server.
-fn unlink(key: &Key) {
-    match unsafe { raw::RedisModule_UnlinkKey } {
-        Some(unlink) if !key.raw().is_null() => {
-            unsafe { unlink(key.raw()) };
-        }
-        _ => key.delete(),
-    }
-}
-
 /// REPORT: sets `member`'s score to `mean` and keeps the `keep` highest members.
-fn report_mean(ctx: &Context, rank: &Key, report: &Report, mean: f64) {
-    if !zset::add(rank, mean, report.member) {
+fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
+    let Some(member) = RStr::new(report.member) else {
+        return;
+    };
+    if !rank.zadd(&member, mean) {
         return;
     }
-    let score = format_score(mean);
-    ctx.replicate(
-        "ZADD",
-        &[report.rankkey, score.as_bytes(), report.member][..],
+    let mut effects = Effects::new();
+    effects.keyed(
+        c"ZADD",
+        report.rankkey,
+        &[format_score(mean).as_bytes(), report.member],
     );
     let excess = (rank.len() as i64).saturating_sub(report.keep);
-    if excess <= 0 {
-        return;
+    if excess > 0 {
+        let lowest: Vec<RStr> = rank
+            .zfwd_iter()
+            .take(usize::try_from(excess).unwrap_or(0))
+            .filter_map(|(m, _)| RStr::new(&m))
+            .collect();
+        let removed: Vec<&[u8]> = lowest
+            .iter()
+            .filter(|m| rank.zrem(m))
+            .map(RStr::as_bytes)
+            .collect();
+        if !removed.is_empty() {
+            effects.keyed(c"ZREM", report.rankkey, &removed);
+        }
     }
-    let lowest = zset::lowest(rank, usize::try_from(excess).unwrap_or(0));
-    let removed: Vec<&[u8]> = lowest
-        .iter()
-        .filter(|m| zset::rem(rank, m))
-        .map(Vec::as_slice)
-        .collect();
-    if !removed.is_empty() {
-        let mut args: Vec<&[u8]> = Vec::with_capacity(removed.len() + 1);
-        args.push(report.rankkey);
-        args.extend(removed);
-        ctx.replicate("ZREM", &args[..]);
-    }
+    effects.emit(ctx);
 }
 
 /// STATS.GET key [WINDOW dur]
@@ -671,7 +584,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
 /// the periods that have left (one hash scan; a key has at most 2 × 10000 + 1 fields).
 pub fn expire(
     ctx: &Context,
-    key: &Key,
+    key: Key,
     name: &[u8],
     marker: &[u8],
     now: i64,
@@ -682,10 +595,10 @@ pub fn expire(
     };
     // A visit costs up to one walk of a legitimate object (bounded by KEEP); start it
     // only with time left, else come back at the next tick.
-    if expiry::monotonic_us() >= deadline_us {
+    if crate::server::monotonic_us() >= deadline_us {
         return Visit::Unfinished;
     }
-    match trim(ctx, key, name, &settings, now) {
+    match trim(ctx, &key, name, &settings, now) {
         Some(due) => Visit::DueAt(due),
         None => Visit::Done,
     }

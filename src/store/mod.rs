@@ -2,9 +2,15 @@
 //! (faster than `ctx.call`, see ENGINEERING.md): RAII handles that close keys and free
 //! strings, and binary-safe hash and sorted-set operations.
 //!
-//! Writes made here are not propagated by Redis: callers record them as effects
-//! (`crate::replicate`) so replicas and the AOF get deterministic commands.
+//! Owns: every raw call on keys, module strings, scans and ACL checks. May not touch:
+//! command logic, replication (writes made here are not propagated by Redis: callers
+//! record them as `crate::replicate::Effects` so replicas and the AOF get deterministic
+//! commands).
+//!
+//! Every function tolerates a missing key (it then does nothing and reports "absent").
 
+pub mod acl;
+pub mod scan;
 pub mod zset;
 
 use std::ffi::c_void;
@@ -14,61 +20,79 @@ use std::ptr;
 use redis_module::raw;
 use redis_module::{Context, RedisString};
 
+use crate::server::api;
+
 /// An owned `RedisModuleString`, freed on drop.
 pub struct RStr(*mut raw::RedisModuleString);
 
 impl RStr {
     pub fn new(bytes: &[u8]) -> Option<RStr> {
-        let create = unsafe { raw::RedisModule_CreateString }?;
+        // SAFETY: the pointer and length describe `bytes`, which the server copies; a
+        // NULL context makes a string we own and free on drop.
         let inner = unsafe {
-            create(
+            api!(RedisModule_CreateString)(
                 ptr::null_mut(),
                 bytes.as_ptr().cast::<c_char>(),
                 bytes.len(),
             )
         };
-        (!inner.is_null()).then_some(RStr(inner))
+        (!inner.is_null()).then(|| RStr(inner))
     }
 
     pub fn from_i64(value: i64) -> Option<RStr> {
-        let create = unsafe { raw::RedisModule_CreateStringFromLongLong }?;
-        let inner = unsafe { create(ptr::null_mut(), value) };
-        (!inner.is_null()).then_some(RStr(inner))
+        // SAFETY: a NULL context makes a string we own and free on drop.
+        let inner = unsafe { api!(RedisModule_CreateStringFromLongLong)(ptr::null_mut(), value) };
+        (!inner.is_null()).then(|| RStr(inner))
+    }
+
+    /// Takes ownership of a string the server handed over (it must not be freed elsewhere).
+    fn owned(inner: *mut raw::RedisModuleString) -> Option<RStr> {
+        (!inner.is_null()).then(|| RStr(inner))
     }
 
     pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
         self.0
     }
+
+    /// The string's bytes, valid while it lives.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `self` owns the string for at least the returned borrow.
+        unsafe { borrowed_bytes(self.0) }
+    }
 }
 
 impl Drop for RStr {
     fn drop(&mut self) {
-        if let Some(free) = unsafe { raw::RedisModule_FreeString } {
-            unsafe { free(ptr::null_mut(), self.0) };
-        }
+        // SAFETY: we own the string (created with a NULL context) and free it once.
+        unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), self.0) };
     }
 }
 
-/// The bytes of a module string (valid while the string lives).
-pub fn str_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
+/// The bytes of a module string the server lends for a call (a callback argument, an
+/// argument vector entry).
+///
+/// # Safety
+/// `s` must be NULL or a live module string that outlives `'a` and is not modified
+/// meanwhile.
+pub unsafe fn borrowed_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
     if s.is_null() {
         return &[];
     }
-    let Some(ptr_len) = (unsafe { raw::RedisModule_StringPtrLen }) else {
-        return &[];
-    };
     let mut len = 0usize;
-    let data = unsafe { ptr_len(s, &mut len) };
+    // SAFETY: `s` is a live module string (caller's contract).
+    let data = unsafe { api!(RedisModule_StringPtrLen)(s, &mut len) };
     if data.is_null() {
         return &[];
     }
+    // SAFETY: the server returns the string's buffer of `len` bytes, alive as long as `s`.
     unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
 }
 
-fn str_to_i64(s: *const raw::RedisModuleString) -> Option<i64> {
-    let to_ll = unsafe { raw::RedisModule_StringToLongLong }?;
+fn str_to_i64(s: &RStr) -> Option<i64> {
     let mut value: std::os::raw::c_longlong = 0;
-    (unsafe { to_ll(s, &mut value) } == raw::REDISMODULE_OK as c_int).then_some(value)
+    // SAFETY: `s` is a live string we own; `value` is a valid out pointer.
+    let status = unsafe { api!(RedisModule_StringToLongLong)(s.0, &mut value) };
+    (status == raw::REDISMODULE_OK as c_int).then_some(value)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,21 +154,18 @@ impl Key {
     ) -> Key {
         // SAFETY: `ctx` and `name` are live for the call; OpenKey returns NULL or a key
         // handle we own and close on drop.
-        let ptr = match unsafe { raw::RedisModule_OpenKey } {
-            Some(open) => unsafe { open(ctx, name, mode) }.cast::<raw::RedisModuleKey>(),
-            None => ptr::null_mut(),
-        };
-        Key { ptr }
+        let ptr = unsafe { api!(RedisModule_OpenKey)(ctx, name, mode) };
+        Key {
+            ptr: ptr.cast::<raw::RedisModuleKey>(),
+        }
     }
 
     pub fn kind(&self) -> KeyKind {
         if self.ptr.is_null() {
             return KeyKind::Empty;
         }
-        let Some(key_type) = (unsafe { raw::RedisModule_KeyType }) else {
-            return KeyKind::Other;
-        };
-        match unsafe { key_type(self.ptr) } as isize {
+        // SAFETY: `self.ptr` is an open key handle.
+        match unsafe { api!(RedisModule_KeyType)(self.ptr) } as isize {
             raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Empty,
             raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
             raw::REDISMODULE_KEYTYPE_ZSET => KeyKind::Zset,
@@ -152,34 +173,24 @@ impl Key {
         }
     }
 
-    pub fn raw(&self) -> *mut raw::RedisModuleKey {
-        self.ptr
-    }
-
     /// Number of fields (hash) or members (zset); 0 for a missing key.
     pub fn len(&self) -> usize {
         if self.ptr.is_null() {
             return 0;
         }
-        match unsafe { raw::RedisModule_ValueLength } {
-            Some(len) => unsafe { len(self.ptr) },
-            None => 0,
-        }
+        // SAFETY: `self.ptr` is an open key handle.
+        unsafe { api!(RedisModule_ValueLength)(self.ptr) }
     }
 
     /// Calls `f` with the value of `field`, if present. The primitive of every hash read.
-    fn hash_get_raw<T>(
-        &self,
-        field: &RStr,
-        f: impl FnOnce(*mut raw::RedisModuleString) -> T,
-    ) -> Option<T> {
+    fn hash_get_raw<T>(&self, field: &RStr, f: impl FnOnce(&RStr) -> T) -> Option<T> {
         if self.ptr.is_null() {
             return None;
         }
-        let get = unsafe { raw::RedisModule_HashGet }?;
         let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        // SAFETY: open key, live field string, one out pointer, NULL-terminated varargs.
         unsafe {
-            get(
+            api!(RedisModule_HashGet)(
                 self.ptr,
                 raw::REDISMODULE_HASH_NONE as c_int,
                 field.as_ptr(),
@@ -187,11 +198,9 @@ impl Key {
                 ptr::null_mut::<c_void>(),
             )
         };
-        if value.is_null() {
-            return None;
-        }
-        let value = RStr(value); // HashGet hands us ownership (no auto memory).
-        Some(f(value.as_ptr()))
+        // HashGet hands us ownership (no automatic memory).
+        let value = RStr::owned(value)?;
+        Some(f(&value))
     }
 
     /// Sets or deletes (`REDISMODULE_HASH_DELETE`) a field. The primitive of every hash
@@ -200,11 +209,10 @@ impl Key {
         if self.ptr.is_null() {
             return 0;
         }
-        let Some(set) = (unsafe { raw::RedisModule_HashSet }) else {
-            return 0;
-        };
+        // SAFETY: open key, live field string, a live value string or the DELETE marker,
+        // NULL-terminated varargs.
         unsafe {
-            set(
+            api!(RedisModule_HashSet)(
                 self.ptr,
                 raw::REDISMODULE_HASH_NONE as c_int,
                 field.as_ptr(),
@@ -216,12 +224,12 @@ impl Key {
 
     /// Calls `f` with the bytes of a hash field's value, if present (no copy).
     pub fn hget_with<T>(&self, field: &RStr, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        self.hash_get_raw(field, |v| f(str_bytes(v)))
+        self.hash_get_raw(field, |v| f(v.as_bytes()))
     }
 
     /// A hash field's integer value: `None` if missing, `Some(None)` if not an integer.
     pub fn hget_i64_str(&self, field: &RStr) -> Option<Option<i64>> {
-        self.hash_get_raw(field, |v| str_to_i64(v))
+        self.hash_get_raw(field, str_to_i64)
     }
 
     /// Sets a hash field to an integer (creates the key if empty).
@@ -254,44 +262,23 @@ impl Key {
         RStr::new(field).is_some_and(|field| self.hdel_str(&field))
     }
 
-    /// Calls `f(field, value)` for every field of a hash. Do not modify the hash meanwhile.
-    pub fn hscan(&self, mut f: impl FnMut(&[u8], &[u8])) {
-        if self.ptr.is_null() {
-            return;
-        }
-        let (Some(create), Some(scan), Some(destroy)) = (
-            unsafe { raw::RedisModule_ScanCursorCreate },
-            unsafe { raw::RedisModule_ScanKey },
-            unsafe { raw::RedisModule_ScanCursorDestroy },
-        ) else {
-            return;
-        };
-        extern "C" fn each(
-            _key: *mut raw::RedisModuleKey,
-            field: *mut raw::RedisModuleString,
-            value: *mut raw::RedisModuleString,
-            data: *mut c_void,
-        ) {
-            let f = unsafe { &mut *data.cast::<&mut dyn FnMut(&[u8], &[u8])>() };
-            f(str_bytes(field), str_bytes(value));
-        }
-        let mut f_dyn: &mut dyn FnMut(&[u8], &[u8]) = &mut f;
-        let data = (&mut f_dyn as *mut &mut dyn FnMut(&[u8], &[u8])).cast::<c_void>();
-        unsafe {
-            let cursor = create();
-            while scan(self.ptr, cursor, Some(each), data) != 0 {}
-            destroy(cursor);
-        }
-    }
-
     /// Deletes the whole key.
     pub fn delete(&self) {
         if self.ptr.is_null() {
             return;
         }
-        if let Some(delete) = unsafe { raw::RedisModule_DeleteKey } {
-            unsafe { delete(self.ptr) };
+        // SAFETY: `self.ptr` is a key opened for writing (DeleteKey refuses others).
+        unsafe { api!(RedisModule_DeleteKey)(self.ptr) };
+    }
+
+    /// Deletes the whole key, freeing a big value in the background (as `UNLINK`), so
+    /// dropping an object a user filled with foreign fields does not stall the server.
+    pub fn unlink(&self) {
+        if self.ptr.is_null() {
+            return;
         }
+        // SAFETY: `self.ptr` is a key opened for writing (UnlinkKey refuses others).
+        unsafe { api!(RedisModule_UnlinkKey)(self.ptr) };
     }
 }
 
@@ -300,8 +287,7 @@ impl Drop for Key {
         if self.ptr.is_null() {
             return;
         }
-        if let Some(close) = unsafe { raw::RedisModule_CloseKey } {
-            unsafe { close(self.ptr) };
-        }
+        // SAFETY: we opened this handle and close it once.
+        unsafe { api!(RedisModule_CloseKey)(self.ptr) };
     }
 }

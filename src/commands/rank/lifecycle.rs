@@ -25,10 +25,11 @@ use std::time::Duration;
 
 use redis_module::{Context, NotifyEvent, Status};
 
-use crate::counter::MARKER_FIELD;
-use crate::expiry::{self, is_acting_primary, select_db, selected_db};
+use crate::expiry;
+use crate::layout::MARKER_FIELD;
 use crate::rank::{base_of_meta, base_of_part, meta_key, slot_key, Meta};
-use crate::store::zset::HashCursor;
+use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
+use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind};
 
 use super::transit::slot_in_transit;
@@ -357,13 +358,6 @@ fn jobs_timer(ctx: &Context, _: ()) {
     run_jobs(ctx, false);
 }
 
-/// True while the server asks modules not to replicate (client pause, failover).
-pub fn replica_traffic_paused() -> bool {
-    // SAFETY: a plain query without arguments; the symbol exists since Redis 6.0.
-    unsafe { redis_module::raw::RedisModule_AvoidReplicaTraffic }
-        .is_some_and(|f| unsafe { f() } != 0)
-}
-
 /// Runs queued jobs before a leaderboard write, so the write never lands on stale keys.
 /// A command may replicate even during a pause (inside MULTI/EXEC with the pause).
 pub(super) fn flush_jobs(ctx: &Context) {
@@ -386,9 +380,9 @@ fn run_jobs(ctx: &Context, in_command: bool) {
         return;
     }
     let jobs = JOBS.with(|j| std::mem::take(&mut *j.borrow_mut()));
-    let original = selected_db(ctx);
+    let db_guard = DbGuard::new(ctx);
     for job in jobs {
-        if !select_db(ctx, job_db(&job)) {
+        if !db_guard.select(job_db(&job)) {
             continue;
         }
         match job {
@@ -410,7 +404,6 @@ fn run_jobs(ctx: &Context, in_command: bool) {
             Job::MarkEdited { base, .. } => mark_edited(ctx, &base, true),
         }
     }
-    select_db(ctx, original);
 }
 
 // ------------------------------------------------------------------------- the parts
