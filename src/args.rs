@@ -52,6 +52,27 @@ impl<'a> Args<'a> {
         Ok(String::from_utf8_lossy(item).to_ascii_uppercase())
     }
 
+    /// The arguments from here up to (not including) the first that is one of `keywords`
+    /// (ASCII case-insensitive), looking only after the first `at_least` of them: the
+    /// "values, then options" shape (`SUM key window [window ...] [AT ts]`). Values are
+    /// numbers or durations, never those words.
+    pub fn values_until(&mut self, at_least: usize, keywords: &[&str]) -> &'a [&'a [u8]] {
+        let rest = self.items.get(self.pos..).unwrap_or(&[]);
+        let is_keyword = |item: &&[u8]| {
+            keywords
+                .iter()
+                .any(|k| item.eq_ignore_ascii_case(k.as_bytes()))
+        };
+        let len = rest
+            .iter()
+            .skip(at_least)
+            .position(is_keyword)
+            .map_or(rest.len(), |p| p + at_least)
+            .min(rest.len());
+        self.pos += len;
+        rest.get(..len).unwrap_or(&[])
+    }
+
     pub fn next_i64(&mut self) -> Result<i64> {
         parse_i64(self.next_bytes()?)
     }
@@ -144,6 +165,20 @@ pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
 }
 
 /// Appends the shortest readable form of a duration (see [`format_duration`]).
+/// Appends exact text for a finite float: the one float formatter. `{}` never uses an
+/// exponent (1e300 would be 301 characters) and `{:e}` always does; both are shortest
+/// round-trip. The magnitude picks one, so each value is formatted once (this runs on
+/// every STATS.ADD).
+pub fn push_f64(out: &mut String, x: f64) {
+    use std::fmt::Write;
+    let a = x.abs();
+    let _ = if a != 0.0 && !(1e-5..1e16).contains(&a) {
+        write!(out, "{x:e}")
+    } else {
+        write!(out, "{x}")
+    };
+}
+
 /// Appends `value` in decimal, as Redis writes integers (no `core::fmt` on hot paths).
 pub fn push_i64(out: &mut Vec<u8>, value: i64) {
     let mut digits = [0u8; 20];
@@ -280,6 +315,49 @@ mod tests {
         for ms in [1, 999, 1001, 5_000, 300_000, 3_600_000, 18_000_000] {
             assert_eq!(parse_duration(format_duration(ms).as_bytes()), Ok(ms));
         }
+    }
+
+    #[test]
+    fn values_run_until_the_first_option_keyword() {
+        let items: Vec<&[u8]> = vec![b"5s", b"at", b"1m", b"AT", b"10"];
+        let mut args = Args::new(&items);
+        // The first value is taken whatever it is: a bad one is an error of its own kind.
+        assert_eq!(args.values_until(1, &["AT"]), &items[..1]);
+        assert!(args.eat_keyword("AT"));
+        assert_eq!(args.values_until(0, &["AT", "REPORT"]), &items[2..3]);
+        assert!(args.eat_keyword("at"));
+        assert_eq!(args.values_until(0, &["AT"]), &items[4..]);
+        assert!(args.is_done());
+        assert_eq!(args.values_until(1, &["AT"]), &[] as &[&[u8]]);
+        let only: Vec<&[u8]> = vec![b"WINDOW", b"1h"];
+        assert_eq!(
+            Args::new(&only).values_until(0, &["WINDOW"]),
+            &[] as &[&[u8]]
+        );
+        assert_eq!(Args::new(&only).values_until(1, &["WINDOW"]), &only[..]);
+    }
+
+    #[test]
+    fn floats_print_shortest_and_read_back_exactly() {
+        for x in [
+            0.0,
+            -0.0,
+            1.5,
+            -2.25,
+            1e-7,
+            123456.789,
+            1e300,
+            f64::MIN_POSITIVE,
+            0.1,
+        ] {
+            let mut out = String::new();
+            push_f64(&mut out, x);
+            assert_eq!(out.parse::<f64>(), Ok(x), "{out}");
+            assert!(out.len() <= 24, "{out}");
+        }
+        let mut out = String::new();
+        push_f64(&mut out, 1e300);
+        assert_eq!(out, "1e300");
     }
 
     #[test]

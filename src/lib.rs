@@ -20,6 +20,8 @@ pub mod stats;
 pub mod window;
 
 #[cfg(test)]
+mod layering;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod testutil;

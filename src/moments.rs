@@ -19,6 +19,8 @@
 
 use std::fmt::Write as _;
 
+use crate::args::{parse_finite_f64, parse_i64, push_f64};
+
 /// Mergeable running moments (Welford / Chan et al. parallel merge).
 ///
 /// An empty value has `count == 0` and every float field `0.0`; `min`/`max`
@@ -165,14 +167,10 @@ impl Moments {
     pub fn decode(bytes: &[u8]) -> Option<Moments> {
         let text = std::str::from_utf8(bytes).ok()?;
         let mut parts = text.split(' ');
-        let count: u64 = parts.next()?.parse().ok()?;
+        let count = u64::try_from(parse_i64(parts.next()?.as_bytes()).ok()?).ok()?;
         let mut floats = [0.0f64; Self::FIELDS - 1];
         for slot in floats.iter_mut() {
-            let f: f64 = parts.next()?.parse().ok()?;
-            if !f.is_finite() {
-                return None;
-            }
-            *slot = f;
+            *slot = parse_finite_f64(parts.next()?.as_bytes()).ok()?;
         }
         if parts.next().is_some() {
             return None;
@@ -265,20 +263,6 @@ impl Moments {
             self.mean = self.max;
         }
     }
-}
-
-/// Appends exact text for a finite float. `{}` never uses an exponent (1e300
-/// would be 301 characters) and `{:e}` always does; both are shortest
-/// round-trip. The magnitude picks one, so each value is formatted once:
-/// encode runs on every STATS.ADD, and formatting both forms to keep the
-/// shorter cost about 2.5 us per record.
-fn push_f64(out: &mut String, x: f64) {
-    let a = x.abs();
-    let _ = if a != 0.0 && !(1e-5..1e16).contains(&a) {
-        write!(out, "{x:e}")
-    } else {
-        write!(out, "{x}")
-    };
 }
 
 #[cfg(test)]

@@ -1,11 +1,14 @@
 //! Replies, written with the module reply API so that maps keep their documented field
 //! order and come out right in both protocols: a map is a RESP3 map or a flat RESP2
 //! array, a double a RESP3 double or a RESP2 bulk string.
+//!
+//! Owns: the reply calls. May not touch: keys, command logic.
 
 use std::os::raw::{c_char, c_long};
 
-use redis_module::raw;
 use redis_module::Context;
+
+use crate::server::api;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
@@ -33,51 +36,51 @@ impl Reply {
     /// Writes the reply to the client of `ctx`.
     pub fn send(&self, ctx: &Context) {
         let c = ctx.ctx;
-        // Every RedisModule_Reply* function exists since Redis 6 (maps and doubles too),
-        // so a missing one means a broken server: send nothing rather than panic.
-        unsafe {
-            match self {
-                Reply::Ok => {
-                    if let Some(f) = raw::RedisModule_ReplyWithSimpleString {
-                        f(c, c"OK".as_ptr());
-                    }
-                }
-                Reply::Int(v) => {
-                    if let Some(f) = raw::RedisModule_ReplyWithLongLong {
-                        f(c, *v);
-                    }
-                }
-                Reply::Double(v) => {
-                    if let Some(f) = raw::RedisModule_ReplyWithDouble {
-                        f(c, *v);
-                    }
-                }
-                Reply::Bulk(bytes) => {
-                    if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
-                        f(c, bytes.as_ptr().cast::<c_char>(), bytes.len());
-                    }
-                }
-                Reply::Nil => {
-                    if let Some(f) = raw::RedisModule_ReplyWithNull {
-                        f(c);
-                    }
-                }
-                Reply::Array(items) => {
-                    if let Some(f) = raw::RedisModule_ReplyWithArray {
-                        f(c, items.len() as c_long);
-                    }
-                    items.iter().for_each(|item| item.send(ctx));
-                }
-                Reply::Map(fields) => {
-                    if let Some(f) = raw::RedisModule_ReplyWithMap {
-                        f(c, fields.len() as c_long);
-                    }
-                    for (name, value) in fields {
-                        if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
-                            f(c, name.as_ptr().cast::<c_char>(), name.len());
-                        }
-                        value.send(ctx);
-                    }
+        // SAFETY (every call below): `c` is the live context of the current command; the
+        // buffers passed with their lengths are valid for the call (the server copies
+        // them), and C strings are NUL-terminated literals.
+        match self {
+            Reply::Ok => unsafe {
+                api!(RedisModule_ReplyWithSimpleString)(c, c"OK".as_ptr());
+            },
+            // SAFETY: as above.
+            Reply::Int(v) => unsafe {
+                api!(RedisModule_ReplyWithLongLong)(c, *v);
+            },
+            // SAFETY: as above.
+            Reply::Double(v) => unsafe {
+                api!(RedisModule_ReplyWithDouble)(c, *v);
+            },
+            // SAFETY: as above.
+            Reply::Bulk(bytes) => unsafe {
+                api!(RedisModule_ReplyWithStringBuffer)(
+                    c,
+                    bytes.as_ptr().cast::<c_char>(),
+                    bytes.len(),
+                );
+            },
+            // SAFETY: as above.
+            Reply::Nil => unsafe {
+                api!(RedisModule_ReplyWithNull)(c);
+            },
+            Reply::Array(items) => {
+                // SAFETY: as above.
+                unsafe { api!(RedisModule_ReplyWithArray)(c, items.len() as c_long) };
+                items.iter().for_each(|item| item.send(ctx));
+            }
+            Reply::Map(fields) => {
+                // SAFETY: as above.
+                unsafe { api!(RedisModule_ReplyWithMap)(c, fields.len() as c_long) };
+                for (name, value) in fields {
+                    // SAFETY: as above.
+                    unsafe {
+                        api!(RedisModule_ReplyWithStringBuffer)(
+                            c,
+                            name.as_ptr().cast::<c_char>(),
+                            name.len(),
+                        )
+                    };
+                    value.send(ctx);
                 }
             }
         }
@@ -92,8 +95,7 @@ pub fn send_error(ctx: &Context, text: &str) {
         .map(|c| if c == '\0' { ' ' } else { c })
         .collect();
     if let Ok(cstr) = std::ffi::CString::new(clean) {
-        if let Some(f) = unsafe { raw::RedisModule_ReplyWithError } {
-            unsafe { f(ctx.ctx, cstr.as_ptr()) };
-        }
+        // SAFETY: live context of the current command, NUL-terminated text.
+        unsafe { api!(RedisModule_ReplyWithError)(ctx.ctx, cstr.as_ptr()) };
     }
 }

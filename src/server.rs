@@ -86,7 +86,6 @@ required_api! {
     RedisModule_SelectDb,
     RedisModule_SetCommandInfo,
     RedisModule_StringPtrLen,
-    RedisModule_StringToLongLong,
     RedisModule_SubscribeToKeyspaceEvents,
     RedisModule_SubscribeToServerEvent,
     RedisModule_UnlinkKey,

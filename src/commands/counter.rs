@@ -4,7 +4,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::args::{parse_i64, set_once, Args};
+use crate::args::{parse_duration, parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{
     parse_resolutions, parse_slot_field, slot_field, Counter, Resolution, SlotStore, Track,
@@ -439,21 +439,13 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
 pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let mut windows = vec![args.next_duration()?];
-    while !args.is_done() && !args.eat_keyword("AT") {
-        windows.push(args.next_duration()?);
-    }
+    let windows = args
+        .values_until(1, &["AT"])
+        .iter()
+        .map(|w| parse_duration(w))
+        .collect::<Result<Vec<i64>>>()?;
     let now = now_ms();
-    let t = if rest.len() > windows.len() {
-        // "AT" was consumed by the loop: parse its value and anything after it.
-        let at = args.next_i64()?;
-        if !args.is_done() {
-            return Err(Error::Syntax);
-        }
-        effective_time(Some(at), now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?
-    } else {
-        now
-    };
+    let t = parse_at(&mut args, now)?;
     let key = Key::open(ctx, name, false);
     let counter = load_for_command(&key, now)?;
     let sums = match counter {

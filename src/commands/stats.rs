@@ -7,7 +7,7 @@ use std::os::raw::c_int;
 
 use redis_module::{Context, RedisString};
 
-use crate::args::{parse_i64, set_once, Args};
+use crate::args::{parse_finite_f64, parse_i64, push_f64, set_once, Args};
 use crate::cmdinfo;
 use crate::config;
 use crate::error::{Error, Result};
@@ -206,18 +206,6 @@ fn summary_map(s: &Summary) -> Reply {
     ])
 }
 
-/// Shortest text that parses back to exactly `x` (Redis reads it with strtod): the
-/// shorter of Rust's plain and exponent forms, both shortest round-trip.
-fn format_score(x: f64) -> String {
-    let plain = format!("{x}");
-    let exp = format!("{x:e}");
-    if exp.len() < plain.len() {
-        exp
-    } else {
-        plain
-    }
-}
-
 /// Parses an optional trailing `WINDOW dur` (the only option of GET and QUANTILE).
 fn parse_window(args: &mut Args) -> Result<Option<i64>> {
     let mut window = None;
@@ -291,18 +279,12 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         report_key_positions(ctx, rest);
         return Ok(Reply::Nil);
     }
-    // Values run up to the first AT or REPORT (values are numbers, never those words).
-    let split = rest
-        .iter()
-        .skip(1)
-        .position(|a| a.eq_ignore_ascii_case(b"AT") || a.eq_ignore_ascii_case(b"REPORT"))
-        .map_or(rest.len(), |p| p + 1);
-    let (value_args, option_args) = rest.split_at(split);
+    let mut args = Args::new(rest);
+    let value_args = args.values_until(1, &["AT", "REPORT"]);
     let mut values = Vec::with_capacity(value_args.len());
     for arg in value_args {
-        values.push(check_value(Args::new(&[arg]).next_f64()?)?);
+        values.push(check_value(parse_finite_f64(arg)?)?);
     }
-    let mut args = Args::new(option_args);
     let (mut at, mut report) = (None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
@@ -461,12 +443,10 @@ fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
     if !rank.zadd(&member, mean) {
         return;
     }
+    let mut score = String::new();
+    push_f64(&mut score, mean);
     let mut effects = Effects::new();
-    effects.keyed(
-        c"ZADD",
-        report.rankkey,
-        &[format_score(mean).as_bytes(), report.member],
-    );
+    effects.keyed(c"ZADD", report.rankkey, &[score.as_bytes(), report.member]);
     let excess = (rank.len() as i64).saturating_sub(report.keep);
     if excess > 0 {
         let lowest: Vec<RStr> = rank
@@ -499,19 +479,16 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
 
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
 pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let split = rest
-        .iter()
-        .position(|a| a.eq_ignore_ascii_case(b"WINDOW"))
-        .unwrap_or(rest.len());
-    let (q_args, option_args) = rest.split_at(split);
+    let mut args = Args::new(rest);
+    let q_args = args.values_until(0, &["WINDOW"]);
     if q_args.is_empty() {
         return Err(Error::NotFloat);
     }
     let mut qs = Vec::with_capacity(q_args.len());
     for arg in q_args {
-        qs.push(check_quantile(Args::new(&[arg]).next_f64()?)?);
+        qs.push(check_quantile(parse_finite_f64(arg)?)?);
     }
-    let window = parse_window(&mut Args::new(option_args))?;
+    let window = parse_window(&mut args)?;
     let (key, settings, periods) = open_window(ctx, name, window)?;
     let Some(settings) = settings else {
         return Ok(Reply::Nil);

@@ -88,13 +88,6 @@ pub unsafe fn borrowed_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
 }
 
-fn str_to_i64(s: &RStr) -> Option<i64> {
-    let mut value: std::os::raw::c_longlong = 0;
-    // SAFETY: `s` is a live string we own; `value` is a valid out pointer.
-    let status = unsafe { api!(RedisModule_StringToLongLong)(s.0, &mut value) };
-    (status == raw::REDISMODULE_OK as c_int).then_some(value)
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyKind {
     Empty,
@@ -229,7 +222,7 @@ impl Key {
 
     /// A hash field's integer value: `None` if missing, `Some(None)` if not an integer.
     pub fn hget_i64_str(&self, field: &RStr) -> Option<Option<i64>> {
-        self.hash_get_raw(field, str_to_i64)
+        self.hash_get_raw(field, |v| crate::args::parse_i64(v.as_bytes()).ok())
     }
 
     /// Sets a hash field to an integer (creates the key if empty).

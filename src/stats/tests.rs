@@ -1,0 +1,296 @@
+//! Unit tests of the parent module.
+
+use super::*;
+use crate::testutil::Rng;
+
+const HOUR: i64 = 3_600_000;
+
+fn of(xs: &[f64]) -> Record {
+    let mut r = Record::default();
+    for &x in xs {
+        r.add(x);
+    }
+    r
+}
+
+#[test]
+fn marker_round_trip_and_rejects() {
+    let s = Settings::new(HOUR, 24).unwrap();
+    assert_eq!(s.marker(), "stats 1h 24");
+    assert_eq!(Settings::from_marker(b"stats 1h 24"), Some(s));
+    assert_eq!(
+        Settings::from_marker(b"stats 200ms 2"),
+        Some(Settings {
+            period: 200,
+            keep: 2
+        })
+    );
+    for bad in [
+        &b"stats"[..],
+        b"stats 1h",
+        b"stats 1h 0",
+        b"stats 1h 10001",
+        b"stats 0 2",
+        b"stats 1h 24 x",
+        b"statsx 1h 24",
+        b"counter 1s:120",
+        b"stats 1h  24",
+        b"\xff",
+    ] {
+        assert_eq!(Settings::from_marker(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn settings_are_validated() {
+    assert!(Settings::new(1, 1).is_ok());
+    assert!(Settings::new(HOUR, MAX_KEEP).is_ok());
+    assert_eq!(
+        Settings::new(HOUR, 0).unwrap_err().to_string(),
+        "ERR KEEP must be between 1 and 10000"
+    );
+    assert!(Settings::new(0, 1).is_err());
+    assert!(Settings::new(i64::MAX / 2, 3).is_err());
+    assert_eq!(parse_keep(b"24"), Ok(24));
+    assert_eq!(parse_keep(b"x"), Err(Error::NotInteger));
+    assert!(matches!(parse_keep(b"0"), Err(Error::Invalid(_))));
+    assert!(matches!(parse_keep(b"10001"), Err(Error::Invalid(_))));
+}
+
+#[test]
+fn field_names_round_trip() {
+    assert_eq!(field(1_718_028_000_000, Part::Moments), "1718028000000:m");
+    assert_eq!(field(0, Part::Sketch), "0:q");
+    assert_eq!(
+        parse_field(b"1718028000000:m"),
+        Some((1_718_028_000_000, Part::Moments))
+    );
+    assert_eq!(parse_field(b"-3600000:q"), Some((-HOUR, Part::Sketch)));
+    for bad in [
+        &b"_tally"[..],
+        b":m",
+        b"12:x",
+        b"012:m",
+        b"1h:m",
+        b"12:mq",
+        b"12",
+    ] {
+        assert_eq!(parse_field(bad), None, "{bad:?}");
+    }
+    let s = Settings::new(HOUR, 24).unwrap();
+    assert_eq!(s.index_of_start(5 * HOUR), Some(5));
+    assert_eq!(s.index_of_start(5 * HOUR + 1), None);
+}
+
+#[test]
+fn period_arithmetic() {
+    let s = Settings::new(HOUR, 3).unwrap();
+    let now = 10 * HOUR + 5;
+    assert_eq!(s.index(now), 10);
+    assert_eq!(s.first_kept(now), 8);
+    assert!(s.is_kept(8, now) && s.is_kept(10, now));
+    assert!(!s.is_kept(7, now) && !s.is_kept(11, now));
+    // Period 8 leaves exactly when period 11 starts.
+    assert_eq!(s.leaves_at(8), 11 * HOUR);
+    assert!(!s.is_kept(8, s.leaves_at(8)));
+    assert!(s.is_kept(8, s.leaves_at(8) - 1));
+    assert_eq!(s.write_index(8 * HOUR, now), Ok(8));
+    assert_eq!(
+        s.write_index(8 * HOUR - 1, now),
+        Err(Error::OutsideKeptRange)
+    );
+    // Negative times floor towards minus infinity.
+    assert_eq!(s.index(-1), -1);
+    assert_eq!(s.start(-1), -HOUR);
+}
+
+#[test]
+fn windows() {
+    let s = Settings::new(HOUR, 24).unwrap();
+    assert_eq!(s.window_periods(None), Ok(1));
+    assert_eq!(s.window_periods(Some(HOUR)), Ok(1));
+    assert_eq!(s.window_periods(Some(24 * HOUR)), Ok(24));
+    let err = "ERR WINDOW must be a multiple of the period (1h) of at most 24 periods";
+    for bad in [25 * HOUR, HOUR / 2, 90 * 60_000] {
+        assert_eq!(s.window_periods(Some(bad)).unwrap_err().to_string(), err);
+    }
+    let now = 100 * HOUR + 7;
+    assert_eq!(s.window_range(now, 1), (100, 100));
+    assert_eq!(s.window_range(now, 24), (77, 100));
+    assert_eq!(s.range_bounds(now, None, None), Some((77, 100)));
+    assert_eq!(
+        s.range_bounds(now, Some(90 * HOUR + 1), Some(95 * HOUR)),
+        Some((90, 95))
+    );
+    assert_eq!(
+        s.range_bounds(now, Some(0), Some(HOUR * 1000)),
+        Some((77, 100))
+    );
+    assert_eq!(s.range_bounds(now, Some(99 * HOUR), Some(98 * HOUR)), None);
+    assert_eq!(s.range_bounds(now, None, Some(10 * HOUR)), None);
+}
+
+#[test]
+fn values_are_bounded() {
+    assert_eq!(check_value(1e100), Ok(1e100));
+    assert_eq!(check_value(-1e100), Ok(-1e100));
+    assert!(check_value(1.0000001e100).is_err());
+    assert!(check_value(-f64::MAX).is_err());
+    assert_eq!(check_quantile(0.0), Ok(0.0));
+    assert_eq!(check_quantile(1.0), Ok(1.0));
+    assert!(check_quantile(1.01).is_err());
+    assert!(check_quantile(-0.5).is_err());
+}
+
+#[test]
+fn record_encode_decode_round_trip() {
+    let mut rng = Rng(5);
+    let cases = vec![
+        vec![],
+        vec![0.0],
+        vec![-2.5],
+        vec![1e100, -1e100, 0.0, 1e-300],
+        (0..5000)
+            .map(|_| (3.0 + rng.normal()).exp())
+            .collect::<Vec<_>>(),
+        (0..5000).map(|_| rng.normal() * 1e6).collect(),
+    ];
+    for xs in cases {
+        let r = of(&xs);
+        let (m, q) = r.encode();
+        let back = Record::decode(m.as_bytes(), &q).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.encode(), (m, q));
+    }
+    // Extreme accepted values still leave a storable, decodable record.
+    let mut r = Record::default();
+    for _ in 0..1000 {
+        r.add(MAX_ABS_VALUE);
+        r.add(-MAX_ABS_VALUE);
+    }
+    let (m, q) = r.encode();
+    assert!(Record::decode(m.as_bytes(), &q).is_some(), "{m}");
+}
+
+#[test]
+fn record_decode_rejects_mismatch_and_garbage() {
+    let a = of(&[1.0, 2.0, 3.0]);
+    let b = of(&[1.0, 2.0]);
+    let (am, _) = a.encode();
+    let (_, bq) = b.encode();
+    assert_eq!(Record::decode(am.as_bytes(), &bq), None);
+    assert_eq!(Record::decode(b"garbage", &bq), None);
+    assert_eq!(Record::decode(am.as_bytes(), b"garbage"), None);
+    assert_eq!(Record::decode(b"", b""), None);
+}
+
+#[test]
+fn record_merge_is_associative() {
+    let mut rng = Rng(11);
+    let parts: Vec<Vec<f64>> = (0..6)
+        .map(|i| (0..(300 + 50 * i)).map(|_| 1e9 + rng.uniform()).collect())
+        .collect();
+    let recs: Vec<Record> = parts.iter().map(|p| of(p)).collect();
+    // ((a+b)+c) vs (a+(b+c)) for every consecutive triple.
+    for w in recs.windows(3) {
+        let mut left = w[0].clone();
+        left.merge(&w[1]);
+        left.merge(&w[2]);
+        let mut bc = w[1].clone();
+        bc.merge(&w[2]);
+        let mut right = w[0].clone();
+        right.merge(&bc);
+        assert_eq!(left.sketch, right.sketch);
+        assert_eq!(left.count(), right.count());
+        let (l, r) = (left.summary().unwrap(), right.summary().unwrap());
+        assert_eq!(
+            (l.min, l.max, l.p50, l.p90, l.p99),
+            (r.min, r.max, r.p50, r.p90, r.p99)
+        );
+        assert!((l.sum - r.sum).abs() <= 1e-15 * l.sum.abs());
+        assert!((l.mean - r.mean).abs() <= 1e-15 * l.mean.abs());
+        assert!((l.stddev - r.stddev).abs() <= 1e-9 * l.stddev);
+    }
+    // merge_all equals pairwise merges in the same order.
+    let all_at_once = Record::merge_all(&recs);
+    let mut pairwise = Record::default();
+    for r in &recs {
+        pairwise.merge(r);
+    }
+    assert_eq!(all_at_once, pairwise);
+    assert_eq!(Record::merge_all(&[]), Record::default());
+    // Merging everything equals adding everything to one record.
+    let all: Vec<f64> = parts.concat();
+    let single = of(&all);
+    let mut merged = Record::default();
+    for r in &recs {
+        merged.merge(r);
+    }
+    assert_eq!(merged.sketch, single.sketch);
+    let (m, s) = (merged.summary().unwrap(), single.summary().unwrap());
+    assert_eq!(m.count, s.count);
+    assert!(
+        (m.stddev - s.stddev).abs() <= 1e-9 * s.stddev,
+        "{} {}",
+        m.stddev,
+        s.stddev
+    );
+    // Merging an empty record changes nothing.
+    let mut e = merged.clone();
+    e.merge(&Record::default());
+    assert_eq!(e, merged);
+}
+
+#[test]
+fn quantiles_at_once_equal_one_at_a_time() {
+    let mut rng = Rng(8);
+    let datasets: Vec<Vec<f64>> = vec![
+        vec![],
+        vec![4.0],
+        (0..3000).map(|_| rng.normal() * 50.0).collect(),
+        (0..3000).map(|_| rng.lognormal()).collect(),
+        (0..500)
+            .map(|i| if i % 3 == 0 { 0.0 } else { -rng.lognormal() })
+            .collect(),
+    ];
+    for xs in &datasets {
+        let r = of(xs);
+        // Random fractions in random order, with repeats, the ends, and invalid ones
+        // (answered None, as one at a time).
+        let mut qs: Vec<f64> = (0..400).map(|_| rng.uniform()).collect();
+        qs.extend([1.0, 0.0, 0.5, 0.5, 1.0, -0.1, 1.5, f64::NAN, 0.0]);
+        for _ in 0..qs.len() {
+            let a = rng.below(qs.len() as i64) as usize;
+            let b = rng.below(qs.len() as i64) as usize;
+            qs.swap(a, b);
+        }
+        let one_by_one: Vec<Option<f64>> = qs.iter().map(|&q| r.quantile(q)).collect();
+        let sketch_one_by_one: Vec<Option<f64>> =
+            qs.iter().map(|&q| r.sketch.quantile(q)).collect();
+        assert_eq!(r.quantiles(&qs), one_by_one, "{} values", xs.len());
+        assert_eq!(r.sketch.quantiles(&qs), sketch_one_by_one);
+        assert_eq!(r.quantiles(&[]), Vec::<Option<f64>>::new());
+    }
+}
+
+#[test]
+fn summary_of_small_records() {
+    assert_eq!(Record::default().summary(), None);
+    let s = of(&[5.0]).summary().unwrap();
+    assert_eq!(
+        (s.count, s.sum, s.min, s.max, s.mean, s.stddev),
+        (1, 5.0, 5.0, 5.0, 5.0, 0.0)
+    );
+    // Quantiles are clamped to the exact extremes: a single value is reported exactly.
+    assert_eq!((s.p50, s.p90, s.p99), (5.0, 5.0, 5.0));
+    // Rank 1 and rank n are the exact min and max.
+    let r = of(&[1.234, 5.678, 1000.001]);
+    assert_eq!(r.quantile(0.0), Some(1.234));
+    assert_eq!(r.quantile(0.3), Some(1.234));
+    assert_eq!(r.quantile(0.9), Some(1000.001));
+    assert_eq!(r.quantile(1.0), Some(1000.001));
+    assert!((r.quantile(0.5).unwrap() - 5.678).abs() <= 0.01 * 5.678);
+    assert_eq!(Record::default().quantile(0.5), None);
+    let s = of(&[1.0, 3.0]).summary().unwrap();
+    assert_eq!((s.mean, s.stddev), (2.0, 2f64.sqrt()));
+}
