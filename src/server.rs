@@ -116,6 +116,28 @@ pub fn check_api() -> Result<(), String> {
     }
 }
 
+// ---------------------------------------------------------------------------- strings
+
+/// The bytes of a module string the server lends for a call (a callback argument, an
+/// argument vector entry).
+///
+/// # Safety
+/// `s` must be NULL or a live module string that outlives `'a` and is not modified
+/// meanwhile.
+pub unsafe fn borrowed_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
+    if s.is_null() {
+        return &[];
+    }
+    let mut len = 0usize;
+    // SAFETY: `s` is a live module string (caller's contract).
+    let data = unsafe { api!(RedisModule_StringPtrLen)(s, &mut len) };
+    if data.is_null() {
+        return &[];
+    }
+    // SAFETY: the server returns the string's buffer of `len` bytes, alive as long as `s`.
+    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+}
+
 // ------------------------------------------------------------------------------ clock
 
 /// The server's clock, in ms (what `AT` defaults to).
@@ -292,7 +314,7 @@ extern "C" fn on_keyspace_notification(
         return raw::REDISMODULE_OK as c_int;
     };
     // SAFETY: the server lends the key name for this call.
-    let key = unsafe { crate::store::borrowed_bytes(key) };
+    let key = unsafe { borrowed_bytes(key) };
     let ctx = Context::new(ctx);
     let class = NotifyEvent::from_bits_truncate(class);
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -21,6 +21,7 @@ use redis_module::raw;
 use redis_module::{Context, RedisString};
 
 use crate::server::api;
+pub use crate::server::borrowed_bytes;
 
 /// An owned `RedisModuleString`, freed on drop.
 pub struct RStr(*mut raw::RedisModuleString);
@@ -66,26 +67,6 @@ impl Drop for RStr {
         // SAFETY: we own the string (created with a NULL context) and free it once.
         unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), self.0) };
     }
-}
-
-/// The bytes of a module string the server lends for a call (a callback argument, an
-/// argument vector entry).
-///
-/// # Safety
-/// `s` must be NULL or a live module string that outlives `'a` and is not modified
-/// meanwhile.
-pub unsafe fn borrowed_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
-    if s.is_null() {
-        return &[];
-    }
-    let mut len = 0usize;
-    // SAFETY: `s` is a live module string (caller's contract).
-    let data = unsafe { api!(RedisModule_StringPtrLen)(s, &mut len) };
-    if data.is_null() {
-        return &[];
-    }
-    // SAFETY: the server returns the string's buffer of `len` bytes, alive as long as `s`.
-    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
