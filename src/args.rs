@@ -2,6 +2,9 @@
 //! "ran out of arguments" from "bad value", and parses the common value kinds
 //! (integers, finite floats, durations, timestamps) with the contract's error texts.
 //! Pure: no Redis imports, so it is unit-tested with plain `cargo test`.
+//!
+//! Owns: argument parsing and the one integer/float/duration text forms. May not touch:
+//! Redis (pure).
 
 use crate::error::{Error, Result};
 

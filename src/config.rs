@@ -1,6 +1,8 @@
 //! Module configs (`CONFIG GET/SET tally.*`, `loadmodule ... name value`). Duration and
 //! resolution configs are strings validated on every set, so a bad value is refused by
 //! `CONFIG SET` and never reaches a command.
+//!
+//! Owns: the module's configs. May not touch: keys or commands.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};

@@ -1,5 +1,7 @@
 //! The one error type of tally. Its `Display` is the exact text sent on the wire,
 //! so tests and users can rely on it (see SPEC.md, "Errors").
+//!
+//! Owns: error texts. May not touch: Redis (pure).
 
 use std::fmt;
 

@@ -11,6 +11,9 @@
 //!   load, after promotion) a bounded incremental SCAN of every database finds the tally
 //!   objects again, so expiry resumes without any client action. Keys that arrive by
 //!   RESTORE/MIGRATE/RENAME/COPY/MOVE are scheduled from keyspace events.
+//!
+//! Owns: the schedule and the timer. May not touch: the families (it calls them through
+//! the [`Visitor`] given to [`start`]) or raw module calls (`server`, `store::scan`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};

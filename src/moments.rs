@@ -16,6 +16,8 @@
 //! beyond roughly 1e150 in magnitude can make it infinite). A state with
 //! non-finite fields is rejected by [`Moments::decode`], so callers that must
 //! round-trip through storage should bound their input values.
+//!
+//! Owns: moments and their stored text. May not touch: Redis (pure).
 
 use std::fmt::Write as _;
 

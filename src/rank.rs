@@ -21,6 +21,9 @@
 //! moment, what is not yet subtracted is exactly what remains in slot hashes that have
 //! left the window ("pending" slots), and a member's window total is its sorted-set score
 //! minus its counts in the pending slots.
+//!
+//! Owns: leaderboard arithmetic, key names and the meta's stored text. May not touch:
+//! Redis (pure).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;

@@ -3,6 +3,8 @@
 //! Time is Unix milliseconds. A slot of length `len` is identified by its index
 //! `floor(t / len)`; its start is `index * len` (slots are aligned to the epoch).
 //! All arithmetic saturates, so absurd stored or user values can never overflow.
+//!
+//! Owns: slot and window arithmetic. May not touch: Redis (pure).
 
 /// Index of the slot of length `len` containing `t`.
 pub fn slot_index(t: i64, len: i64) -> i64 {

@@ -1,6 +1,9 @@
 //! TSCOUNTER.*: multi-resolution counters on one native hash per counter.
 //! Parse every argument, then compute with the pure `crate::counter` logic over the hash,
 //! then reply; writes are replicated as HSET/HDEL/DEL effects.
+//!
+//! Owns: the TSCOUNTER commands and the counter's expiry visit. May not touch: raw module
+//! calls (through `store`, `replicate`, `server`), other families.
 
 use redis_module::{Context, NotifyEvent, RedisString};
 

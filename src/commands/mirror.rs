@@ -14,6 +14,9 @@
 //!
 //! Mirrors are built by reads (SUM, RANGE) and maintained by writes; a write to a counter
 //! without a mirror does not build one (that would cost a full scan of the hash).
+//!
+//! Owns: the counters' read cache. May not touch: keys (it is given slots by the counter
+//! commands).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};

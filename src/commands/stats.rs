@@ -1,6 +1,9 @@
 //! STATS.*: windowed statistics on one native hash per object (layout: `crate::stats`).
 //! Every argument is parsed and every key checked before the first write; writes are
 //! replicated as HSET/HDEL/DEL effects on the hash and ZADD/ZREM on a REPORT zset.
+//!
+//! Owns: the STATS commands and the stats expiry visit. May not touch: raw module calls
+//! (through `store`, `replicate`, `server`, `cmdinfo`), other families.
 
 use std::collections::BTreeMap;
 use std::os::raw::c_int;

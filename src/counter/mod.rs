@@ -13,6 +13,9 @@
 //! * `<res>:<slot index>`: the count of one slot, e.g. `1m:29396160` for the minute that
 //!   starts at 29396160 × 60000 ms. Only non-zero counts are stored. The index, not the
 //!   start in ms, keeps fields short: a sparse ring counter fits in under 400 bytes.
+//!
+//! Owns: counter arithmetic and its stored text. May not touch: Redis (pure; the command
+//! layer provides the hash through [`SlotStore`]).
 
 use crate::args::{format_duration, parse_duration, parse_i64, push_duration};
 use crate::error::{Error, Result};

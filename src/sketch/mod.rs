@@ -23,6 +23,8 @@
 //! (about 50 buckets per factor of e), not with the count. The worst case,
 //! values spread over the whole range 1e-9..f64::MAX, is bounded by
 //! `MAX_INDEX - MIN_INDEX + 1` (~37k) buckets per sign.
+//!
+//! Owns: the sketch and its binary form. May not touch: Redis (pure).
 
 /// One sign's buckets: `(index, count)` sorted by index, counts non-zero.
 /// A sorted `Vec` rather than a `BTreeMap`: a sketch is decoded, updated and

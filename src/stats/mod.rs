@@ -15,6 +15,8 @@
 //! A period is stored only once it has a value; both fields are always written together.
 //! A period whose fields are missing, do not decode, or disagree on the count (a user's
 //! `HSET`) counts as empty and is overwritten by the next write to it.
+//!
+//! Owns: stats arithmetic and its stored text. May not touch: Redis (pure).
 
 use crate::args::{format_duration, parse_duration, parse_i64};
 use crate::error::{Error, Result};
