@@ -182,15 +182,14 @@ pub fn push_f64(out: &mut String, x: f64) {
     };
 }
 
-/// Appends `value` in decimal, as Redis writes integers (no `core::fmt` on hot paths).
-pub fn push_i64(out: &mut Vec<u8>, value: i64) {
-    let mut digits = [0u8; 20];
+/// The decimal digits of `value` (with its sign), written into `buf` without `core::fmt`.
+fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut n = value.unsigned_abs();
-    let mut at = digits.len();
+    let mut at = buf.len();
     loop {
         at -= 1;
         // `at` stays in bounds: a u64 has at most 20 digits.
-        if let Some(d) = digits.get_mut(at) {
+        if let Some(d) = buf.get_mut(at) {
             *d = b'0' + (n % 10) as u8;
         }
         n /= 10;
@@ -198,20 +197,40 @@ pub fn push_i64(out: &mut Vec<u8>, value: i64) {
             break;
         }
     }
-    if value < 0 {
-        out.push(b'-');
+    if value < 0 && at > 0 {
+        at -= 1;
+        if let Some(d) = buf.get_mut(at) {
+            *d = b'-';
+        }
     }
-    out.extend_from_slice(digits.get(at..).unwrap_or(&[]));
+    buf.get(at..).unwrap_or(&[])
 }
 
-pub fn push_duration(out: &mut String, ms: i64) {
-    use std::fmt::Write;
-    let (count, suffix) = UNITS
+/// Appends `value` in decimal, as Redis writes integers (no `core::fmt` on hot paths).
+pub fn push_i64(out: &mut Vec<u8>, value: i64) {
+    out.extend_from_slice(decimal(value, &mut [0; 20]));
+}
+
+/// Appends a duration label (`5m`, `1500ms`, see [`format_duration`]) to a byte buffer.
+pub fn push_duration_bytes(out: &mut Vec<u8>, ms: i64) {
+    let (count, suffix) = duration_parts(ms);
+    push_i64(out, count);
+    out.extend_from_slice(suffix.as_bytes());
+}
+
+/// The largest unit that divides `ms` evenly, and the count of it.
+fn duration_parts(ms: i64) -> (i64, &'static str) {
+    UNITS
         .iter()
         .rev()
         .find(|(_, unit_ms)| *unit_ms > 1 && ms % unit_ms == 0)
-        .map_or((ms, "ms"), |(suffix, unit_ms)| (ms / unit_ms, *suffix));
-    let _ = write!(out, "{count}{suffix}");
+        .map_or((ms, "ms"), |(suffix, unit_ms)| (ms / unit_ms, *suffix))
+}
+
+pub fn push_duration(out: &mut String, ms: i64) {
+    let (count, suffix) = duration_parts(ms);
+    out.push_str(std::str::from_utf8(decimal(count, &mut [0; 20])).unwrap_or("0"));
+    out.push_str(suffix);
 }
 
 /// The shortest readable form of a duration: the largest unit that divides it exactly.

@@ -124,26 +124,63 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
 
 /// The writes one operation made to one hash key, each field's last write winning:
 /// recorded while the operation runs, then added to an [`Effects`] as `DEL`, or `HDEL`
-/// then `HSET`.
+/// then `HSET`. Fields and values live in one buffer (a write path records a handful).
 #[derive(Default)]
 pub struct HashEffects {
-    set: Vec<(Vec<u8>, Vec<u8>)>,
-    del: Vec<Vec<u8>>,
+    bytes: Vec<u8>,
+    writes: Vec<FieldWrite>,
     deleted_key: bool,
 }
 
+/// One recorded write: `bytes[start..field_end]` is the field, `bytes[field_end..end]` the
+/// value (empty for a delete).
+struct FieldWrite {
+    start: usize,
+    field_end: usize,
+    end: usize,
+    delete: bool,
+}
+
 impl HashEffects {
-    pub fn set(&mut self, field: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        let field = field.into();
-        self.del.retain(|f| *f != field);
-        self.set.retain(|(f, _)| *f != field);
-        self.set.push((field, value.into()));
+    pub fn set(&mut self, field: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.begin(field.as_ref());
+        self.bytes.extend_from_slice(value.as_ref());
+        self.finish(false);
     }
 
-    pub fn del(&mut self, field: impl Into<Vec<u8>>) {
-        let field = field.into();
-        self.set.retain(|(f, _)| *f != field);
-        self.del.push(field);
+    /// Sets `field` to an integer, formatted without an allocation of its own.
+    pub fn set_int(&mut self, field: &[u8], value: i64) {
+        self.begin(field);
+        crate::args::push_i64(&mut self.bytes, value);
+        self.finish(false);
+    }
+
+    pub fn del(&mut self, field: impl AsRef<[u8]>) {
+        self.begin(field.as_ref());
+        self.finish(true);
+    }
+
+    /// Drops an earlier write of `field` and starts a new one.
+    fn begin(&mut self, field: &[u8]) {
+        let bytes = &self.bytes;
+        self.writes
+            .retain(|w| bytes.get(w.start..w.field_end) != Some(field));
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(field);
+        self.writes.push(FieldWrite {
+            start,
+            field_end: self.bytes.len(),
+            end: self.bytes.len(),
+            delete: false,
+        });
+    }
+
+    fn finish(&mut self, delete: bool) {
+        let end = self.bytes.len();
+        if let Some(last) = self.writes.last_mut() {
+            last.end = end;
+            last.delete = delete;
+        }
     }
 
     /// The whole key went away: nothing else needs sending.
@@ -152,7 +189,7 @@ impl HashEffects {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty() && self.del.is_empty() && !self.deleted_key
+        self.writes.is_empty() && !self.deleted_key
     }
 
     /// Records the writes to `key` into `effects`.
@@ -161,16 +198,18 @@ impl HashEffects {
             effects.command(c"DEL").arg(key);
             return;
         }
-        if !self.del.is_empty() {
+        let field = |w: &FieldWrite| self.bytes.get(w.start..w.field_end).unwrap_or(&[]);
+        let value = |w: &FieldWrite| self.bytes.get(w.field_end..w.end).unwrap_or(&[]);
+        if self.writes.iter().any(|w| w.delete) {
             effects.command(c"HDEL").arg(key);
-            for field in &self.del {
-                effects.arg(field);
+            for w in self.writes.iter().filter(|w| w.delete) {
+                effects.arg(field(w));
             }
         }
-        if !self.set.is_empty() {
+        if self.writes.iter().any(|w| !w.delete) {
             effects.command(c"HSET").arg(key);
-            for (field, value) in &self.set {
-                effects.arg(field).arg(value);
+            for w in self.writes.iter().filter(|w| !w.delete) {
+                effects.arg(field(w)).arg(value(w));
             }
         }
     }

@@ -10,7 +10,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use crate::args::{parse_duration, parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{
-    parse_resolutions, parse_slot_field, slot_field, Counter, Resolution, SlotStore, Track,
+    parse_resolutions, parse_slot_field, push_slot_field, Counter, Resolution, SlotStore, Track,
     STATE_FIELD,
 };
 use crate::error::{Error, Result};
@@ -44,7 +44,7 @@ const META_FIELDS: usize = 2;
 /// A slot's field name, as text (for effects) and as a module string (for the key API).
 struct SlotName {
     slot: (i64, i64),
-    text: String,
+    text: Vec<u8>,
     rstr: RStr,
 }
 
@@ -76,6 +76,12 @@ impl<'a> HashSlots<'a> {
 
     /// The field name of a slot, made once per command.
     fn field(&mut self, res_ms: i64, index: i64) -> Option<&SlotName> {
+        let at = self.field_at(res_ms, index)?;
+        self.names.get(at)
+    }
+
+    /// Where the field name of a slot is in `names` (made there if needed).
+    fn field_at(&mut self, res_ms: i64, index: i64) -> Option<usize> {
         let slot = (res_ms, index);
         let at = match self.names.iter().position(|name| name.slot == slot) {
             Some(at) => at,
@@ -85,13 +91,14 @@ impl<'a> HashSlots<'a> {
                 if self.names.len() >= MAX_CACHED_NAMES {
                     self.names.clear();
                 }
-                let text = slot_field(res_ms, index);
-                let rstr = RStr::new(text.as_bytes())?;
+                let mut text = Vec::with_capacity(24);
+                push_slot_field(&mut text, res_ms, index);
+                let rstr = RStr::new(&text)?;
                 self.names.push(SlotName { slot, text, rstr });
                 self.names.len() - 1
             }
         };
-        self.names.get(at)
+        Some(at)
     }
 
     /// Records the hash's field count in the mirror once the command's writes are done.
@@ -119,13 +126,15 @@ impl SlotStore for HashSlots<'_> {
 
     fn put(&mut self, res_ms: i64, index: i64, count: i64) {
         let key = self.key;
-        let Some(name) = self.field(res_ms, index) else {
+        let Some(name) = self
+            .field_at(res_ms, index)
+            .and_then(|at| self.names.get(at))
+        else {
             return;
         };
         key.hset_i64_str(&name.rstr, count);
-        let field = name.text.clone();
+        self.effects.set_int(&name.text, count);
         self.missing = false;
-        self.effects.set(field, count.to_string());
         if let Some(mirror) = self.mirror.as_deref_mut() {
             mirror.slots.insert((res_ms, index), count);
         }
@@ -138,8 +147,9 @@ impl SlotStore for HashSlots<'_> {
                 return false;
             }
         }
-        let field = slot_field(res_ms, index);
-        let existed = self.key.hdel(field.as_bytes());
+        let mut field = Vec::with_capacity(24);
+        push_slot_field(&mut field, res_ms, index);
+        let existed = self.key.hdel(&field);
         if existed {
             self.effects.del(field);
         }
@@ -227,6 +237,10 @@ fn with_slots<T>(
 }
 
 thread_local! {
+    /// The `_tally` and `_state` field names as module strings, made once: every command
+    /// reads both.
+    static FIELD_NAMES: Option<(RStr, RStr)> =
+        RStr::new(MARKER_FIELD.as_bytes()).zip(RStr::new(STATE_FIELD.as_bytes()));
     /// The last marker parsed and its resolutions: most deployments use one or two
     /// resolution sets, and parsing them on every write is measurable.
     static LAST_MARKER: std::cell::RefCell<(Vec<u8>, Vec<Resolution>)> =
@@ -282,15 +296,25 @@ fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
         KeyKind::Hash => {
-            let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
-            if !layout::is_family(&marker, layout::COUNTER) {
-                return Err(Error::WrongType);
-            }
-            let resolutions = parse_marker_cached(&marker).ok_or(Error::WrongType)?;
-            let state = key.hget(STATE_FIELD.as_bytes());
-            let parsed = state
-                .as_deref()
-                .and_then(|state| Counter::with_state(resolutions.clone(), Some(state)));
+            let (resolutions, parsed) = FIELD_NAMES.with(|names| {
+                let (marker_field, state_field) = names.as_ref().ok_or(Error::WrongType)?;
+                let resolutions = key
+                    .hget_with(marker_field, |marker| {
+                        if layout::is_family(marker, layout::COUNTER) {
+                            parse_marker_cached(marker)
+                        } else {
+                            None
+                        }
+                    })
+                    .flatten()
+                    .ok_or(Error::WrongType)?;
+                let parsed = key
+                    .hget_with(state_field, |state| {
+                        Counter::with_state(resolutions.clone(), Some(state))
+                    })
+                    .flatten();
+                Ok::<_, Error>((resolutions, parsed))
+            })?;
             Ok(Some(match parsed {
                 Some(counter) => Loaded {
                     counter,
@@ -416,7 +440,8 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
         }
         None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
     };
-    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), false, |slots| {
+    let hot = !is_new && mirror::is_hot(selected_db(ctx), name.as_slice());
+    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), hot, |slots| {
         let reply = counter.incrby(slots, now, ts, increment)?;
         let mut deleted = false;
         if increment != 0 {

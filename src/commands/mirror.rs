@@ -106,6 +106,41 @@ pub fn with_mirror<T>(
     })
 }
 
+/// Writes to a key without a mirror, counted by a hash of (db, name): a key written this
+/// often gets a mirror built by its next write, so hot counters stop reading their hash
+/// while a crowd of keys written once each never pays for a scan.
+const WRITES_BEFORE_MIRROR: u8 = 3;
+/// The write counts are forgotten when this many keys are counted (bounded memory).
+const MAX_COUNTED_KEYS: usize = 4096;
+
+thread_local! {
+    static RECENT_WRITES: RefCell<HashMap<u64, u8>> = RefCell::new(HashMap::new());
+}
+
+/// Counts a write to `name` in `db`; true when the key is written often enough to be
+/// worth a mirror.
+pub fn is_hot(db: c_int, name: &[u8]) -> bool {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (db, name).hash(&mut hasher);
+    let id = hasher.finish();
+    RECENT_WRITES.with(|cell| {
+        let Ok(mut counts) = cell.try_borrow_mut() else {
+            return false;
+        };
+        if counts.len() >= MAX_COUNTED_KEYS && !counts.contains_key(&id) {
+            counts.clear();
+        }
+        let count = counts.entry(id).or_insert(0);
+        *count = count.saturating_add(1);
+        if *count >= WRITES_BEFORE_MIRROR {
+            counts.remove(&id);
+            return true;
+        }
+        false
+    })
+}
+
 /// Drops the mirror of one key (keyspace events).
 pub fn forget(db: c_int, name: &[u8]) {
     MIRRORS.with(|cell| match cell.try_borrow_mut() {

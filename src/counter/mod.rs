@@ -17,7 +17,7 @@
 //! Owns: counter arithmetic and its stored text. May not touch: Redis (pure; the command
 //! layer provides the hash through [`SlotStore`]).
 
-use crate::args::{format_duration, parse_duration, parse_i64, push_duration};
+use crate::args::{format_duration, parse_duration, parse_i64, push_duration_bytes, push_i64};
 use crate::error::{Error, Result};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start, slots_covering};
 
@@ -82,11 +82,16 @@ pub fn format_resolutions(resolutions: &[Resolution]) -> String {
 
 /// Name of the hash field holding slot `index` of the resolution `res_ms`.
 pub fn slot_field(res_ms: i64, index: i64) -> String {
-    use std::fmt::Write;
-    let mut field = String::with_capacity(24);
-    push_duration(&mut field, res_ms);
-    let _ = write!(field, ":{index}");
-    field
+    let mut field = Vec::with_capacity(24);
+    push_slot_field(&mut field, res_ms, index);
+    String::from_utf8(field).unwrap_or_default()
+}
+
+/// Appends the name of slot `index` of resolution `res_ms` (see [`slot_field`]).
+pub fn push_slot_field(out: &mut Vec<u8>, res_ms: i64, index: i64) {
+    push_duration_bytes(out, res_ms);
+    out.push(b':');
+    push_i64(out, index);
 }
 
 /// Inverse of [`slot_field`]: `(res_ms, slot index)`, or `None` for any other field.
@@ -219,18 +224,20 @@ impl Counter {
         if !offsets_fit(self.reference) {
             self.reference = now;
         }
-        use std::fmt::Write;
-        let mut text = String::with_capacity(16 + 8 * self.tracks.len());
-        let _ = write!(text, "{}", self.reference);
+        let mut text = Vec::with_capacity(16 + 8 * self.tracks.len());
+        push_i64(&mut text, self.reference);
         for (r, t) in self.resolutions.iter().zip(&self.tracks) {
             let offset = if t.n == 0 {
                 0
             } else {
                 slot_index(self.reference, r.ms) - t.lo
             };
-            let _ = write!(text, " {offset}:{}", t.n);
+            text.push(b' ');
+            push_i64(&mut text, offset);
+            text.push(b':');
+            push_i64(&mut text, t.n);
         }
-        text
+        String::from_utf8(text).unwrap_or_default()
     }
 
     /// Rebuilds a counter from its stored fields; `None` if they are not a valid counter.
