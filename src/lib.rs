@@ -7,6 +7,7 @@
 pub mod args;
 pub mod counter;
 pub mod error;
+pub mod limit;
 pub mod moments;
 pub mod rank;
 pub mod sketch;
