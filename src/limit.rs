@@ -158,13 +158,13 @@ pub fn decide(
             sums,
         });
     }
-    let failing: Vec<Vec<(i128, i128)>> = windows
+    let walks = windows
         .iter()
         .zip(&window_slots)
         .zip(&sums)
-        .map(|((w, slots), &sum)| failing_intervals(w, slots, sum, at, &|s| passes(s, w.max)))
+        .map(|((w, slots), &sum)| FailingTimes::new(w, slots, sum, at, increment).peekable())
         .collect();
-    let wait = first_time_outside(&failing);
+    let wait = first_time_outside(walks);
     let retry_after_ms = i64::try_from(wait)
         .ok()
         .filter(|&d| at.checked_add(d).is_some())
@@ -176,73 +176,107 @@ pub fn decide(
     })
 }
 
-/// The delays `d >= 1`, as sorted disjoint half-open intervals `[from, to)`, at which
-/// window `w` fails. `slots` are its stored slots from `w.first` on, oldest first, and
-/// `sum` their total up to `w.last` (the window at `at`). One merge of two sorted streams:
-/// slot `i` enters when the window's newest slot reaches `i` and leaves `w.slots` later.
-fn failing_intervals(
-    w: &Window,
-    slots: &[(i64, i64)],
-    mut sum: i128,
-    at: i64,
-    passes: &dyn Fn(i128) -> bool,
-) -> Vec<(i128, i128)> {
-    let span = i128::from(w.slots);
-    // The delay after which the window's newest slot is `index`.
-    let delay_to = |index: i128| index * i128::from(w.res_ms) - i128::from(at);
-    let entering_from = slots.partition_point(|&(index, _)| index <= w.last);
-    let mut entering = slots.get(entering_from..).unwrap_or(&[]).iter().peekable();
-    let mut leaving = slots.iter().peekable();
-    let mut newest = i128::from(w.last);
-    let mut out: Vec<(i128, i128)> = Vec::new();
-    loop {
-        let next_enter = entering.peek().map(|&&(index, _)| i128::from(index));
-        let next_leave = leaving.peek().map(|&&(index, _)| i128::from(index) + span);
-        let next = match (next_enter, next_leave) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if !passes(sum) {
-            let from = delay_to(newest).max(1);
-            let to = next.map_or(i128::MAX, delay_to);
-            if from < to {
-                match out.last_mut() {
-                    Some(previous) if previous.1 == from => previous.1 = to,
-                    _ => out.push((from, to)),
-                }
-            }
-        }
-        let Some(next) = next else {
-            break;
-        };
-        while let Some(&(_, count)) = entering.next_if(|&&(index, _)| i128::from(index) == next) {
-            sum += i128::from(count);
-        }
-        while let Some(&(_, count)) =
-            leaving.next_if(|&&(index, _)| i128::from(index) + span == next)
-        {
-            sum -= i128::from(count);
-        }
-        newest = next;
-    }
-    out
+/// The delays `d >= 1` at which one window fails, as sorted disjoint half-open intervals
+/// `[from, to)`, produced lazily: the search stops reading a window once it is past the
+/// answer. A merge of two sorted streams over the window's stored slots (from its oldest
+/// counted slot at `at` on): slot `i` enters when the window's newest slot reaches `i`
+/// and leaves `slots` (the window's length in slots) later.
+struct FailingTimes<'a> {
+    res_ms: i128,
+    span: i128,
+    at: i128,
+    /// Largest passing sum: `max - increment`.
+    room: i128,
+    /// Slots after the one containing `at`, still to enter, oldest first.
+    entering: &'a [(i64, i64)],
+    /// Slots still to leave, oldest first.
+    leaving: &'a [(i64, i64)],
+    /// The window's newest slot and its sum, from the last event on.
+    newest: i128,
+    sum: i128,
+    done: bool,
 }
 
-/// The smallest `d >= 1` outside every list of sorted disjoint intervals. Each list is
-/// walked once: the candidate only grows, and a list's cursor skips what lies before it.
-fn first_time_outside(failing: &[Vec<(i128, i128)>]) -> i128 {
+impl<'a> FailingTimes<'a> {
+    /// `slots`: the window's stored slots from `w.first` on; `sum`: its sum at `at`.
+    fn new(w: &Window, slots: &'a [(i64, i64)], sum: i128, at: i64, increment: i64) -> Self {
+        let entering_from = slots.partition_point(|&(index, _)| index <= w.last);
+        FailingTimes {
+            res_ms: i128::from(w.res_ms),
+            span: i128::from(w.slots),
+            at: i128::from(at),
+            room: i128::from(w.max) - i128::from(increment),
+            entering: slots.get(entering_from..).unwrap_or(&[]),
+            leaving: slots,
+            newest: i128::from(w.last),
+            sum,
+            done: false,
+        }
+    }
+
+    /// The delay after which the window's newest slot is `index`.
+    fn delay_to(&self, index: i128) -> i128 {
+        index * self.res_ms - self.at
+    }
+}
+
+impl Iterator for FailingTimes<'_> {
+    type Item = (i128, i128);
+
+    fn next(&mut self) -> Option<(i128, i128)> {
+        while !self.done {
+            let next_enter = self.entering.first().map(|&(index, _)| i128::from(index));
+            let next_leave = self
+                .leaving
+                .first()
+                .map(|&(index, _)| i128::from(index) + self.span);
+            let next = match (next_enter, next_leave) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            // The sum holds from the current newest slot until the next event.
+            let failing = (self.sum > self.room).then(|| {
+                let from = self.delay_to(self.newest).max(1);
+                (from, next.map_or(i128::MAX, |next| self.delay_to(next)))
+            });
+            match next {
+                Some(next) => {
+                    while let Some((&(index, count), rest)) = self.entering.split_first() {
+                        if i128::from(index) != next {
+                            break;
+                        }
+                        self.sum += i128::from(count);
+                        self.entering = rest;
+                    }
+                    while let Some((&(index, count), rest)) = self.leaving.split_first() {
+                        if i128::from(index) + self.span != next {
+                            break;
+                        }
+                        self.sum -= i128::from(count);
+                        self.leaving = rest;
+                    }
+                    self.newest = next;
+                }
+                None => self.done = true,
+            }
+            if let Some((from, to)) = failing.filter(|&(from, to)| from < to) {
+                return Some((from, to));
+            }
+        }
+        None
+    }
+}
+
+/// The smallest `d >= 1` outside every window's failing intervals. The candidate only
+/// grows, and each window is read only until its intervals pass the candidate, so every
+/// window's slots are walked at most once.
+fn first_time_outside(mut walks: Vec<std::iter::Peekable<FailingTimes<'_>>>) -> i128 {
     let mut candidate: i128 = 1;
-    let mut cursors = vec![0usize; failing.len()];
     loop {
         let mut moved = false;
-        for (intervals, cursor) in failing.iter().zip(cursors.iter_mut()) {
-            while intervals
-                .get(*cursor)
-                .is_some_and(|&(_, to)| to <= candidate)
-            {
-                *cursor += 1;
-            }
-            if let Some(&(from, to)) = intervals.get(*cursor) {
+        for walk in walks.iter_mut() {
+            while walk.next_if(|&(_, to)| to <= candidate).is_some() {}
+            if let Some(&(from, to)) = walk.peek() {
                 if from <= candidate {
                     candidate = to;
                     moved = true;
@@ -454,6 +488,24 @@ mod tests {
         assert_eq!(
             decide(&c, &mut s, now, now, 0, &[(3_000, 3), (2_000, 2)]),
             Ok(decision(false, 1_900, &[4, -1]))
+        );
+    }
+
+    /// With `AT` in the past, slots written after `at` enter the window as time moves on.
+    #[test]
+    fn later_slots_enter_when_at_is_in_the_past() {
+        let now = T0 + 2_500;
+        let (c, mut s) = counter_with("1s:60", now, &[(T0, 1), (T0 + 2_000, 4)]);
+        // At T0 + 500 the 5 s window holds 1; the slot of T0 leaves at T0 + 5 s, but the
+        // 4 of T0 + 2 s has entered by then and stays until T0 + 7 s.
+        assert_eq!(
+            decide(&c, &mut s, now, T0 + 500, 1, &[(5_000, 1)]),
+            Ok(decision(false, 6_500, &[1]))
+        );
+        // The same call, checked at the clock: the sums count the later slot.
+        assert_eq!(
+            decide(&c, &mut s, now, now, 1, &[(5_000, 1)]),
+            Ok(decision(false, 4_500, &[5]))
         );
     }
 
