@@ -46,7 +46,7 @@ struct Window {
 }
 
 /// Decides `TSCOUNTER.LIMIT` at time `at` for a server clock `now` (`at <= now`; a later
-/// `at` acts as `now`). `limits` are `(window ms, max)` pairs; the sums are those of
+/// `at` moves the clock to `at`). `limits` are `(window ms, max)` pairs; the sums are those of
 /// `TSCOUNTER.SUM window AT at`, so they count only slots still kept at `now`. The call is
 /// allowed iff `sum + increment <= max` for every pair. Reads the store once; never writes.
 ///
