@@ -13,6 +13,7 @@ pub mod args;
 pub mod counter;
 pub mod error;
 pub mod layout;
+pub mod limit;
 pub mod moments;
 pub mod rank;
 pub mod sketch;

@@ -136,7 +136,10 @@ pub trait SlotStore {
 /// Stored slots of several `(res_ms, lo, hi)` spans, each oldest first: by probing when
 /// that is cheaper than a walk of the store, else by one walk of the whole store. Either
 /// way the work is bounded by the spans or by the stored data, never by their product.
-fn collect_ordered(store: &mut dyn SlotStore, spans: &[(i64, i64, i64)]) -> Vec<Vec<(i64, i64)>> {
+pub fn collect_ordered(
+    store: &mut dyn SlotStore,
+    spans: &[(i64, i64, i64)],
+) -> Vec<Vec<(i64, i64)>> {
     let mut out: Vec<Vec<(i64, i64)>> = vec![Vec::new(); spans.len()];
     let probes = spans.iter().fold(0i64, |total, &(_, lo, hi)| {
         total.saturating_add(hi.saturating_sub(lo).saturating_add(1).max(0))
