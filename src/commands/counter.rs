@@ -21,7 +21,7 @@ use crate::reply::Reply;
 use crate::server::{monotonic_us, now_ms, selected_db};
 use crate::store::{Key, KeyKind, RStr};
 
-use super::mirror::{self, Mirror};
+use super::mirror::{self, Build, Mirror};
 use crate::window::effective_time;
 
 /// This family, for the layer around the families.
@@ -55,13 +55,25 @@ struct HashSlots<'a> {
     /// True while the key does not exist: reads need not ask the hash (most writes to a
     /// large population of counters create them).
     missing: bool,
-    /// Field names already made by this command: an increment reads, then writes, the
-    /// same fields.
+    /// Field names already made (borrowed from [`SLOT_NAMES`] for the command): an
+    /// increment reads, then writes, the same fields, and the next increment of any
+    /// counter at the same time uses the same names.
     names: Vec<SlotName>,
 }
 
-/// Field names kept by one `HashSlots` (an increment touches one field per resolution).
+/// Field names kept (an increment touches one field per resolution).
 const MAX_CACHED_NAMES: usize = crate::counter::MAX_RESOLUTIONS;
+
+thread_local! {
+    static SLOT_NAMES: std::cell::Cell<Vec<SlotName>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Drop for HashSlots<'_> {
+    fn drop(&mut self) {
+        let names = std::mem::take(&mut self.names);
+        SLOT_NAMES.with(|cache| cache.set(names));
+    }
+}
 
 impl<'a> HashSlots<'a> {
     fn new(key: &'a Key, mirror: Option<&'a mut Mirror>) -> Self {
@@ -70,11 +82,11 @@ impl<'a> HashSlots<'a> {
             effects: HashEffects::default(),
             mirror,
             missing: key.kind() == KeyKind::Empty,
-            names: Vec::new(),
+            names: SLOT_NAMES.with(std::cell::Cell::take),
         }
     }
 
-    /// The field name of a slot, made once per command.
+    /// The field name of a slot, made once.
     fn field(&mut self, res_ms: i64, index: i64) -> Option<&SlotName> {
         let at = self.field_at(res_ms, index)?;
         self.names.get(at)
@@ -210,7 +222,7 @@ fn with_slots<T>(
     ctx: &Context,
     key: &Key,
     name: &[u8],
-    build_mirror: bool,
+    build: Build,
     f: impl FnOnce(&mut HashSlots) -> T,
 ) -> T {
     let fields = key.len();
@@ -226,9 +238,8 @@ fn with_slots<T>(
     let worth_mirroring = (MIRROR_MIN_SLOTS + META_FIELDS
         ..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS)
         .contains(&fields);
-    let build: Option<&mut dyn FnMut(&mut Mirror)> =
-        (build_mirror && worth_mirroring).then_some(&mut load);
-    mirror::with_mirror(selected_db(ctx), name, fields, build, |mirror| {
+    let build = if worth_mirroring { build } else { Build::Never };
+    mirror::with_mirror(selected_db(ctx), name, fields, build, &mut load, |mirror| {
         let mut slots = HashSlots::new(key, mirror);
         let result = f(&mut slots);
         slots.sync_mirror();
@@ -254,6 +265,32 @@ fn parse_marker_cached(marker: &[u8]) -> Option<Vec<Resolution>> {
             *last = (marker.to_vec(), Counter::parse_marker(marker)?);
         }
         Some(last.1.clone())
+    })
+}
+
+thread_local! {
+    /// The last `_state` parsed and the counter it made: a hot counter's state changes only
+    /// when a slot comes or goes.
+    static LAST_STATE: std::cell::RefCell<(Vec<u8>, Option<Counter>)> =
+        const { std::cell::RefCell::new((Vec::new(), None)) };
+}
+
+/// [`Counter::with_state`], remembering the last state text parsed.
+fn with_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<Counter> {
+    LAST_STATE.with(|cell| {
+        let Ok(mut last) = cell.try_borrow_mut() else {
+            return Counter::with_state(resolutions.to_vec(), Some(state));
+        };
+        if let (true, Some(counter)) = (last.0 == state, &last.1) {
+            if counter.resolutions == resolutions {
+                return Some(counter.clone());
+            }
+        }
+        let counter = Counter::with_state(resolutions.to_vec(), Some(state))?;
+        last.0.clear();
+        last.0.extend_from_slice(state);
+        last.1 = Some(counter.clone());
+        Some(counter)
     })
 }
 
@@ -309,9 +346,7 @@ fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
                     .flatten()
                     .ok_or(Error::WrongType)?;
                 let parsed = key
-                    .hget_with(state_field, |state| {
-                        Counter::with_state(resolutions.clone(), Some(state))
-                    })
+                    .hget_with(state_field, |state| with_state_cached(&resolutions, state))
                     .flatten();
                 Ok::<_, Error>((resolutions, parsed))
             })?;
@@ -440,8 +475,8 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
         }
         None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
     };
-    let hot = !is_new && mirror::is_hot(selected_db(ctx), name.as_slice());
-    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), hot, |slots| {
+    let build = if is_new { Build::Never } else { Build::IfHot };
+    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
         let reply = counter.incrby(slots, now, ts, increment)?;
         let mut deleted = false;
         if increment != 0 {
@@ -477,7 +512,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let key = Key::open(ctx, name, false);
     let counter = load_for_command(&key, now)?;
     let sums = match counter {
-        Some(counter) => with_slots(ctx, &key, name.as_slice(), true, |slots| {
+        Some(counter) => with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
             counter.sum(slots, now, t, &windows)
         })?,
         None => {
@@ -513,7 +548,7 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let Some(counter) = load_for_command(&key, now_ms())? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let rows = with_slots(ctx, &key, name.as_slice(), true, |slots| {
+    let rows = with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
         counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
     })?;
     Ok(Reply::pairs(rows.into_iter().map(|(start, count)| {
@@ -580,7 +615,7 @@ pub fn expire(
     else {
         return Visit::Done;
     };
-    let has_work = with_slots(ctx, &read_key, name, false, |slots| {
+    let has_work = with_slots(ctx, &read_key, name, Build::Never, |slots| {
         counter.has_trim_work(slots, now)
     });
     if !has_work && !state_rebuilt {
@@ -591,7 +626,7 @@ pub fn expire(
         return Visit::Done;
     };
     let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
-    let (trimmed, deleted) = with_slots(ctx, &key, name, false, |slots| {
+    let (trimmed, deleted) = with_slots(ctx, &key, name, Build::Never, |slots| {
         let mut within_budget = || monotonic_us() < deadline_us;
         let trimmed = counter.trim_within(slots, now, &mut within_budget);
         expiry::count_expired(trimmed.removed as u64);

@@ -52,14 +52,26 @@ thread_local! {
     static CLEAR_PENDING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` with the mirror of `name` in `db` if there is a valid one. With `build` a missing
-/// or stale mirror is rebuilt from `load` (every stored slot) first. `fields` is the hash's
-/// current field count. `f` gets the mirror and returns the field count after its writes.
+/// When a missing mirror is built from the hash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    /// Reads: a large counter read once is likely read again.
+    Always,
+    /// Writes: only once the key has been written [`WRITES_BEFORE_MIRROR`] times lately.
+    IfHot,
+    Never,
+}
+
+/// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or stale
+/// mirror is rebuilt from `load` (every stored slot) first when `build` says so. `fields`
+/// is the hash's current field count. `f` gets the mirror and returns the field count
+/// after its writes.
 pub fn with_mirror<T>(
     db: c_int,
     name: &[u8],
     fields: usize,
-    build: Option<&mut dyn FnMut(&mut Mirror)>,
+    build: Build,
+    load: &mut dyn FnMut(&mut Mirror),
     f: impl FnOnce(Option<&mut Mirror>) -> T,
 ) -> T {
     MIRRORS.with(|cell| {
@@ -77,8 +89,13 @@ pub fn with_mirror<T>(
                 *slots = slots.saturating_sub(old.slots.len());
             }
         }
-        if !keys.contains_key(name) {
-            if let Some(load) = build {
+        let wanted = match build {
+            Build::Always => true,
+            Build::IfHot => is_hot(db, name),
+            Build::Never => false,
+        };
+        if wanted && !keys.contains_key(name) {
+            {
                 let mut mirror = Mirror {
                     fields,
                     ..Mirror::default()
@@ -117,9 +134,9 @@ thread_local! {
     static RECENT_WRITES: RefCell<HashMap<u64, u8>> = RefCell::new(HashMap::new());
 }
 
-/// Counts a write to `name` in `db`; true when the key is written often enough to be
-/// worth a mirror.
-pub fn is_hot(db: c_int, name: &[u8]) -> bool {
+/// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
+/// often enough to be worth one.
+fn is_hot(db: c_int, name: &[u8]) -> bool {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (db, name).hash(&mut hasher);
