@@ -85,41 +85,66 @@ impl Effects {
     }
 }
 
-/// Sends one command. Short commands (the hot paths) pass their buffers straight to the
-/// server; longer ones go as a vector of module strings.
+/// Matches an argument slice against fixed arities, passing each argument as a buffer
+/// and its length (format `b` per argument).
+macro_rules! replicate_buffers {
+    ($c:expr, $name:expr, $args:expr, $fallback:expr; $($format:literal [$($a:ident)*],)*) => {
+        match $args {
+            $(
+                [$($a),*] => {
+                    // SAFETY: live context; the format has one `b` per argument, each
+                    // matched by a pointer to `len` readable bytes and that length; the
+                    // server copies what it needs.
+                    unsafe {
+                        api!(RedisModule_Replicate)(
+                            $c,
+                            $name,
+                            $format.as_ptr(),
+                            $($a.as_ptr().cast::<c_char>(), $a.len()),*
+                        )
+                    };
+                }
+            )*
+            _ => $fallback,
+        }
+    };
+}
+
+/// Sends one command. Commands of up to 19 arguments (every hot path) pass their buffers
+/// straight to the server, which makes its argument strings once; longer ones go as a
+/// vector of module strings.
 fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
     let c = ctx.ctx;
     let name = name.as_ptr();
-    let p = |a: &[u8]| a.as_ptr().cast::<c_char>();
-    // SAFETY (all arms): live context; each "b" in the format is matched by a pointer to
-    // `len` readable bytes and the length; the server copies what it needs.
-    match args {
-        [a] => unsafe { api!(RedisModule_Replicate)(c, name, c"b".as_ptr(), p(a), a.len()) },
-        [a, b] => unsafe {
-            api!(RedisModule_Replicate)(c, name, c"bb".as_ptr(), p(a), a.len(), p(b), b.len())
-        },
-        [a, b, d] => unsafe {
-            api!(RedisModule_Replicate)(
-                c,
-                name,
-                c"bbb".as_ptr(),
-                p(a),
-                a.len(),
-                p(b),
-                b.len(),
-                p(d),
-                d.len(),
-            )
-        },
-        _ => {
-            let strings: Vec<RStr> = args.iter().filter_map(|a| RStr::new(a)).collect();
-            let mut argv: Vec<_> = strings.iter().map(RStr::as_ptr).collect();
-            // SAFETY: "v" takes an array of live module strings and its length.
-            unsafe {
-                api!(RedisModule_Replicate)(c, name, c"v".as_ptr(), argv.as_mut_ptr(), argv.len())
-            }
-        }
+    let vector = || {
+        let strings: Vec<RStr> = args.iter().filter_map(|a| RStr::new(a)).collect();
+        let mut argv: Vec<_> = strings.iter().map(RStr::as_ptr).collect();
+        // SAFETY: "v" takes an array of live module strings and its length.
+        unsafe {
+            api!(RedisModule_Replicate)(c, name, c"v".as_ptr(), argv.as_mut_ptr(), argv.len())
+        };
     };
+    replicate_buffers!(c, name, args, vector();
+        c"b" [a0],
+        c"bb" [a0 a1],
+        c"bbb" [a0 a1 a2],
+        c"bbbb" [a0 a1 a2 a3],
+        c"bbbbb" [a0 a1 a2 a3 a4],
+        c"bbbbbb" [a0 a1 a2 a3 a4 a5],
+        c"bbbbbbb" [a0 a1 a2 a3 a4 a5 a6],
+        c"bbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7],
+        c"bbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8],
+        c"bbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9],
+        c"bbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10],
+        c"bbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11],
+        c"bbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12],
+        c"bbbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13],
+        c"bbbbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13 a14],
+        c"bbbbbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13 a14 a15],
+        c"bbbbbbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13 a14 a15 a16],
+        c"bbbbbbbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13 a14 a15 a16 a17],
+        c"bbbbbbbbbbbbbbbbbbb" [a0 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12 a13 a14 a15 a16 a17 a18],
+    );
 }
 
 /// The writes one operation made to one hash key, each field's last write winning:

@@ -212,12 +212,15 @@ impl SlotStore for HashSlots<'_> {
     }
 }
 
-/// Counters with fewer slot fields than this are not mirrored: probing a short listpack is
-/// as cheap as a mirror, and small counters are the many.
+/// Counters with fewer slot fields than this are not mirrored for reads: probing a short
+/// listpack is about as cheap as a mirror, and small counters are the many. A hot counter
+/// (written again and again) is mirrored whatever its size: its writes then read nothing
+/// from the hash.
 const MIRROR_MIN_SLOTS: usize = 16;
 
 /// Runs `f` over the counter's slots, through its mirror when there is one. Reads
-/// (`build_mirror`) create the mirror of a large counter; writes only maintain it.
+/// (`Build::Always`) create the mirror of a large counter; writes (`Build::IfHot`) of a
+/// hot one.
 fn with_slots<T>(
     ctx: &Context,
     key: &Key,
@@ -235,9 +238,12 @@ fn with_slots<T>(
     };
     // A counter too large for the cache is read from its hash (bounded by one walk per
     // command) rather than evicting every other mirror.
-    let worth_mirroring = (MIRROR_MIN_SLOTS + META_FIELDS
-        ..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS)
-        .contains(&fields);
+    let min_fields = match build {
+        Build::IfHot => 1,
+        _ => MIRROR_MIN_SLOTS + META_FIELDS,
+    };
+    let worth_mirroring =
+        (min_fields..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS).contains(&fields);
     let build = if worth_mirroring { build } else { Build::Never };
     mirror::with_mirror(selected_db(ctx), name, fields, build, &mut load, |mirror| {
         let mut slots = HashSlots::new(key, mirror);
