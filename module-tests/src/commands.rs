@@ -8,7 +8,7 @@ use redis::ConnectionLike as _;
 use redis::Value;
 
 use crate::server::Server;
-use crate::values::{v_int, value_text};
+use crate::values::{v_int, v_ok, value_text};
 
 /// Calls `f` every 20 ms until it returns true (→ `true`) or `timeout`
 /// passes (→ `false`). Use as `assert!(wait_until(..., || ...))`.
@@ -83,4 +83,61 @@ pub fn slot_fields(srv: &Server, key: impl AsRef<[u8]>) -> BTreeMap<String, Stri
         .into_iter()
         .filter(|(f, _)| !f.starts_with('_'))
         .collect()
+}
+
+/// This machine's clock in Unix ms (the client side; [`server_ms`] is the server's).
+pub fn local_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs one command on `conn` and returns the raw reply; error replies come back as
+/// `Value::ServerError` (like [`Server::cmd_value`] on a connection of your own). Panics
+/// on connection errors.
+pub fn conn_value<A: AsRef<[u8]>>(conn: &mut redis::Connection, args: &[A]) -> Value {
+    let mut cmd = redis::Cmd::new();
+    for a in args {
+        cmd.arg(a.as_ref());
+    }
+    conn.req_command(&cmd).expect("connection")
+}
+
+/// The password [`conn_as_user`] gives its users.
+pub const USER_PASSWORD: &str = "pw-tally";
+
+/// Creates (or resets) ACL user `user` with `rules`, plus `on`, the password
+/// [`USER_PASSWORD`] and `+@all` unless the rules name commands themselves (a rule
+/// starting with `+` or `-`), and returns a new connection authenticated as it.
+/// E.g. `conn_as_user(&srv, "u", &["~lb", "~lb|slot|*"])`.
+pub fn conn_as_user(srv: &Server, user: &str, rules: &[&str]) -> redis::Connection {
+    let mut args = vec!["ACL", "SETUSER", user, "reset", "on"];
+    let pw = format!(">{USER_PASSWORD}");
+    args.push(&pw);
+    if !rules
+        .iter()
+        .any(|r| r.starts_with('+') || r.starts_with('-'))
+    {
+        args.push("+@all");
+    }
+    args.extend(rules);
+    assert_eq!(
+        srv.cmd_value(&args),
+        v_ok(),
+        "{}: {args:?}",
+        srv.kind().name
+    );
+    let mut c = srv.conn();
+    let auth: Result<(), _> = redis::cmd("AUTH")
+        .arg(user)
+        .arg(USER_PASSWORD)
+        .query(&mut c);
+    auth.unwrap_or_else(|e| panic!("AUTH {user}: {e}"));
+    c
+}
+
+/// Owned strings from string slices, for command lines built as `Vec<String>`.
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
 }

@@ -21,6 +21,21 @@ pub fn info_field_i64(conn: &mut redis::Connection, section: &str, field: &str) 
     parse_info(&text).get(field)?.trim().parse().ok()
 }
 
+/// A numeric field of `INFO <section>` on `srv`, e.g.
+/// `info_i64(&srv, "tally", "tally_slots_expired")` or `info_i64(&srv, "stats", "sync_full")`.
+/// Panics if the field is missing or not an integer.
+pub fn info_i64(srv: &Server, section: &str, field: &str) -> i64 {
+    let info = srv.info(section);
+    info.get(field)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: INFO {section} has no integer {field}: {info:?}",
+                srv.kind().name
+            )
+        })
+}
+
 /// `usec_per_call` of a command in `INFO commandstats` (0.0 if never called).
 pub fn usec_per_call(srv: &Server, command: &str) -> f64 {
     let stats = srv.info("commandstats");

@@ -1,4 +1,10 @@
-//! Reproducible workloads: the seeded [`Rng`].
+//! Reproducible workloads: the seeded [`Rng`] and the soak switch [`long_run`].
+
+/// True when `TALLY_LONG` is set to something other than empty or `0`: the soak variant
+/// (`make test-long`), where tests run more rounds, keys and seeds.
+pub fn long_run() -> bool {
+    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
+}
 
 /// splitmix64: a tiny seeded PRNG for reproducible workloads (no rand crate).
 /// The same seed always gives the same sequence, so a failing seed can be

@@ -11,46 +11,10 @@
 //! * `acl_command_categories`: `-@write` / `+@read` users (ACL categories), on servers
 //!   whose module API can declare categories (Redis >= 7.2, Valkey).
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
 
-const PW: &str = "pw-tally";
-
-/// Creates `user` with the given ACL rules (plus `on`, a password and `+@all` unless the
-/// rules mention commands themselves) and returns a connection authenticated as it.
-fn user_conn(srv: &Server, user: &str, rules: &[&str]) -> redis::Connection {
-    let mut args = vec!["ACL", "SETUSER", user, "reset", "on"];
-    let pw = format!(">{PW}");
-    args.push(&pw);
-    if !rules
-        .iter()
-        .any(|r| r.starts_with('+') || r.starts_with('-'))
-    {
-        args.push("+@all");
-    }
-    args.extend(rules);
-    assert_eq!(
-        srv.cmd_value(&args),
-        v_ok(),
-        "{}: {args:?}",
-        srv.kind().name
-    );
-    let mut c = srv.conn();
-    let auth: Result<(), _> = redis::cmd("AUTH").arg(user).arg(PW).query(&mut c);
-    auth.unwrap_or_else(|e| panic!("AUTH {user}: {e}"));
-    c
-}
-
-fn run<A: AsRef<[u8]>>(c: &mut redis::Connection, args: &[A]) -> Value {
-    let mut cmd = redis::Cmd::new();
-    for a in args {
-        cmd.arg(a.as_ref());
-    }
-    c.req_command(&cmd).expect("connection")
-}
-
 fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
-    let v = run(c, args);
+    let v = conn_value(c, args);
     let e = error_text(&v).unwrap_or_default();
     assert!(
         e.starts_with("NOPERM"),
@@ -60,7 +24,7 @@ fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
 }
 
 fn assert_allowed(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
-    let v = run(c, args);
+    let v = conn_value(c, args);
     assert!(
         error_text(&v).is_none_or(|e| !e.starts_with("NOPERM")),
         "{}: {args:?} should be allowed, got {v:?}",
@@ -134,7 +98,7 @@ fn key_patterns(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
         error_text(&srv.cmd_value(&seed_cmd)).is_none(),
         "{seed_cmd:?}"
     );
-    let mut c = user_conn(&srv, "u", &["~allowed:*"]);
+    let mut c = conn_as_user(&srv, "u", &["~allowed:*"]);
     let before = srv.dump_keyspace();
     for key in ["other:{1}", "other:{2}"] {
         for (args, _) in cmds(key) {
@@ -168,7 +132,7 @@ fn read_only(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
         error_text(&srv.cmd_value(&seed_cmd)).is_none(),
         "{seed_cmd:?}"
     );
-    let mut c = user_conn(&srv, "ro", &["%R~*"]);
+    let mut c = conn_as_user(&srv, "ro", &["%R~*"]);
     let before = srv.dump_keyspace();
     for key in ["obj:{1}", "new:{1}"] {
         for (args, write) in cmds(key) {
@@ -232,14 +196,14 @@ fn acl_rank_derived_keys() {
         );
 
         // Only the main keys (exact patterns: braces are not special in ACL globs).
-        let mut c = user_conn(&srv, "main", &["~lb{x}", "~lb{y}"]);
+        let mut c = conn_as_user(&srv, "main", &["~lb{x}", "~lb{y}"]);
         for key in ["lb{x}", "lb{y}"] {
             for (args, _) in rank_cmds(key) {
                 assert_noperm(&srv, &mut c, &strs(&args));
             }
         }
         // Main key and meta hash, but no slot hash: writes touch a slot hash.
-        let mut c = user_conn(
+        let mut c = conn_as_user(
             &srv,
             "noslots",
             &["~lb{x}", "~lb{x}|meta", "~lb{y}", "~lb{y}|meta"],
@@ -248,29 +212,29 @@ fn acl_rank_derived_keys() {
             assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", key, "1", "a"]);
         }
         // Read-only derived keys: reads work, writes are refused.
-        let mut c = user_conn(&srv, "rderived", &["~lb{w}", "%R~lb{w}|*"]);
+        let mut c = conn_as_user(&srv, "rderived", &["~lb{w}", "%R~lb{w}|*"]);
         assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", "lb{w}", "1", "a"]);
         assert_eq!(
-            run(&mut c, &["TSRANK.SCORE", "lb{w}", "a"]),
+            conn_value(&mut c, &["TSRANK.SCORE", "lb{w}", "a"]),
             v_int(4),
             "{k}"
         );
         assert_eq!(
-            run(&mut c, &["TSRANK.TOP", "lb{w}", "5"]),
+            conn_value(&mut c, &["TSRANK.TOP", "lb{w}", "5"]),
             v_bulks(&["a", "b"]),
             "{k}"
         );
         assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
 
         // Every key of the leaderboard: everything works.
-        let mut c = user_conn(&srv, "all", &["~lb{y}*"]);
+        let mut c = conn_as_user(&srv, "all", &["~lb{y}*"]);
         assert_eq!(
-            run(&mut c, &["TSRANK.INCRBY", "lb{y}", "1", "b"]),
+            conn_value(&mut c, &["TSRANK.INCRBY", "lb{y}", "1", "b"]),
             v_int(3),
             "{k}"
         );
         assert_eq!(
-            run(&mut c, &["TSRANK.TOP", "lb{y}", "5"]),
+            conn_value(&mut c, &["TSRANK.TOP", "lb{y}", "5"]),
             v_bulks(&["a", "b"]),
             "{k}"
         );
@@ -296,7 +260,7 @@ fn acl_stats_report_key() {
         let srv = Server::start(&kind);
         let k = kind.name.as_str();
         assert_eq!(srv.cmd_value(&["ZADD", "other:rank", "1", "x"]), v_int(1));
-        let mut c = user_conn(&srv, "u", &["~s:*"]);
+        let mut c = conn_as_user(&srv, "u", &["~s:*"]);
         let before = srv.dump_keyspace();
         assert_noperm(
             &srv,
@@ -321,7 +285,7 @@ fn acl_stats_report_key() {
         );
         assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
         assert_eq!(
-            run(&mut c, &["STATS.ADD", "s:1", "5", "REPORT", "s:rank", "m"]),
+            conn_value(&mut c, &["STATS.ADD", "s:1", "5", "REPORT", "s:rank", "m"]),
             v_int(1),
             "{k}"
         );
@@ -331,7 +295,7 @@ fn acl_stats_report_key() {
             "{k}"
         );
         // A ranking the user may only read is refused too (REPORT writes it).
-        let mut c = user_conn(&srv, "r", &["~s:*", "%R~ro:*"]);
+        let mut c = conn_as_user(&srv, "r", &["~s:*", "%R~ro:*"]);
         assert_eq!(srv.cmd_value(&["ZADD", "ro:rank", "1", "x"]), v_int(1));
         let before = srv.dump_keyspace();
         assert_noperm(
@@ -362,8 +326,8 @@ fn acl_command_categories() {
         }
         let srv = Server::start(&kind);
         let before = srv.dump_keyspace();
-        let mut nowrite = user_conn(&srv, "nowrite", &["~*", "+@all", "-@write"]);
-        let mut reader = user_conn(&srv, "reader", &["~*", "+@read"]);
+        let mut nowrite = conn_as_user(&srv, "nowrite", &["~*", "+@all", "-@write"]);
+        let mut reader = conn_as_user(&srv, "reader", &["~*", "+@read"]);
         for (args, write) in counter_cmds("c")
             .into_iter()
             .chain(rank_cmds("lb{r}"))

@@ -26,13 +26,9 @@ use std::time::{Duration, Instant};
 
 // ================================================================ helpers
 
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
 /// Number of objects spread over the shards.
 fn spread_count() -> usize {
-    if long() {
+    if long_run() {
         2000
     } else {
         150
@@ -42,7 +38,7 @@ fn spread_count() -> usize {
 /// Seconds the objects moved by a reshard keep their slots: longer than the writer phase
 /// around the reshard (0.6 s, or 4 s in the soak variant), short enough to see expiry.
 fn tiny_secs() -> u32 {
-    if long() {
+    if long_run() {
         12
     } else {
         5
@@ -75,13 +71,6 @@ fn tag_for_slot(slot: u16) -> String {
 
 fn node_id(n: &Server) -> String {
     value_text(&n.cmd_value(&["CLUSTER", "MYID"])).expect("CLUSTER MYID")
-}
-
-fn info_i64(n: &Server, field: &str) -> i64 {
-    n.info("tally")
-        .get(field)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("INFO tally has no {field}"))
 }
 
 /// Runs a command through the cluster client; `Err` has the server's error text.
@@ -319,9 +308,9 @@ fn reshard_under_writes(
     let (acks, errors) = std::thread::scope(|s| {
         let h = s.spawn(|| writer(cluster, &stop, &write));
         let _guard = StopOnDrop(&stop);
-        std::thread::sleep(Duration::from_millis(if long() { 2000 } else { 300 }));
+        std::thread::sleep(Duration::from_millis(if long_run() { 2000 } else { 300 }));
         reshard(from, to, slots);
-        std::thread::sleep(Duration::from_millis(if long() { 2000 } else { 300 }));
+        std::thread::sleep(Duration::from_millis(if long_run() { 2000 } else { 300 }));
         stop.store(true, Ordering::Relaxed);
         h.join().expect("writer thread")
     });
@@ -546,7 +535,7 @@ fn cluster_counter() {
             cluster.cmd_value(&["TSCOUNTER.INCRBY", &tiny, "7"]),
             v_int(7)
         );
-        let expired_before = info_i64(to, "tally_slots_expired");
+        let expired_before = info_i64(to, "tally", "tally_slots_expired");
         let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
             let key = &live[(i % live.len() as u64) as usize];
             match cc_cmd(cc, &["TSCOUNTER.INCR", key]) {
@@ -612,7 +601,7 @@ fn cluster_counter() {
             n.cmd_value(&["EXISTS", &tiny]) == v_int(0)
         });
         assert!(
-            info_i64(to, "tally_slots_expired") > expired_before,
+            info_i64(to, "tally", "tally_slots_expired") > expired_before,
             "{k}: the new owner expired no slot"
         );
         wait_gone(promoted, "counter after failover", |n| {
@@ -724,7 +713,7 @@ fn cluster_rank() {
             cluster.cmd_value(&["TSRANK.INCRBY", &tiny, "5", "x"]),
             v_int(5)
         );
-        let expired_before = info_i64(to, "tally_slots_expired");
+        let expired_before = info_i64(to, "tally", "tally_slots_expired");
         let members = ["m0", "m1", "m2", "m3"];
         let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
             let key = &live[(i % 2) as usize];
@@ -804,7 +793,10 @@ fn cluster_rank() {
             no_slots(n, &tiny, slots[1])
         });
         assert_eq!(to.cmd_value(&["TSRANK.SCORE", &tiny, "x"]), v_nil(), "{k}");
-        assert!(info_i64(to, "tally_slots_expired") > expired_before, "{k}");
+        assert!(
+            info_i64(to, "tally", "tally_slots_expired") > expired_before,
+            "{k}"
+        );
         wait_gone(promoted, "leaderboard after failover", |n| {
             no_slots(n, &ftiny, fslot)
         });
@@ -898,7 +890,7 @@ fn cluster_stats() {
             cluster.cmd_value(&["STATS.ADD", &tiny, "1", "2", "3"]),
             v_int(3)
         );
-        let expired_before = info_i64(to, "tally_slots_expired");
+        let expired_before = info_i64(to, "tally", "tally_slots_expired");
         let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
             let (key, rk) = &live[(i % 2) as usize];
             match cc_cmd(
@@ -973,7 +965,10 @@ fn cluster_stats() {
             other => panic!("HKEYS: {other:?}"),
         };
         wait_gone(to, "moved tiny stats", |n| no_periods(n, &tiny));
-        assert!(info_i64(to, "tally_slots_expired") > expired_before, "{k}");
+        assert!(
+            info_i64(to, "tally", "tally_slots_expired") > expired_before,
+            "{k}"
+        );
         wait_gone(promoted, "stats after failover", |n| no_periods(n, &ftiny));
         third.cmd_value(&["READONLY"]);
         wait_gone(third, "stats on the demoted primary", |n| {
@@ -1007,7 +1002,7 @@ fn cluster_rank_reshard_key_by_key() {
             Value::Array(t) => int_of(&t[0]) * 1000,
             other => panic!("TIME: {other:?}"),
         };
-        let n_slots = if long() { 3000 } else { 200 };
+        let n_slots = if long_run() { 3000 } else { 200 };
         let mut conn = from.conn();
         let mut pipe = redis::pipe();
         for i in 0..n_slots {

@@ -49,14 +49,6 @@ fn v_pairs(items: &[(i64, i64)]) -> Value {
     )
 }
 
-fn info_tally(srv: &Server, field: &str) -> i64 {
-    let info = srv.info("tally");
-    info.get(&format!("tally_{field}"))
-        .unwrap_or_else(|| panic!("INFO tally has no tally_{field}: {info:?}"))
-        .parse()
-        .unwrap()
-}
-
 /// Runs `cmd` (which must fail with `err`) and checks the key at `key` is byte-for-byte
 /// unchanged (or still missing).
 #[track_caller]
@@ -1268,9 +1260,9 @@ fn idle_counters_are_trimmed_by_the_timer() {
     for kind in server_kinds() {
         let srv = Server::start(&kind);
         let k = &kind.name;
-        let expired0 = info_tally(&srv, "slots_expired");
-        let ticks0 = info_tally(&srv, "timer_ticks");
-        let visited0 = info_tally(&srv, "keys_visited");
+        let expired0 = info_i64(&srv, "tally", "tally_slots_expired");
+        let ticks0 = info_i64(&srv, "tally", "tally_timer_ticks");
+        let visited0 = info_i64(&srv, "tally", "tally_keys_visited");
         assert_eq!(
             srv.cmd_value(&["TSCOUNTER.CREATE", "i", "RESOLUTIONS", "100ms:3", "1h:2"]),
             v_ok()
@@ -1300,17 +1292,26 @@ fn idle_counters_are_trimmed_by_the_timer() {
             v_int(3),
             "{k}"
         );
-        assert!(info_tally(&srv, "slots_expired") >= expired0 + 2, "{k}");
-        assert!(info_tally(&srv, "keys_visited") >= visited0 + 2, "{k}");
-        let ticks1 = info_tally(&srv, "timer_ticks");
+        assert!(
+            info_i64(&srv, "tally", "tally_slots_expired") >= expired0 + 2,
+            "{k}"
+        );
+        assert!(
+            info_i64(&srv, "tally", "tally_keys_visited") >= visited0 + 2,
+            "{k}"
+        );
+        let ticks1 = info_i64(&srv, "tally", "tally_timer_ticks");
         assert!(ticks1 > ticks0, "{k}");
         assert!(
-            wait_until(Duration::from_secs(5), || info_tally(&srv, "timer_ticks")
-                > ticks1),
+            wait_until(Duration::from_secs(5), || info_i64(
+                &srv,
+                "tally",
+                "tally_timer_ticks"
+            ) > ticks1),
             "{k}: the timer keeps ticking"
         );
         assert!(
-            info_tally(&srv, "tracked_objects") >= 1,
+            info_i64(&srv, "tally", "tally_tracked_objects") >= 1,
             "{k}: i is still tracked"
         );
     }

@@ -14,99 +14,33 @@
 //! * `INFO tally`: every field is there and moves as expected.
 //!
 //! Keyspace comparisons use [`dump_keyspace`]; because the primary's timer may still be
-//! expiring while a replica catches up, [`assert_converges`] waits until two dumps of the
-//! primary agree with each other and with the replica.
+//! expiring while a replica catches up, the harness's [`assert_replica_equal`] compares
+//! only once the primary's replication offset stands still and the replica has applied it.
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 // ================================================================ helpers
 
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
 fn rounds() -> usize {
-    if long() {
+    if long_run() {
         200
     } else {
         20
     }
 }
 
-fn info_i64(n: &Server, section: &str, field: &str) -> i64 {
-    n.info(section)
-        .get(field)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{}: INFO {section} has no {field}", n.kind().name))
-}
-
-fn server_ms(srv: &Server) -> i64 {
-    match srv.cmd_value(&["TIME"]) {
-        Value::Array(v) if v.len() == 2 => {
-            let s: i64 = value_text(&v[0])
-                .and_then(|t| t.parse().ok())
-                .expect("secs");
-            let us: i64 = value_text(&v[1]).and_then(|t| t.parse().ok()).expect("us");
-            s * 1000 + us / 1000
-        }
-        other => panic!("TIME gave {other:?}"),
-    }
-}
-
 /// Sends `cmds` as one pipeline; every reply must be a non-error.
-fn pipeline(srv: &Server, cmds: &[Vec<String>]) {
-    let mut conn = srv.conn();
-    let mut pipe = redis::pipe();
-    for c in cmds {
-        let mut cmd = redis::Cmd::new();
-        for a in c {
-            cmd.arg(a.as_bytes());
-        }
-        pipe.add_command(cmd);
-    }
-    let out = conn
-        .req_packed_commands(&pipe.get_packed_pipeline(), 0, cmds.len())
-        .expect("pipeline");
+fn pipeline_ok(srv: &Server, cmds: &[Vec<String>]) {
+    let out = pipeline(&mut srv.conn(), cmds);
     for (c, v) in cmds.iter().zip(&out) {
         assert!(
             error_text(v).is_none(),
             "{}: {c:?} -> {v:?}",
             srv.kind().name
         );
-    }
-}
-
-fn cmd(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| s.to_string()).collect()
-}
-
-/// Waits until the replica is in sync and two dumps of the primary around a dump of the
-/// replica are equal (no expiry happened meanwhile), then asserts replica == primary.
-fn assert_converges(primary: &Server, replica: &Server, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        wait_replica_synced(primary, replica);
-        let p1 = primary.dump_keyspace();
-        let r = replica.dump_keyspace();
-        let p2 = primary.dump_keyspace();
-        if p1 == p2 && r == p1 {
-            assert!(!p1.is_empty(), "{what}: nothing to compare");
-            return;
-        }
-        if Instant::now() > deadline {
-            assert_eq!(
-                r,
-                p1,
-                "{} {what}: replica differs from primary",
-                primary.kind().name
-            );
-            panic!("{what}: the primary never stopped changing");
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -131,7 +65,7 @@ const COUNTER: Family = Family {
     setup: |p| {
         (0..4)
             .map(|i| {
-                cmd(&[
+                strings(&[
                     "TSCOUNTER.CREATE",
                     &format!("{p}tc:{i}"),
                     "RESOLUTIONS",
@@ -144,29 +78,29 @@ const COUNTER: Family = Family {
     write: |p, r| {
         let mut out = Vec::new();
         for i in 0..10 {
-            out.push(cmd(&[
+            out.push(strings(&[
                 "TSCOUNTER.INCRBY",
                 &format!("{p}c:{i}"),
                 &(r + i).to_string(),
             ]));
         }
-        out.push(cmd(&["TSCOUNTER.INCR", &format!("{p}tc:{}", r % 4)]));
+        out.push(strings(&["TSCOUNTER.INCR", &format!("{p}tc:{}", r % 4)]));
         out
     },
     tiny_key: |k| k.contains("tc:"),
     writes: |k| {
         vec![
-            cmd(&["TSCOUNTER.CREATE", &format!("{k}new")]),
-            cmd(&["TSCOUNTER.INCRBY", k, "5"]),
-            cmd(&["TSCOUNTER.INCR", k]),
-            cmd(&["TSCOUNTER.INCR", &format!("{k}new")]),
+            strings(&["TSCOUNTER.CREATE", &format!("{k}new")]),
+            strings(&["TSCOUNTER.INCRBY", k, "5"]),
+            strings(&["TSCOUNTER.INCR", k]),
+            strings(&["TSCOUNTER.INCR", &format!("{k}new")]),
         ]
     },
     reads: |k| {
         vec![
-            cmd(&["TSCOUNTER.SUM", k, "1m"]),
-            cmd(&["TSCOUNTER.RANGE", k, "1s"]),
-            cmd(&["TSCOUNTER.INFO", k]),
+            strings(&["TSCOUNTER.SUM", k, "1m"]),
+            strings(&["TSCOUNTER.RANGE", k, "1s"]),
+            strings(&["TSCOUNTER.INFO", k]),
         ]
     },
 };
@@ -176,7 +110,7 @@ const RANK: Family = Family {
     setup: |p| {
         (0..4)
             .map(|i| {
-                cmd(&[
+                strings(&[
                     "TSRANK.CREATE",
                     &format!("{p}tlb{{{i}}}"),
                     "WINDOW",
@@ -190,7 +124,7 @@ const RANK: Family = Family {
     write: |p, r| {
         let mut out = Vec::new();
         for i in 0..10 {
-            out.push(cmd(&[
+            out.push(strings(&[
                 "TSRANK.INCRBY",
                 &format!("{p}lb{{{i}}}"),
                 &(r + 1).to_string(),
@@ -199,7 +133,7 @@ const RANK: Family = Family {
                 "z",
             ]));
         }
-        out.push(cmd(&[
+        out.push(strings(&[
             "TSRANK.INCRBY",
             &format!("{p}tlb{{{}}}", r % 4),
             "2",
@@ -210,7 +144,7 @@ const RANK: Family = Family {
     tiny_key: |k| k.contains("tlb{"),
     writes: |k| {
         vec![
-            cmd(&[
+            strings(&[
                 "TSRANK.CREATE",
                 &format!("{k}new"),
                 "WINDOW",
@@ -218,16 +152,16 @@ const RANK: Family = Family {
                 "SLOT",
                 "1m",
             ]),
-            cmd(&["TSRANK.INCRBY", k, "1", "a"]),
-            cmd(&["TSRANK.INCRBY", &format!("{k}new2"), "1", "a", "2", "b"]),
+            strings(&["TSRANK.INCRBY", k, "1", "a"]),
+            strings(&["TSRANK.INCRBY", &format!("{k}new2"), "1", "a", "2", "b"]),
         ]
     },
     reads: |k| {
         vec![
-            cmd(&["TSRANK.TOP", k, "10", "WITHSCORES"]),
-            cmd(&["TSRANK.SCORE", k, "a"]),
-            cmd(&["TSRANK.RANK", k, "a"]),
-            cmd(&["TSRANK.INFO", k]),
+            strings(&["TSRANK.TOP", k, "10", "WITHSCORES"]),
+            strings(&["TSRANK.SCORE", k, "a"]),
+            strings(&["TSRANK.RANK", k, "a"]),
+            strings(&["TSRANK.INFO", k]),
         ]
     },
 };
@@ -237,7 +171,7 @@ const STATS: Family = Family {
     setup: |p| {
         (0..4)
             .map(|i| {
-                cmd(&[
+                strings(&[
                     "STATS.CREATE",
                     &format!("{p}ts:{i}"),
                     "PERIOD",
@@ -251,7 +185,7 @@ const STATS: Family = Family {
     write: |p, r| {
         let mut out = Vec::new();
         for i in 0..10 {
-            out.push(cmd(&[
+            out.push(strings(&[
                 "STATS.ADD",
                 &format!("{p}s:{i}"),
                 &format!("{}.5", r * 3 + i),
@@ -263,7 +197,7 @@ const STATS: Family = Family {
                 "5",
             ]));
         }
-        out.push(cmd(&[
+        out.push(strings(&[
             "STATS.ADD",
             &format!("{p}ts:{}", r % 4),
             &r.to_string(),
@@ -273,18 +207,18 @@ const STATS: Family = Family {
     tiny_key: |k| k.contains("ts:"),
     writes: |k| {
         vec![
-            cmd(&["STATS.CREATE", &format!("{k}new")]),
-            cmd(&["STATS.ADD", k, "1.5"]),
-            cmd(&["STATS.ADD", k, "1", "REPORT", &format!("{k}rank"), "m"]),
-            cmd(&["STATS.ADD", &format!("{k}new2"), "1"]),
+            strings(&["STATS.CREATE", &format!("{k}new")]),
+            strings(&["STATS.ADD", k, "1.5"]),
+            strings(&["STATS.ADD", k, "1", "REPORT", &format!("{k}rank"), "m"]),
+            strings(&["STATS.ADD", &format!("{k}new2"), "1"]),
         ]
     },
     reads: |k| {
         vec![
-            cmd(&["STATS.GET", k]),
-            cmd(&["STATS.QUANTILE", k, "0.5", "0.99"]),
-            cmd(&["STATS.RANGE", k]),
-            cmd(&["STATS.INFO", k]),
+            strings(&["STATS.GET", k]),
+            strings(&["STATS.QUANTILE", k, "0.5", "0.99"]),
+            strings(&["STATS.RANGE", k]),
+            strings(&["STATS.INFO", k]),
         ]
     },
 };
@@ -297,7 +231,7 @@ fn setup_and_write(srv: &Server, fam: Family, prefix: &str, rounds: std::ops::Ra
     for r in rounds {
         cmds.extend((fam.write)(prefix, r));
     }
-    pipeline(srv, &cmds);
+    pipeline_ok(srv, &cmds);
 }
 
 fn start_pair(kind: &ServerKind, primary_opts: ServerOptions) -> (Server, Server) {
@@ -339,7 +273,9 @@ fn partial_resync(fam: Family) {
             }),
             "{k}: no expiry ran"
         );
-        assert_converges(&primary, &replica, &format!("{} partial resync", fam.name));
+        let compared =
+            assert_replica_equal(&primary, &replica, &format!("{} partial resync", fam.name));
+        assert!(!compared.is_empty(), "{k}: nothing to compare");
         assert!(
             info_i64(&primary, "stats", "sync_partial_ok") >= partial_before + 2,
             "{k}: the replica did not resync partially"
@@ -373,7 +309,9 @@ fn full_resync(fam: Family) {
         );
         replica.replicate_from(&primary);
         setup_and_write(&primary, fam, "", 3 * n..4 * n);
-        assert_converges(&primary, &replica, &format!("{} full resync", fam.name));
+        let compared =
+            assert_replica_equal(&primary, &replica, &format!("{} full resync", fam.name));
+        assert!(!compared.is_empty(), "{k}: nothing to compare");
         assert!(
             info_i64(&primary, "stats", "sync_full") > full_before,
             "{k}: no full resync happened"
@@ -441,22 +379,22 @@ fn debug_reload(fam: Family) {
         let key = format!("r{{{}}}", fam.name);
         let setup = match fam.name {
             "counter" => vec![
-                cmd(&["TSCOUNTER.CREATE", &key, "RESOLUTIONS", "1s:2"]),
-                cmd(&["TSCOUNTER.INCRBY", &key, "3"]),
+                strings(&["TSCOUNTER.CREATE", &key, "RESOLUTIONS", "1s:2"]),
+                strings(&["TSCOUNTER.INCRBY", &key, "3"]),
             ],
             "rank" => vec![
-                cmd(&["TSRANK.CREATE", &key, "WINDOW", "2s", "SLOT", "1s"]),
-                cmd(&["TSRANK.INCRBY", &key, "3", "a"]),
+                strings(&["TSRANK.CREATE", &key, "WINDOW", "2s", "SLOT", "1s"]),
+                strings(&["TSRANK.INCRBY", &key, "3", "a"]),
             ],
             _ => vec![
-                cmd(&["STATS.CREATE", &key, "PERIOD", "1s", "KEEP", "2"]),
-                cmd(&["STATS.ADD", &key, "3"]),
+                strings(&["STATS.CREATE", &key, "PERIOD", "1s", "KEEP", "2"]),
+                strings(&["STATS.ADD", &key, "3"]),
             ],
         };
         setup_and_write(&srv, fam, "", 0..rounds());
         wait_tiny_expired(&srv, fam);
         // Written now, so nothing expires in the few ms around the reload.
-        pipeline(&srv, &setup);
+        pipeline_ok(&srv, &setup);
         let before = srv.dump_keyspace();
         assert!(
             before.keys().any(|x| x.contains(&key)),
@@ -622,7 +560,8 @@ fn client_pause_defers_expiry() {
             primary.dump_keyspace() != during
         });
         assert!(resumed, "{k}: expiry did not resume after the pause");
-        assert_converges(&primary, &replica, "after CLIENT PAUSE");
+        let compared = assert_replica_equal(&primary, &replica, "after CLIENT PAUSE");
+        assert!(!compared.is_empty(), "{k}: nothing to compare");
         primary.assert_alive();
         replica.assert_alive();
     }
@@ -675,7 +614,7 @@ fn info_tally_fields() {
             cmds.extend((fam.write)("", 2));
             cmds.extend((fam.write)("", 3));
         }
-        pipeline(&srv, &cmds);
+        pipeline_ok(&srv, &cmds);
         let tracked = get("tally_tracked_objects");
         assert!(tracked >= 1, "{k}: tracked_objects={tracked}");
         assert!(
@@ -704,11 +643,11 @@ fn info_tally_fields() {
         let mut cmds = Vec::new();
         for i in 0..40 {
             let at = (t - i * 1000).to_string();
-            cmds.push(cmd(&["TSCOUNTER.INCRBY", "mirrored", "1", "AT", &at]));
+            cmds.push(strings(&["TSCOUNTER.INCRBY", "mirrored", "1", "AT", &at]));
         }
-        cmds.push(cmd(&["TSCOUNTER.SUM", "mirrored", "1m"]));
-        cmds.push(cmd(&["TSCOUNTER.RANGE", "mirrored", "1s"]));
-        pipeline(&srv, &cmds);
+        cmds.push(strings(&["TSCOUNTER.SUM", "mirrored", "1m"]));
+        cmds.push(strings(&["TSCOUNTER.RANGE", "mirrored", "1s"]));
+        pipeline_ok(&srv, &cmds);
         let mirrored = get("tally_mirrored_slots");
         assert!(
             mirrored >= 16,
@@ -778,7 +717,8 @@ fn multi_and_scripts_replicate() {
             v_err("ERR value is not an integer or out of range"),
             "{k}"
         );
-        assert_converges(&primary, &replica, "MULTI and scripts");
+        let compared = assert_replica_equal(&primary, &replica, "MULTI and scripts");
+        assert!(!compared.is_empty(), "{k}: nothing to compare");
         wait_tiny_expired(&primary, COUNTER);
         let settled = primary.dump_keyspace();
         primary.restart();

@@ -22,10 +22,6 @@ use std::time::{Duration, Instant};
 
 // ================================================================== random
 
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
 fn seed() -> u64 {
     std::env::var("TALLY_FUZZ_SEED")
         .ok()
@@ -151,17 +147,10 @@ const RESOLUTIONS: &[&str] = &[
     "1s:9223372036854775807",
 ];
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 /// A random timestamp: near now (past, future within and beyond max-future), epoch,
 /// negative, extremes.
 fn timestamp(rng: &mut Rng) -> String {
-    let now = now_ms();
+    let now = local_ms();
     match rng.below(10) {
         0 => "0".into(),
         1 => "-1".into(),
@@ -558,7 +547,7 @@ fn populate(srv: &Server) {
 const INTERNAL: &str = "ERR internal error in tally";
 
 fn fuzz(family_name: &str, family: &[&str]) {
-    let per_kind = if long() { 100_000 } else { 10_000 };
+    let per_kind = if long_run() { 100_000 } else { 10_000 };
     let batch = 200;
     for kind in server_kinds() {
         let k = kind.name.clone();
@@ -690,30 +679,7 @@ fn fuzz(family_name: &str, family: &[&str]) {
         );
         // Every accepted write replicated as deterministic effects: the replica holds
         // exactly the primary's data once expiry settles.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            wait_replica_synced(&srv, &replica);
-            let p1 = srv.dump_keyspace();
-            let r = replica.dump_keyspace();
-            let p2 = srv.dump_keyspace();
-            if p1 == p2 && r == p1 {
-                break;
-            }
-            if Instant::now() > deadline {
-                let diff: Vec<String> = p1
-                    .keys()
-                    .chain(r.keys())
-                    .filter(|key| p1.get(*key) != r.get(*key))
-                    .take(5)
-                    .map(|key| format!("{key}: primary {:?} replica {:?}", p1.get(key), r.get(key)))
-                    .collect();
-                panic!(
-                    "{k}: replica differs from primary after fuzzing:\n{}",
-                    diff.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        assert_replica_equal(&srv, &replica, "after fuzzing");
         replica.assert_alive();
     }
 }

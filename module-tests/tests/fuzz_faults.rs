@@ -46,13 +46,9 @@ use module_tests::*;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 // ================================================================ settings
-
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
 
 fn base_seed() -> u64 {
     std::env::var("TALLY_FUZZ_SEED")
@@ -81,13 +77,6 @@ const CLIENT_MAX_LIMIT: Duration = Duration::from_millis(50);
 /// DEL / RENAME / EXPIRE of a board reach its derived keys "within a second" (SPEC).
 const SETTLE: Duration = Duration::from_secs(1);
 const INTERNAL: &str = "ERR internal error in tally";
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 // ================================================================ families
 
@@ -191,7 +180,7 @@ impl Family {
         };
         if rng.chance(60) {
             v.push("AT".into());
-            v.push((now_ms() - rng.below(1500)).to_string());
+            v.push((local_ms() - rng.below(1500)).to_string());
         }
         v
     }
@@ -1120,7 +1109,7 @@ fn spawn_pinger(
 }
 
 fn fuzz_faults(family: Family) {
-    let batches = if long() { 1500 } else { 150 };
+    let batches = if long_run() { 1500 } else { 150 };
     for kind in server_kinds() {
         let seed = base_seed() ^ ((family as u64 + 1) << 16) ^ (kind.name.len() as u64) << 8;
         eprintln!(
@@ -1201,37 +1190,8 @@ fn fuzz_faults(family: Family) {
             assert_eq!(srv.cmd_value(&c), v_ok(), "{}", kind.name);
         }
         if !f.skip.contains("replica") {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                wait_replica_synced(&srv, &replica);
-                let p1 = srv.dump_keyspace();
-                let r = replica.dump_keyspace();
-                let p2 = srv.dump_keyspace();
-                if p1 == p2 && r == p1 {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let diff: Vec<String> = p1
-                        .keys()
-                        .chain(r.keys())
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .filter(|key| p1.get(*key) != r.get(*key))
-                        .take(8)
-                        .map(|key| {
-                            format!(
-                                "{key}: primary {:?}\n    replica {:?}",
-                                p1.get(key),
-                                r.get(key)
-                            )
-                        })
-                        .collect();
-                    f.fail(&[format!(
-                        "replica differs from primary at the end:\n  {}",
-                        diff.join("\n  ")
-                    )]);
-                }
-                std::thread::sleep(Duration::from_millis(200));
+            if let Err(difference) = compare_replica(&srv, &replica) {
+                f.fail(&[format!("at the end: {difference}")]);
             }
         }
         srv.assert_alive();

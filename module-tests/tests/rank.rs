@@ -13,7 +13,6 @@
 //! they do not depend on the wall clock; real-time tests bracket each read between two
 //! `TIME` calls and only assert when both give the same window.
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -24,10 +23,6 @@ const FUTURE: &str = "ERR timestamp is too far in the future";
 const HOUR: i64 = 3_600_000;
 
 // ================================================================= helpers
-
-fn s(items: &[&str]) -> Vec<String> {
-    items.iter().map(|x| x.to_string()).collect()
-}
 
 /// Flat `[member, total, ...]` reply (RESP2 WITHSCORES) or ZREVRANGE WITHSCORES as pairs.
 fn pairs(v: &Value) -> Vec<(String, i64)> {
@@ -442,25 +437,13 @@ fn replica_equals_primary_after_expiry() {
         replica.replicate_from(&primary);
         wait_replica_synced(&primary, &replica);
         write_mixed_workload(&primary);
-        wait_replica_synced(&primary, &replica);
-        assert_eq!(
-            primary.dump_keyspace(),
-            replica.dump_keyspace(),
-            "{}: after writes",
-            kind.name
-        );
+        assert_replica_equal(&primary, &replica, "after writes");
         // The short board expires on the primary only; the replica gets the effects.
         assert!(wait_until(Duration::from_secs(5), || keys(
             &primary, "short*"
         )
         .is_empty()));
-        wait_replica_synced(&primary, &replica);
-        assert_eq!(
-            primary.dump_keyspace(),
-            replica.dump_keyspace(),
-            "{}: after expiry",
-            kind.name
-        );
+        assert_replica_equal(&primary, &replica, "after expiry");
         assert!(keys(&replica, "short*").is_empty());
         assert_eq!(
             replica.cmd_value(&["TSRANK.TOP", "long", "100", "WITHSCORES"]),
@@ -636,88 +619,97 @@ fn errors_have_exact_texts_and_write_nothing() {
         let now = server_ms(&srv);
         let cases: Vec<(Vec<String>, &str)> = vec![
             (
-                s(&["TSRANK.CREATE"]),
+                strings(&["TSRANK.CREATE"]),
                 "ERR wrong number of arguments for 'tsrank.create' command",
             ),
             (
-                s(&["TSRANK.INCRBY", "b", "1"]),
+                strings(&["TSRANK.INCRBY", "b", "1"]),
                 "ERR wrong number of arguments for 'tsrank.incrby' command",
             ),
             (
-                s(&["TSRANK.TOP", "b"]),
+                strings(&["TSRANK.TOP", "b"]),
                 "ERR wrong number of arguments for 'tsrank.top' command",
             ),
             (
-                s(&["TSRANK.SCORE", "b"]),
+                strings(&["TSRANK.SCORE", "b"]),
                 "ERR wrong number of arguments for 'tsrank.score' command",
             ),
             (
-                s(&["TSRANK.SCORE", "b", "a", "c"]),
+                strings(&["TSRANK.SCORE", "b", "a", "c"]),
                 "ERR wrong number of arguments for 'tsrank.score' command",
             ),
             (
-                s(&["TSRANK.RANK", "b"]),
+                strings(&["TSRANK.RANK", "b"]),
                 "ERR wrong number of arguments for 'tsrank.rank' command",
             ),
             (
-                s(&["TSRANK.INFO", "b", "x"]),
+                strings(&["TSRANK.INFO", "b", "x"]),
                 "ERR wrong number of arguments for 'tsrank.info' command",
             ),
-            (s(&["TSRANK.CREATE", "b"]), "ERR key already exists"),
-            (s(&["TSRANK.CREATE", "str"]), "ERR key already exists"),
-            (s(&["TSRANK.CREATE", "n", "WINDOW"]), "ERR syntax error"),
+            (strings(&["TSRANK.CREATE", "b"]), "ERR key already exists"),
+            (strings(&["TSRANK.CREATE", "str"]), "ERR key already exists"),
             (
-                s(&["TSRANK.CREATE", "n", "WINDOW", "1h", "WINDOW", "1h"]),
+                strings(&["TSRANK.CREATE", "n", "WINDOW"]),
                 "ERR syntax error",
             ),
-            (s(&["TSRANK.CREATE", "n", "FOO", "1h"]), "ERR syntax error"),
             (
-                s(&["TSRANK.CREATE", "n", "WINDOW", "5x"]),
+                strings(&["TSRANK.CREATE", "n", "WINDOW", "1h", "WINDOW", "1h"]),
+                "ERR syntax error",
+            ),
+            (
+                strings(&["TSRANK.CREATE", "n", "FOO", "1h"]),
+                "ERR syntax error",
+            ),
+            (
+                strings(&["TSRANK.CREATE", "n", "WINDOW", "5x"]),
                 "ERR invalid duration '5x'",
             ),
             (
-                s(&["TSRANK.CREATE", "n", "SLOT", "0"]),
+                strings(&["TSRANK.CREATE", "n", "SLOT", "0"]),
                 "ERR invalid duration '0'",
             ),
             (
-                s(&["TSRANK.CREATE", "n", "WINDOW", "1h", "SLOT", "7m"]),
+                strings(&["TSRANK.CREATE", "n", "WINDOW", "1h", "SLOT", "7m"]),
                 "ERR WINDOW must be a whole multiple of SLOT",
             ),
             (
-                s(&["TSRANK.CREATE", "n", "WINDOW", "10001s", "SLOT", "1s"]),
+                strings(&["TSRANK.CREATE", "n", "WINDOW", "10001s", "SLOT", "1s"]),
                 "ERR WINDOW can hold at most 10000 slots",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "x", "a"]),
+                strings(&["TSRANK.INCRBY", "n", "x", "a"]),
                 "ERR value is not an integer or out of range",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "0", "a"]),
+                strings(&["TSRANK.INCRBY", "n", "0", "a"]),
                 "ERR increment must be a positive integer",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "-3", "a"]),
+                strings(&["TSRANK.INCRBY", "n", "-3", "a"]),
                 "ERR increment must be a positive integer",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "1", "a", "2"]),
+                strings(&["TSRANK.INCRBY", "n", "1", "a", "2"]),
                 "ERR syntax error",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "1", "a", "AT"]),
+                strings(&["TSRANK.INCRBY", "n", "1", "a", "AT"]),
                 "ERR syntax error",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "1", "a", "AT", "x"]),
+                strings(&["TSRANK.INCRBY", "n", "1", "a", "AT", "x"]),
                 "ERR value is not an integer or out of range",
             ),
             (
-                s(&["TSRANK.INCRBY", "n", "1", "a", "AT", "1", "2", "b"]),
+                strings(&["TSRANK.INCRBY", "n", "1", "a", "AT", "1", "2", "b"]),
                 "ERR syntax error",
             ),
-            (s(&["TSRANK.INCRBY", "b", "1", "a", "AT", "1"]), OUTSIDE),
             (
-                s(&[
+                strings(&["TSRANK.INCRBY", "b", "1", "a", "AT", "1"]),
+                OUTSIDE,
+            ),
+            (
+                strings(&[
                     "TSRANK.INCRBY",
                     "b",
                     "1",
@@ -728,7 +720,7 @@ fn errors_have_exact_texts_and_write_nothing() {
                 OUTSIDE,
             ),
             (
-                s(&[
+                strings(&[
                     "TSRANK.INCRBY",
                     "b",
                     "1",
@@ -739,11 +731,11 @@ fn errors_have_exact_texts_and_write_nothing() {
                 FUTURE,
             ),
             (
-                s(&["TSRANK.INCRBY", "b", "9007199254740993", "a"]),
+                strings(&["TSRANK.INCRBY", "b", "9007199254740993", "a"]),
                 "ERR increment or decrement would overflow",
             ),
             (
-                s(&[
+                strings(&[
                     "TSRANK.INCRBY",
                     "b",
                     "4503599627370496",
@@ -753,41 +745,47 @@ fn errors_have_exact_texts_and_write_nothing() {
                 ]),
                 "ERR increment or decrement would overflow",
             ),
-            (s(&["TSRANK.INCRBY", "str", "1", "a"]), WRONGTYPE),
-            (s(&["TSRANK.INCRBY", "plainz", "1", "a"]), WRONGTYPE),
-            (s(&["TSRANK.INCRBY", "badmeta", "1", "a"]), WRONGTYPE),
-            (s(&["TSRANK.TOP", "str", "1"]), WRONGTYPE),
-            (s(&["TSRANK.TOP", "plainz", "1"]), WRONGTYPE),
-            (s(&["TSRANK.SCORE", "badmeta", "a"]), WRONGTYPE),
-            (s(&["TSRANK.INFO", "plainz"]), WRONGTYPE),
+            (strings(&["TSRANK.INCRBY", "str", "1", "a"]), WRONGTYPE),
+            (strings(&["TSRANK.INCRBY", "plainz", "1", "a"]), WRONGTYPE),
+            (strings(&["TSRANK.INCRBY", "badmeta", "1", "a"]), WRONGTYPE),
+            (strings(&["TSRANK.TOP", "str", "1"]), WRONGTYPE),
+            (strings(&["TSRANK.TOP", "plainz", "1"]), WRONGTYPE),
+            (strings(&["TSRANK.SCORE", "badmeta", "a"]), WRONGTYPE),
+            (strings(&["TSRANK.INFO", "plainz"]), WRONGTYPE),
             (
-                s(&["TSRANK.TOP", "b", "x"]),
+                strings(&["TSRANK.TOP", "b", "x"]),
                 "ERR value is not an integer or out of range",
             ),
             (
-                s(&["TSRANK.TOP", "b", "-1"]),
+                strings(&["TSRANK.TOP", "b", "-1"]),
                 "ERR value is not an integer or out of range",
             ),
             (
-                s(&["TSRANK.TOP", "b", "1", "OFFSET", "-1"]),
+                strings(&["TSRANK.TOP", "b", "1", "OFFSET", "-1"]),
                 "ERR value is not an integer or out of range",
             ),
-            (s(&["TSRANK.TOP", "b", "1", "OFFSET"]), "ERR syntax error"),
             (
-                s(&["TSRANK.TOP", "b", "1", "WITHSCORES", "WITHSCORES"]),
+                strings(&["TSRANK.TOP", "b", "1", "OFFSET"]),
                 "ERR syntax error",
             ),
-            (s(&["TSRANK.TOP", "b", "1", "BOGUS"]), "ERR syntax error"),
             (
-                s(&["TSRANK.TOP", "b", "1", "WINDOW", "1x"]),
+                strings(&["TSRANK.TOP", "b", "1", "WITHSCORES", "WITHSCORES"]),
+                "ERR syntax error",
+            ),
+            (
+                strings(&["TSRANK.TOP", "b", "1", "BOGUS"]),
+                "ERR syntax error",
+            ),
+            (
+                strings(&["TSRANK.TOP", "b", "1", "WINDOW", "1x"]),
                 "ERR invalid duration '1x'",
             ),
             (
-                s(&["TSRANK.TOP", "b", "1", "WINDOW", "90m"]),
+                strings(&["TSRANK.TOP", "b", "1", "WINDOW", "90m"]),
                 "ERR WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW",
             ),
             (
-                s(&["TSRANK.TOP", "b", "1", "WINDOW", "48h"]),
+                strings(&["TSRANK.TOP", "b", "1", "WINDOW", "48h"]),
                 "ERR WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW",
             ),
         ];
@@ -947,46 +945,21 @@ fn acl_is_checked_on_derived_keys() {
         let k = &kind.name;
         srv.cmd(&["TSRANK.INCRBY", "lb", "1", "a"]).expect("incr");
         // u may use lb and its slot hashes but not lb|meta; v may use lb and lb|meta only.
-        srv.cmd(&[
-            "ACL",
-            "SETUSER",
-            "u",
-            "on",
-            ">pw",
-            "~lb",
-            "~lb|slot|*",
-            "+@all",
-        ])
-        .expect("acl");
-        srv.cmd(&[
-            "ACL", "SETUSER", "v", "on", ">pw", "~lb", "~lb|meta", "+@all",
-        ])
-        .expect("acl");
-        srv.cmd(&["ACL", "SETUSER", "w", "on", ">pw", "~lb*", "+@all"])
-            .expect("acl");
+        let mut users = [
+            ("u", conn_as_user(&srv, "u", &["~lb", "~lb|slot|*"])),
+            ("v", conn_as_user(&srv, "v", &["~lb", "~lb|meta"])),
+            ("w", conn_as_user(&srv, "w", &["~lb*"])),
+        ];
         let before = srv.dump_keyspace();
-        let as_user = |user: &str, cmd: &[&str]| -> Value {
-            let mut c = srv.conn();
-            let _: () = redis::cmd("AUTH")
-                .arg(user)
-                .arg("pw")
-                .query(&mut c)
-                .expect("auth");
-            let mut q = redis::cmd(cmd[0]);
-            for a in &cmd[1..] {
-                q.arg(*a);
-            }
-            c.req_command(&q)
-                .unwrap_or_else(|e| Value::ServerError(e.try_into().expect("server error")))
-        };
-        for user in ["u", "v"] {
+        for (user, conn) in &mut users[..2] {
+            let user = *user;
             for cmd in [
                 &["TSRANK.INCRBY", "lb", "1", "a"][..],
                 &["TSRANK.TOP", "lb", "10"][..],
                 &["TSRANK.SCORE", "lb", "a"][..],
                 &["TSRANK.INFO", "lb"][..],
             ] {
-                let v = as_user(user, cmd);
+                let v = conn_value(conn, cmd);
                 let text = error_text(&v).unwrap_or_default();
                 if user == "v" && cmd[0] != "TSRANK.INCRBY" && cmd[0] != "TSRANK.INFO" {
                     // Reads that need no slot hash are allowed for v.
@@ -998,7 +971,7 @@ fn acl_is_checked_on_derived_keys() {
         }
         assert_eq!(srv.dump_keyspace(), before, "{k}: NOPERM wrote something");
         assert_eq!(
-            as_user("w", &["TSRANK.INCRBY", "lb", "1", "a"]),
+            conn_value(&mut users[2].1, &["TSRANK.INCRBY", "lb", "1", "a"]),
             v_int(2),
             "{k}"
         );
@@ -1068,12 +1041,12 @@ fn replies_are_exact_while_an_expiry_is_in_progress() {
         let mut conn = srv.conn();
         let mut cmds = Vec::new();
         for c in 0..30 {
-            let mut cmd = s(&["TSRANK.INCRBY", "{x}"]);
+            let mut cmd = strings(&["TSRANK.INCRBY", "{x}"]);
             for i in 0..1000 {
                 cmd.push(((i % 7) + 1).to_string());
                 cmd.push(format!("m{}", c * 1000 + i));
             }
-            cmd.extend(s(&["5", "a", "4", "b", "AT"]));
+            cmd.extend(strings(&["5", "a", "4", "b", "AT"]));
             cmd.push(t0.to_string());
             cmds.push(cmd);
         }

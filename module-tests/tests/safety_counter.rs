@@ -14,14 +14,6 @@ use std::time::{Duration, Instant};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-fn info_tally(srv: &Server, field: &str) -> i64 {
-    let info = srv.info("tally");
-    info.get(&format!("tally_{field}"))
-        .unwrap_or_else(|| panic!("INFO tally has no tally_{field}: {info:?}"))
-        .parse()
-        .unwrap()
-}
-
 fn is_wrongtype(v: &Value) -> bool {
     error_text(v).is_some_and(|e| e.starts_with("WRONGTYPE"))
 }
@@ -95,19 +87,19 @@ fn timer_goes_idle_after_a_slot_field_is_deleted() {
         }
         // The 1ms slots left at t0 + 1.5 s; give the timer 2.5 s more.
         std::thread::sleep(Duration::from_millis(4_000));
-        let visited = info_tally(&srv, "keys_visited");
+        let visited = info_i64(&srv, "tally", "tally_keys_visited");
         let mut worst_tick = 0;
         for _ in 0..50 {
-            worst_tick = worst_tick.max(info_tally(&srv, "last_tick_us"));
+            worst_tick = worst_tick.max(info_i64(&srv, "tally", "tally_last_tick_us"));
             std::thread::sleep(Duration::from_millis(20));
         }
-        let visits = info_tally(&srv, "keys_visited") - visited;
+        let visits = info_i64(&srv, "tally", "tally_keys_visited") - visited;
         assert!(
             visits < 20,
             "{k}: {visits} visits in 1 s: the timer is not idle"
         );
         assert!(worst_tick < 10_000, "{k}: a tick took {worst_tick} us");
-        let max_tick = info_tally(&srv, "max_tick_us");
+        let max_tick = info_i64(&srv, "tally", "tally_max_tick_us");
         assert!(max_tick < 10_000, "{k}: max_tick_us {max_tick}");
         let ping = max_ping(&srv, 200);
         assert!(ping < Duration::from_millis(10), "{k}: PING took {ping:?}");
@@ -352,7 +344,7 @@ fn a_counter_too_large_to_cache_evicts_nothing() {
             srv.cmd_value(&["TSCOUNTER.SUM", "small", "1000s"]),
             v_int(100)
         );
-        assert_eq!(info_tally(&srv, "mirrored_slots"), 100, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 100, "{k}");
         // 1,100,000 slots: more than the whole cache holds.
         let res: Vec<String> = (1..=11).map(|i| format!("{i}ms:100000")).collect();
         let mut create = vec![
@@ -386,13 +378,13 @@ fn a_counter_too_large_to_cache_evicts_nothing() {
                 v_int(10),
                 "{k}"
             );
-            assert_eq!(info_tally(&srv, "mirrored_slots"), 100, "{k}");
+            assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 100, "{k}");
         }
         assert_eq!(
             srv.cmd_value(&["TSCOUNTER.SUM", "small", "1000s"]),
             v_int(100)
         );
-        assert_eq!(info_tally(&srv, "mirrored_slots"), 100, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 100, "{k}");
         srv.assert_alive();
     }
 }
@@ -422,7 +414,7 @@ fn emptied_counters_leave_no_cache_or_schedule() {
             let v = srv.cmd_value(&["TSCOUNTER.SUM", key, "2s", "AT", &t0.to_string()]);
             assert_eq!(v, v_int(20), "{k}");
         }
-        assert_eq!(info_tally(&srv, "mirrored_slots"), 40, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 40, "{k}");
         // Emptied by decrements: daily slots that would stay scheduled for centuries.
         assert_eq!(
             srv.cmd_value(&["TSCOUNTER.CREATE", "d", "RESOLUTIONS", "1d:100000"]),
@@ -433,7 +425,7 @@ fn emptied_counters_leave_no_cache_or_schedule() {
             assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "d", "AT", at]), v_int(1));
         }
         assert_eq!(srv.cmd_value(&["TSCOUNTER.SUM", "d", "20d"]), v_int(20));
-        assert_eq!(info_tally(&srv, "mirrored_slots"), 60, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 60, "{k}");
         for at in &days {
             assert_eq!(
                 srv.cmd_value(&["TSCOUNTER.INCRBY", "d", "-1", "AT", at]),
@@ -446,8 +438,8 @@ fn emptied_counters_leave_no_cache_or_schedule() {
                 && !exists(&srv, "t2")),
             "{k}"
         );
-        assert_eq!(info_tally(&srv, "mirrored_slots"), 0, "{k}");
-        assert_eq!(info_tally(&srv, "tracked_objects"), 0, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 0, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_tracked_objects"), 0, "{k}");
         srv.assert_alive();
     }
 }
@@ -468,11 +460,14 @@ fn idle_timer_visits_keep_watch() {
         let mut watcher = srv.conn();
         let _: () = redis::cmd("WATCH").arg("w").query(&mut watcher).unwrap();
         for _ in 0..3 {
-            let visited = info_tally(&srv, "keys_visited");
+            let visited = info_i64(&srv, "tally", "tally_keys_visited");
             assert_eq!(srv.cmd_value(&["SWAPDB", "1", "2"]), v_ok());
             assert!(
-                wait_until(Duration::from_secs(5), || info_tally(&srv, "keys_visited")
-                    > visited),
+                wait_until(Duration::from_secs(5), || info_i64(
+                    &srv,
+                    "tally",
+                    "tally_keys_visited"
+                ) > visited),
                 "{k}: no visit"
             );
         }

@@ -3,29 +3,11 @@
 //! expiry or eviction, native edits and forgeries of the derived keys, SWAPDB and FLUSHALL
 //! with the schedule. Each test reproduces a failure found at an earlier main.
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
 use std::time::Duration;
 
-const PW: &str = "pw-tally";
-
 fn sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
-}
-
-fn run<A: AsRef<[u8]>>(c: &mut redis::Connection, args: &[A]) -> Value {
-    let mut cmd = redis::Cmd::new();
-    for a in args {
-        cmd.arg(a.as_ref());
-    }
-    c.req_command(&cmd).expect("connection")
-}
-
-fn info_i64(srv: &Server, field: &str) -> i64 {
-    srv.info("tally")
-        .get(field)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{}: INFO tally has no {field}", srv.kind().name))
 }
 
 /// Sum of `member`'s counts over the slot hashes of board `key` (garbage counts nothing).
@@ -107,12 +89,7 @@ fn a_client_pause_after_deleting_a_board_in_a_transaction_does_not_abort() {
             }
             sleep_ms(100);
         }
-        wait_replica_synced(&primary, &replica);
-        assert_eq!(
-            primary.dump_keyspace(),
-            replica.dump_keyspace(),
-            "{k}: replica"
-        );
+        assert_replica_equal(&primary, &replica, "replica");
         primary.assert_alive();
     }
 }
@@ -337,38 +314,23 @@ fn the_timer_never_acts_on_keys_a_forger_could_not_write() {
         let k = kind.name.clone();
         let srv = Server::start(&kind);
         srv.cmd_value(&["ZADD", "x", "5", "victim", "3", "other"]);
-        assert_eq!(
-            srv.cmd_value(&[
-                "ACL",
-                "SETUSER",
-                "forger",
-                "on",
-                &format!(">{PW}"),
-                "+@all",
-                "~x|*"
-            ]),
-            v_ok(),
-            "{k}"
-        );
-        let mut forger = srv.conn();
-        let auth: Result<(), _> = redis::cmd("AUTH").arg("forger").arg(PW).query(&mut forger);
-        auth.unwrap();
+        let mut forger = conn_as_user(&srv, "forger", &["~x|*"]);
         // A slot of 100 ms, two windows old: due for expiry at once.
         let index = (server_ms(&srv) / 100) - 20;
         let marker = format!("rank 1000 100 {index} {index}");
         assert_eq!(
-            run(&mut forger, &["HSET", "x|meta", "_tally", &marker]),
+            conn_value(&mut forger, &["HSET", "x|meta", "_tally", &marker]),
             v_int(1),
             "{k}"
         );
         let slot = format!("x|slot|{index}");
         assert_eq!(
-            run(&mut forger, &["HSET", &slot, "victim", "5", "other", "3"]),
+            conn_value(&mut forger, &["HSET", &slot, "victim", "5", "other", "3"]),
             v_int(2),
             "{k}"
         );
         assert!(
-            error_text(&run(&mut forger, &["ZREM", "x", "victim"]))
+            error_text(&conn_value(&mut forger, &["ZREM", "x", "victim"]))
                 .is_some_and(|e| e.starts_with("NOPERM")),
             "{k}: the forger cannot touch x"
         );
@@ -441,7 +403,7 @@ fn the_schedule_follows_deletes_flushes_and_swapdb() {
         }
         sleep_ms(200);
         assert_eq!(
-            info_i64(&srv, "tally_tracked_objects"),
+            info_i64(&srv, "tally", "tally_tracked_objects"),
             0,
             "{k}: schedule leaks"
         );
@@ -453,18 +415,18 @@ fn the_schedule_follows_deletes_flushes_and_swapdb() {
         for i in 0..100 {
             srv.cmd_value(&["STATS.ADD", &format!("s:{i}"), "1"]);
         }
-        assert_eq!(info_i64(&srv, "tally_tracked_objects"), 100, "{k}");
+        assert_eq!(info_i64(&srv, "tally", "tally_tracked_objects"), 100, "{k}");
         srv.cmd_value(&["SWAPDB", "0", "1"]);
         sleep_ms(100);
         assert_eq!(
-            info_i64(&srv, "tally_tracked_objects"),
+            info_i64(&srv, "tally", "tally_tracked_objects"),
             100,
             "{k}: after SWAPDB"
         );
         srv.cmd_value(&["FLUSHALL"]);
         sleep_ms(100);
         assert_eq!(
-            info_i64(&srv, "tally_tracked_objects"),
+            info_i64(&srv, "tally", "tally_tracked_objects"),
             0,
             "{k}: after FLUSHALL"
         );

@@ -12,13 +12,6 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 
 // ------------------------------------------------------------------------- helpers
 
-fn info_tally(srv: &Server, field: &str) -> i64 {
-    srv.info("tally")
-        .get(field)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in INFO tally"))
-}
-
 fn is_error(v: &Value) -> bool {
     error_text(v).is_some()
 }
@@ -282,7 +275,7 @@ fn edited_fields_never_break_the_object() {
         for n in 0..edits.len() - 1 {
             assert!(!exists(srv, format!("e{n}")), "{}: e{n} stayed", kind.name);
         }
-        let max_tick = info_tally(srv, "tally_max_tick_us");
+        let max_tick = info_i64(srv, "tally", "tally_max_tick_us");
         assert!(
             max_tick < 10_000,
             "{}: a tick took {max_tick} us",
@@ -353,7 +346,7 @@ fn edited_markers_are_refused_or_bounded() {
             assert!(us < 10_000.0, "{}: {command} took {us} us", kind.name);
         }
         std::thread::sleep(Duration::from_millis(200));
-        let max_tick = info_tally(&srv, "tally_max_tick_us");
+        let max_tick = info_i64(&srv, "tally", "tally_max_tick_us");
         assert!(
             max_tick < 10_000,
             "{}: a tick took {max_tick} us",
@@ -399,7 +392,7 @@ fn foreign_fields_do_not_make_visits_or_writes_walk_them() {
         let slow = srv.cmd_value(&["SLOWLOG", "GET", "100"]);
         let text = format!("{slow:?}").to_lowercase();
         assert!(!text.contains("stats."), "{}: slow: {slow:?}", kind.name);
-        let max_tick = info_tally(&srv, "tally_max_tick_us");
+        let max_tick = info_i64(&srv, "tally", "tally_max_tick_us");
         assert!(
             max_tick < 10_000,
             "{}: a tick took {max_tick} us",
@@ -427,10 +420,10 @@ fn a_visit_that_changes_nothing_keeps_watch() {
         let r = pipeline(&mut conn, &[vec!["RENAME", "s", "s2"], vec!["WATCH", "s2"]]);
         assert_eq!(r, vec![v_ok(), v_ok()], "{}", kind.name);
         // The rename schedules a visit at once; let several ticks pass.
-        let visited = info_tally(&srv, "tally_keys_visited");
+        let visited = info_i64(&srv, "tally", "tally_keys_visited");
         std::thread::sleep(Duration::from_millis(300));
         assert!(
-            info_tally(&srv, "tally_keys_visited") > visited,
+            info_i64(&srv, "tally", "tally_keys_visited") > visited,
             "{}: no visit",
             kind.name
         );
@@ -467,7 +460,7 @@ fn deleted_objects_leave_the_schedule() {
         for r in pipeline(&mut conn, &cmds) {
             assert!(!is_error(&r), "{}: {r:?}", kind.name);
         }
-        let tracked = info_tally(&srv, "tally_tracked_objects");
+        let tracked = info_i64(&srv, "tally", "tally_tracked_objects");
         assert!(tracked <= 5, "{}: {tracked} tracked", kind.name);
         srv.assert_alive();
     }
