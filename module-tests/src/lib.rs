@@ -38,7 +38,8 @@
 //! * [`info`] — [`parse_info`], [`info_field_i64`], [`usec_per_call`].
 //! * [`commands`] — [`wait_until`], [`server_ms`], [`pipeline`], [`exists`],
 //!   [`hgetall`], [`slot_fields`].
-//! * [`workload`] — [`Rng`].
+//! * [`workload`] — [`Rng`], [`long_run`].
+//! * [`per_server`] — the [`per_server!`] macro: one test case per server kind.
 //!
 //! # Expected replies ([`Value`] variants, redis crate 1.8)
 //!
@@ -95,6 +96,7 @@ pub mod cluster;
 pub mod commands;
 pub mod dump;
 pub mod info;
+pub mod per_server;
 pub mod replication;
 pub mod server;
 pub mod values;
@@ -104,6 +106,7 @@ pub use cluster::*;
 pub use commands::*;
 pub use dump::*;
 pub use info::*;
+pub use per_server::*;
 pub use replication::*;
 pub use server::*;
 pub use values::*;
