@@ -9,18 +9,21 @@
 //! ```ignore
 //! use module_tests::*;
 //!
-//! #[test]
-//! fn incr_works() {
-//!     for kind in server_kinds() {
-//!         let srv = Server::start(&kind); // loads the module
-//!         assert_eq!(srv.cmd_value(&["SET", "k", "v"]), v_ok(), "{}", kind.name);
-//!         assert_eq!(srv.cmd_value(&["GET", "k"]), v_bulk("v"));
-//!         assert_eq!(srv.cmd_value(&["LPUSH", "k", "x"]),
-//!             v_err("WRONGTYPE Operation against a key holding the wrong kind of value"));
-//!         assert!(srv.is_alive());
-//!     }
+//! per_server!(set_then_lpush_is_wrongtype);
+//! /// One `#[test]` per server kind: `set_then_lpush_is_wrongtype::redis`, `::redis8`,
+//! /// `::valkey` (a kind missing from `TALLY_SERVERS` prints "skipped" and passes).
+//! fn set_then_lpush_is_wrongtype(kind: &ServerKind) {
+//!     let srv = Server::start(kind); // loads the module
+//!     assert_eq!(srv.cmd_value(&["SET", "k", "v"]), v_ok(), "{}", kind.name);
+//!     assert_eq!(srv.cmd_value(&["GET", "k"]), v_bulk("v"));
+//!     assert_eq!(srv.cmd_value(&["LPUSH", "k", "x"]),
+//!         v_err("WRONGTYPE Operation against a key holding the wrong kind of value"));
+//!     assert!(srv.is_alive());
 //! }
 //! ```
+//!
+//! Helpers every test file needs (clocks, pipelines, INFO fields, ACL users, replica
+//! equality, the `TALLY_LONG` switch) belong here, not copied into test files.
 //!
 //! # Layout
 //!
@@ -30,14 +33,16 @@
 //! * [`server`] — [`ServerKind`], [`server_kinds`], [`ServerOptions`], [`Server`]
 //!   (process, directory, connections, restarts), ports and directories.
 //! * [`cluster`] — [`Cluster`], [`start_cluster`], [`start_cluster_with`].
-//! * [`replication`] — [`wait_replica_synced`], [`assert_replica_equal`], [`repl_offset`].
+//! * [`replication`] — [`wait_replica_synced`], [`assert_replica_equal`],
+//!   [`compare_replica`], [`repl_offset`].
 //! * [`values`] — expected replies (`v_*`) and reply readers ([`value_text`],
 //!   [`value_bytes`], [`error_text`], [`map_pairs`], ...).
 //! * [`dump`] — [`dump_keyspace`] ([`KeyDump`], [`KeyValue`]), [`scan_db_keys`],
 //!   [`key_census`].
-//! * [`info`] — [`parse_info`], [`info_field_i64`], [`usec_per_call`].
-//! * [`commands`] — [`wait_until`], [`server_ms`], [`pipeline`], [`exists`],
-//!   [`hgetall`], [`slot_fields`].
+//! * [`info`] — [`parse_info`], [`info_i64`], [`info_field_i64`], [`usec_per_call`].
+//! * [`commands`] — [`wait_until`], [`server_ms`], [`local_ms`], [`pipeline`],
+//!   [`conn_value`], [`conn_as_user`], [`exists`], [`hgetall`], [`slot_fields`],
+//!   [`strings`].
 //! * [`workload`] — [`Rng`], [`long_run`].
 //! * [`per_server`] — the [`per_server!`] macro: one test case per server kind.
 //!
@@ -65,9 +70,12 @@
 //!
 //! # Shared test helpers
 //!
-//! [`server_ms`] (the server's clock), [`pipeline`] (one round trip, one reply
-//! per command), [`exists`], [`hgetall`], [`slot_fields`], [`map_pairs`]
-//! (RESP2/RESP3 map replies as pairs) and [`Rng`] (seeded splitmix64 for
+//! [`server_ms`] / [`local_ms`] (the server's / this machine's clock), [`pipeline`]
+//! (one round trip, one reply per command), [`conn_value`] (a command on a connection
+//! of your own), [`conn_as_user`] (a connection authenticated as a new ACL user),
+//! [`exists`], [`hgetall`], [`slot_fields`], [`map_pairs`] (RESP2/RESP3 map replies as
+//! pairs), [`info_i64`], [`assert_replica_equal`] / [`compare_replica`] (the one way to
+//! check a replica), [`long_run`] (`TALLY_LONG`) and [`Rng`] (seeded splitmix64 for
 //! reproducible workloads).
 //!
 //! # Environment

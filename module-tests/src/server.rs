@@ -143,7 +143,8 @@ impl ServerKind {
     }
 }
 
-/// The server kinds every test loops over.
+/// The configured server kinds; each [`per_server!`](crate::per_server) case picks its
+/// own from this list.
 ///
 /// From env `TALLY_SERVERS` (`name=path,name=path`), else `redis=<redis-server
 /// on PATH>` plus `redis8=<repo>/.tools/bin/redis8-server` (Redis 8.2) and

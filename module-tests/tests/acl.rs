@@ -8,7 +8,7 @@
 //! * TSRANK derives keys from its main key (`key|meta`, `key|slot|<n>`): a user allowed
 //!   the main key but not the derived keys gets `NOPERM` and nothing is written;
 //! * STATS.ADD `REPORT rankkey` outside the user's patterns: `NOPERM`, nothing written;
-//! * `acl_command_categories`: `-@write` / `+@read` users (ACL categories), on servers
+//! * `write_and_read_categories_cover_tally_commands`: `-@write` / `+@read` users (ACL categories), on servers
 //!   whose module API can declare categories (Redis >= 7.2, Valkey).
 
 use module_tests::*;
@@ -154,8 +154,8 @@ fn read_only(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
 
 // ============================================================== TSCOUNTER
 
-per_server!(acl_counter);
-fn acl_counter(kind: &ServerKind) {
+per_server!(counter_commands_obey_key_patterns_and_read_only_users);
+fn counter_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
     let seed = ["TSCOUNTER.INCRBY", "", "7"];
     key_patterns(kind, counter_cmds, &seed);
     read_only(kind, counter_cmds, &seed);
@@ -163,17 +163,17 @@ fn acl_counter(kind: &ServerKind) {
 
 // ================================================================= TSRANK
 
-per_server!(acl_rank);
-fn acl_rank(kind: &ServerKind) {
+per_server!(rank_commands_obey_key_patterns_and_read_only_users);
+fn rank_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
     let seed = ["TSRANK.INCRBY", "", "4", "a", "2", "b"];
     key_patterns(kind, rank_cmds, &seed);
     read_only(kind, rank_cmds, &seed);
 }
 
-per_server!(acl_rank_derived_keys);
+per_server!(rank_derived_keys_need_their_own_key_permission);
 /// TSRANK keeps its settings in `key|meta` and per-slot counts in `key|slot|<n>`: a user
 /// allowed only the main key (or the main key and the meta hash) must not reach them.
-fn acl_rank_derived_keys(kind: &ServerKind) {
+fn rank_derived_keys_need_their_own_key_permission(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = kind.name.as_str();
     // Existing leaderboards, created by the default user.
@@ -238,16 +238,16 @@ fn acl_rank_derived_keys(kind: &ServerKind) {
 
 // ================================================================== STATS
 
-per_server!(acl_stats);
-fn acl_stats(kind: &ServerKind) {
+per_server!(stats_commands_obey_key_patterns_and_read_only_users);
+fn stats_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
     let seed = ["STATS.ADD", "", "1", "2", "3"];
     key_patterns(kind, stats_cmds, &seed);
     read_only(kind, stats_cmds, &seed);
 }
 
-per_server!(acl_stats_report_key);
+per_server!(stats_report_key_needs_key_permission);
 /// `REPORT rankkey`: the ranking is a key of the command like any other.
-fn acl_stats_report_key(kind: &ServerKind) {
+fn stats_report_key_needs_key_permission(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = kind.name.as_str();
     assert_eq!(srv.cmd_value(&["ZADD", "other:rank", "1", "x"]), v_int(1));
@@ -300,12 +300,12 @@ fn acl_stats_report_key(kind: &ServerKind) {
 
 // ============================================================= categories
 
-per_server!(acl_command_categories);
+per_server!(write_and_read_categories_cover_tally_commands);
 /// A user without `@write` must not run tally writes; a `+@read` user runs tally reads.
 /// Needs `RedisModule_SetCommandACLCategories` (Redis >= 7.2, Valkey); on Redis 7.0 the
 /// module API cannot put module commands in any category, so `-@write` does not stop
 /// them there (use key permissions such as `%R~*`, tested above).
-fn acl_command_categories(kind: &ServerKind) {
+fn write_and_read_categories_cover_tally_commands(kind: &ServerKind) {
     if !kind.is_valkey() && kind.version() < (7, 2, 0) {
         eprintln!(
             "{}: no module ACL categories before Redis 7.2, skipped",

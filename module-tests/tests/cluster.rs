@@ -3,7 +3,7 @@
 //! * `command_keys_and_flags`: `COMMAND GETKEYS` names every key of every command of the
 //!   three families (STATS.ADD's `REPORT rankkey` included), and the write/readonly/denyoom
 //!   flags are right, so cluster clients and ACL see the keys;
-//! * one test function per family (`cluster_counter`, `cluster_rank`, `cluster_stats`),
+//! * one test function per family (`counters_route_reshard_and_fail_over`, `leaderboards_route_reshard_and_fail_over`, `stats_route_reshard_and_fail_over`),
 //!   each with one cluster per server kind that shows:
 //!   - commands routed by a cluster client, many objects spread over every shard, all read
 //!     back exactly;
@@ -484,8 +484,8 @@ fn command_keys_and_flags(kind: &ServerKind) {
 
 // ============================================================== TSCOUNTER
 
-per_server!(cluster_counter);
-fn cluster_counter(kind: &ServerKind) {
+per_server!(counters_route_reshard_and_fail_over);
+fn counters_route_reshard_and_fail_over(kind: &ServerKind) {
     let cluster = start_cluster(kind, 3, 1);
     let k = kind.name.as_str();
     let mut cc = cluster.cluster_client();
@@ -629,8 +629,8 @@ fn cluster_counter(kind: &ServerKind) {
 
 // ================================================================= TSRANK
 
-per_server!(cluster_rank);
-fn cluster_rank(kind: &ServerKind) {
+per_server!(leaderboards_route_reshard_and_fail_over);
+fn leaderboards_route_reshard_and_fail_over(kind: &ServerKind) {
     let cluster = start_cluster(kind, 3, 1);
     let k = kind.name.as_str();
     let mut cc = cluster.cluster_client();
@@ -806,8 +806,8 @@ fn cluster_rank(kind: &ServerKind) {
 
 // ================================================================== STATS
 
-per_server!(cluster_stats);
-fn cluster_stats(kind: &ServerKind) {
+per_server!(stats_route_reshard_and_fail_over);
+fn stats_route_reshard_and_fail_over(kind: &ServerKind) {
     let cluster = start_cluster(kind, 3, 1);
     let k = kind.name.as_str();
     let mut cc = cluster.cluster_client();
@@ -972,13 +972,13 @@ fn cluster_stats(kind: &ServerKind) {
     }
 }
 
-per_server!(cluster_rank_reshard_key_by_key);
+per_server!(leaderboard_moved_key_by_key_counts_every_write_once);
 /// A leaderboard whose slot holds hundreds of keys (one hash per live slot), moved one key
 /// per MIGRATE (`--cluster-pipeline 1`) while a writer increments it: for a while the main
 /// key and its derived keys sit on different nodes. Every acknowledged write must be
 /// counted exactly once afterwards, and the reshard must not fail on a key that a write
 /// re-created on the wrong side.
-fn cluster_rank_reshard_key_by_key(kind: &ServerKind) {
+fn leaderboard_moved_key_by_key_counts_every_write_once(kind: &ServerKind) {
     let cluster = start_cluster(kind, 3, 1);
     let k = kind.name.as_str();
     let prim = primaries_by_slot(&cluster);

@@ -505,16 +505,16 @@ per_server!(debug_reload_stats);
 fn debug_reload_stats(kind: &ServerKind) {
     debug_reload(kind, STATS);
 }
-per_server!(oom_counter);
-fn oom_counter(kind: &ServerKind) {
+per_server!(oom_refuses_counter_writes_and_serves_reads);
+fn oom_refuses_counter_writes_and_serves_reads(kind: &ServerKind) {
     oom(kind, COUNTER);
 }
-per_server!(oom_rank);
-fn oom_rank(kind: &ServerKind) {
+per_server!(oom_refuses_rank_writes_and_serves_reads);
+fn oom_refuses_rank_writes_and_serves_reads(kind: &ServerKind) {
     oom(kind, RANK);
 }
-per_server!(oom_stats);
-fn oom_stats(kind: &ServerKind) {
+per_server!(oom_refuses_stats_writes_and_serves_reads);
+fn oom_refuses_stats_writes_and_serves_reads(kind: &ServerKind) {
     oom(kind, STATS);
 }
 
@@ -556,8 +556,8 @@ fn client_pause_defers_expiry(kind: &ServerKind) {
 
 // ================================================================ INFO tally
 
-per_server!(info_tally_fields);
-fn info_tally_fields(kind: &ServerKind) {
+per_server!(info_tally_fields_exist_and_move);
+fn info_tally_fields_exist_and_move(kind: &ServerKind) {
     let k = &kind.name;
     let srv = Server::start(kind);
     let fields = [

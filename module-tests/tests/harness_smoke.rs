@@ -130,8 +130,8 @@ fn reply_variants_resp2_and_resp3(kind: &ServerKind) {
     assert!(srv.pid() > 0);
 }
 
-per_server!(rdb_restart);
-fn rdb_restart(kind: &ServerKind) {
+per_server!(restart_reloads_the_last_rdb_save);
+fn restart_reloads_the_last_rdb_save(kind: &ServerKind) {
     let mut srv = Server::start_without_module(kind);
     let k = &kind.name;
     assert_eq!(srv.cmd_value(&["SET", "k", "v"]), v_ok());
@@ -155,8 +155,8 @@ fn rdb_restart(kind: &ServerKind) {
     srv.assert_alive();
 }
 
-per_server!(aof_restart);
-fn aof_restart(kind: &ServerKind) {
+per_server!(aof_restart_and_kill_keep_every_write);
+fn aof_restart_and_kill_keep_every_write(kind: &ServerKind) {
     let mut srv = Server::start_with(
         kind,
         ServerOptions::new()
@@ -178,8 +178,8 @@ fn aof_restart(kind: &ServerKind) {
     assert_eq!(srv.dump_keyspace(), before, "{k}: AOF reload after SIGKILL");
 }
 
-per_server!(replica_sync);
-fn replica_sync(kind: &ServerKind) {
+per_server!(replica_gets_the_full_sync_and_later_writes);
+fn replica_gets_the_full_sync_and_later_writes(kind: &ServerKind) {
     let primary = Server::start_without_module(kind);
     let replica = Server::start_without_module(kind);
     populate(&primary);
@@ -195,8 +195,8 @@ fn replica_sync(kind: &ServerKind) {
     assert!(p.len() >= 7, "{p:?}");
 }
 
-per_server!(cluster_3x1);
-fn cluster_3x1(kind: &ServerKind) {
+per_server!(cluster_of_three_primaries_with_replicas_forms);
+fn cluster_of_three_primaries_with_replicas_forms(kind: &ServerKind) {
     let cluster = start_cluster_with(kind, 3, 1, ServerOptions::new().without_module());
     let k = &kind.name;
     assert_eq!(cluster.nodes().len(), 6);
