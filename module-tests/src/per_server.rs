@@ -63,8 +63,41 @@ pub fn run_for_server_kind(name: &str, body: impl FnOnce(&ServerKind)) {
 /// up in [`server_kinds`] and runs the function, or prints
 /// `skipped: no <kind> server configured` and passes when there is no such server
 /// ([`run_for_server_kind`]).
+///
+/// `per_server!(one_kind_at_a_time: name);` does the same, but the cases of `name` never
+/// run at the same time as each other (as when one test looped over the kinds): for
+/// tests that load the machine and measure latency, where two kinds side by side on
+/// a small machine would measure each other.
 #[macro_export]
 macro_rules! per_server {
+    (one_kind_at_a_time: $($name:ident),+ $(,)?) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "` on each known server kind, one at a time.")]
+            mod $name {
+                static ONE_KIND_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+                fn run(kind: &str) {
+                    let _turn = ONE_KIND_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+                    $crate::run_for_server_kind(kind, super::$name);
+                }
+
+                #[test]
+                fn redis() {
+                    run("redis");
+                }
+
+                #[test]
+                fn redis8() {
+                    run("redis8");
+                }
+
+                #[test]
+                fn valkey() {
+                    run("valkey");
+                }
+            }
+        )+
+    };
     ($($name:ident),+ $(,)?) => {
         $(
             #[doc = concat!("`", stringify!($name), "` on each known server kind.")]
