@@ -8,49 +8,13 @@
 //! * TSRANK derives keys from its main key (`key|meta`, `key|slot|<n>`): a user allowed
 //!   the main key but not the derived keys gets `NOPERM` and nothing is written;
 //! * STATS.ADD `REPORT rankkey` outside the user's patterns: `NOPERM`, nothing written;
-//! * `acl_command_categories`: `-@write` / `+@read` users (ACL categories), on servers
+//! * `write_and_read_categories_cover_tally_commands`: `-@write` / `+@read` users (ACL categories), on servers
 //!   whose module API can declare categories (Redis >= 7.2, Valkey).
 
-use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
 
-const PW: &str = "pw-tally";
-
-/// Creates `user` with the given ACL rules (plus `on`, a password and `+@all` unless the
-/// rules mention commands themselves) and returns a connection authenticated as it.
-fn user_conn(srv: &Server, user: &str, rules: &[&str]) -> redis::Connection {
-    let mut args = vec!["ACL", "SETUSER", user, "reset", "on"];
-    let pw = format!(">{PW}");
-    args.push(&pw);
-    if !rules
-        .iter()
-        .any(|r| r.starts_with('+') || r.starts_with('-'))
-    {
-        args.push("+@all");
-    }
-    args.extend(rules);
-    assert_eq!(
-        srv.cmd_value(&args),
-        v_ok(),
-        "{}: {args:?}",
-        srv.kind().name
-    );
-    let mut c = srv.conn();
-    let auth: Result<(), _> = redis::cmd("AUTH").arg(user).arg(PW).query(&mut c);
-    auth.unwrap_or_else(|e| panic!("AUTH {user}: {e}"));
-    c
-}
-
-fn run<A: AsRef<[u8]>>(c: &mut redis::Connection, args: &[A]) -> Value {
-    let mut cmd = redis::Cmd::new();
-    for a in args {
-        cmd.arg(a.as_ref());
-    }
-    c.req_command(&cmd).expect("connection")
-}
-
 fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
-    let v = run(c, args);
+    let v = conn_value(c, args);
     let e = error_text(&v).unwrap_or_default();
     assert!(
         e.starts_with("NOPERM"),
@@ -60,7 +24,7 @@ fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
 }
 
 fn assert_allowed(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
-    let v = run(c, args);
+    let v = conn_value(c, args);
     assert!(
         error_text(&v).is_none_or(|e| !e.starts_with("NOPERM")),
         "{}: {args:?} should be allowed, got {v:?}",
@@ -134,7 +98,7 @@ fn key_patterns(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
         error_text(&srv.cmd_value(&seed_cmd)).is_none(),
         "{seed_cmd:?}"
     );
-    let mut c = user_conn(&srv, "u", &["~allowed:*"]);
+    let mut c = conn_as_user(&srv, "u", &["~allowed:*"]);
     let before = srv.dump_keyspace();
     for key in ["other:{1}", "other:{2}"] {
         for (args, _) in cmds(key) {
@@ -168,7 +132,7 @@ fn read_only(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
         error_text(&srv.cmd_value(&seed_cmd)).is_none(),
         "{seed_cmd:?}"
     );
-    let mut c = user_conn(&srv, "ro", &["%R~*"]);
+    let mut c = conn_as_user(&srv, "ro", &["%R~*"]);
     let before = srv.dump_keyspace();
     for key in ["obj:{1}", "new:{1}"] {
         for (args, write) in cmds(key) {
@@ -190,198 +154,186 @@ fn read_only(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
 
 // ============================================================== TSCOUNTER
 
-#[test]
-fn acl_counter() {
-    for kind in server_kinds() {
-        let seed = ["TSCOUNTER.INCRBY", "", "7"];
-        key_patterns(&kind, counter_cmds, &seed);
-        read_only(&kind, counter_cmds, &seed);
-    }
+per_server!(counter_commands_obey_key_patterns_and_read_only_users);
+fn counter_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
+    let seed = ["TSCOUNTER.INCRBY", "", "7"];
+    key_patterns(kind, counter_cmds, &seed);
+    read_only(kind, counter_cmds, &seed);
 }
 
 // ================================================================= TSRANK
 
-#[test]
-fn acl_rank() {
-    for kind in server_kinds() {
-        let seed = ["TSRANK.INCRBY", "", "4", "a", "2", "b"];
-        key_patterns(&kind, rank_cmds, &seed);
-        read_only(&kind, rank_cmds, &seed);
-    }
+per_server!(rank_commands_obey_key_patterns_and_read_only_users);
+fn rank_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
+    let seed = ["TSRANK.INCRBY", "", "4", "a", "2", "b"];
+    key_patterns(kind, rank_cmds, &seed);
+    read_only(kind, rank_cmds, &seed);
 }
 
+per_server!(rank_derived_keys_need_their_own_key_permission);
 /// TSRANK keeps its settings in `key|meta` and per-slot counts in `key|slot|<n>`: a user
 /// allowed only the main key (or the main key and the meta hash) must not reach them.
-#[test]
-fn acl_rank_derived_keys() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let k = kind.name.as_str();
-        // Existing leaderboards, created by the default user.
-        for key in ["lb{y}", "lb{w}"] {
-            assert_eq!(
-                srv.cmd_value(&["TSRANK.INCRBY", key, "4", "a", "2", "b"]),
-                v_arr(vec![v_int(4), v_int(2)]),
-                "{k}"
-            );
-        }
-        let before = srv.dump_keyspace();
-        assert!(
-            before.contains_key("db0:lb{y}|meta"),
-            "{k}: layout changed? {before:?}"
-        );
-
-        // Only the main keys (exact patterns: braces are not special in ACL globs).
-        let mut c = user_conn(&srv, "main", &["~lb{x}", "~lb{y}"]);
-        for key in ["lb{x}", "lb{y}"] {
-            for (args, _) in rank_cmds(key) {
-                assert_noperm(&srv, &mut c, &strs(&args));
-            }
-        }
-        // Main key and meta hash, but no slot hash: writes touch a slot hash.
-        let mut c = user_conn(
-            &srv,
-            "noslots",
-            &["~lb{x}", "~lb{x}|meta", "~lb{y}", "~lb{y}|meta"],
-        );
-        for key in ["lb{x}", "lb{y}"] {
-            assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", key, "1", "a"]);
-        }
-        // Read-only derived keys: reads work, writes are refused.
-        let mut c = user_conn(&srv, "rderived", &["~lb{w}", "%R~lb{w}|*"]);
-        assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", "lb{w}", "1", "a"]);
+fn rank_derived_keys_need_their_own_key_permission(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = kind.name.as_str();
+    // Existing leaderboards, created by the default user.
+    for key in ["lb{y}", "lb{w}"] {
         assert_eq!(
-            run(&mut c, &["TSRANK.SCORE", "lb{w}", "a"]),
-            v_int(4),
+            srv.cmd_value(&["TSRANK.INCRBY", key, "4", "a", "2", "b"]),
+            v_arr(vec![v_int(4), v_int(2)]),
             "{k}"
         );
-        assert_eq!(
-            run(&mut c, &["TSRANK.TOP", "lb{w}", "5"]),
-            v_bulks(&["a", "b"]),
-            "{k}"
-        );
-        assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
-
-        // Every key of the leaderboard: everything works.
-        let mut c = user_conn(&srv, "all", &["~lb{y}*"]);
-        assert_eq!(
-            run(&mut c, &["TSRANK.INCRBY", "lb{y}", "1", "b"]),
-            v_int(3),
-            "{k}"
-        );
-        assert_eq!(
-            run(&mut c, &["TSRANK.TOP", "lb{y}", "5"]),
-            v_bulks(&["a", "b"]),
-            "{k}"
-        );
-        srv.assert_alive();
     }
+    let before = srv.dump_keyspace();
+    assert!(
+        before.contains_key("db0:lb{y}|meta"),
+        "{k}: layout changed? {before:?}"
+    );
+
+    // Only the main keys (exact patterns: braces are not special in ACL globs).
+    let mut c = conn_as_user(&srv, "main", &["~lb{x}", "~lb{y}"]);
+    for key in ["lb{x}", "lb{y}"] {
+        for (args, _) in rank_cmds(key) {
+            assert_noperm(&srv, &mut c, &strs(&args));
+        }
+    }
+    // Main key and meta hash, but no slot hash: writes touch a slot hash.
+    let mut c = conn_as_user(
+        &srv,
+        "noslots",
+        &["~lb{x}", "~lb{x}|meta", "~lb{y}", "~lb{y}|meta"],
+    );
+    for key in ["lb{x}", "lb{y}"] {
+        assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", key, "1", "a"]);
+    }
+    // Read-only derived keys: reads work, writes are refused.
+    let mut c = conn_as_user(&srv, "rderived", &["~lb{w}", "%R~lb{w}|*"]);
+    assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", "lb{w}", "1", "a"]);
+    assert_eq!(
+        conn_value(&mut c, &["TSRANK.SCORE", "lb{w}", "a"]),
+        v_int(4),
+        "{k}"
+    );
+    assert_eq!(
+        conn_value(&mut c, &["TSRANK.TOP", "lb{w}", "5"]),
+        v_bulks(&["a", "b"]),
+        "{k}"
+    );
+    assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
+
+    // Every key of the leaderboard: everything works.
+    let mut c = conn_as_user(&srv, "all", &["~lb{y}*"]);
+    assert_eq!(
+        conn_value(&mut c, &["TSRANK.INCRBY", "lb{y}", "1", "b"]),
+        v_int(3),
+        "{k}"
+    );
+    assert_eq!(
+        conn_value(&mut c, &["TSRANK.TOP", "lb{y}", "5"]),
+        v_bulks(&["a", "b"]),
+        "{k}"
+    );
+    srv.assert_alive();
 }
 
 // ================================================================== STATS
 
-#[test]
-fn acl_stats() {
-    for kind in server_kinds() {
-        let seed = ["STATS.ADD", "", "1", "2", "3"];
-        key_patterns(&kind, stats_cmds, &seed);
-        read_only(&kind, stats_cmds, &seed);
-    }
+per_server!(stats_commands_obey_key_patterns_and_read_only_users);
+fn stats_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
+    let seed = ["STATS.ADD", "", "1", "2", "3"];
+    key_patterns(kind, stats_cmds, &seed);
+    read_only(kind, stats_cmds, &seed);
 }
 
+per_server!(stats_report_key_needs_key_permission);
 /// `REPORT rankkey`: the ranking is a key of the command like any other.
-#[test]
-fn acl_stats_report_key() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let k = kind.name.as_str();
-        assert_eq!(srv.cmd_value(&["ZADD", "other:rank", "1", "x"]), v_int(1));
-        let mut c = user_conn(&srv, "u", &["~s:*"]);
-        let before = srv.dump_keyspace();
-        assert_noperm(
-            &srv,
-            &mut c,
-            &["STATS.ADD", "s:1", "5", "REPORT", "other:rank", "m"],
-        );
-        assert_noperm(
-            &srv,
-            &mut c,
-            &[
-                "STATS.ADD",
-                "s:1",
-                "5",
-                "AT",
-                "1000",
-                "REPORT",
-                "other:new",
-                "m",
-                "KEEP",
-                "3",
-            ],
-        );
-        assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
-        assert_eq!(
-            run(&mut c, &["STATS.ADD", "s:1", "5", "REPORT", "s:rank", "m"]),
-            v_int(1),
-            "{k}"
-        );
-        assert_eq!(
-            srv.cmd_value(&["ZSCORE", "s:rank", "m"]),
-            v_bulk("5"),
-            "{k}"
-        );
-        // A ranking the user may only read is refused too (REPORT writes it).
-        let mut c = user_conn(&srv, "r", &["~s:*", "%R~ro:*"]);
-        assert_eq!(srv.cmd_value(&["ZADD", "ro:rank", "1", "x"]), v_int(1));
-        let before = srv.dump_keyspace();
-        assert_noperm(
-            &srv,
-            &mut c,
-            &["STATS.ADD", "s:2", "5", "REPORT", "ro:rank", "m"],
-        );
-        assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
-        srv.assert_alive();
-    }
+fn stats_report_key_needs_key_permission(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = kind.name.as_str();
+    assert_eq!(srv.cmd_value(&["ZADD", "other:rank", "1", "x"]), v_int(1));
+    let mut c = conn_as_user(&srv, "u", &["~s:*"]);
+    let before = srv.dump_keyspace();
+    assert_noperm(
+        &srv,
+        &mut c,
+        &["STATS.ADD", "s:1", "5", "REPORT", "other:rank", "m"],
+    );
+    assert_noperm(
+        &srv,
+        &mut c,
+        &[
+            "STATS.ADD",
+            "s:1",
+            "5",
+            "AT",
+            "1000",
+            "REPORT",
+            "other:new",
+            "m",
+            "KEEP",
+            "3",
+        ],
+    );
+    assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
+    assert_eq!(
+        conn_value(&mut c, &["STATS.ADD", "s:1", "5", "REPORT", "s:rank", "m"]),
+        v_int(1),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["ZSCORE", "s:rank", "m"]),
+        v_bulk("5"),
+        "{k}"
+    );
+    // A ranking the user may only read is refused too (REPORT writes it).
+    let mut c = conn_as_user(&srv, "r", &["~s:*", "%R~ro:*"]);
+    assert_eq!(srv.cmd_value(&["ZADD", "ro:rank", "1", "x"]), v_int(1));
+    let before = srv.dump_keyspace();
+    assert_noperm(
+        &srv,
+        &mut c,
+        &["STATS.ADD", "s:2", "5", "REPORT", "ro:rank", "m"],
+    );
+    assert_eq!(srv.dump_keyspace(), before, "{k}: a refused command wrote");
+    srv.assert_alive();
 }
 
 // ============================================================= categories
 
+per_server!(write_and_read_categories_cover_tally_commands);
 /// A user without `@write` must not run tally writes; a `+@read` user runs tally reads.
 /// Needs `RedisModule_SetCommandACLCategories` (Redis >= 7.2, Valkey); on Redis 7.0 the
 /// module API cannot put module commands in any category, so `-@write` does not stop
 /// them there (use key permissions such as `%R~*`, tested above).
-#[test]
-fn acl_command_categories() {
-    for kind in server_kinds() {
-        if !kind.is_valkey() && kind.version() < (7, 2, 0) {
-            eprintln!(
-                "{}: no module ACL categories before Redis 7.2, skipped",
-                kind.name
-            );
-            continue;
-        }
-        let srv = Server::start(&kind);
-        let before = srv.dump_keyspace();
-        let mut nowrite = user_conn(&srv, "nowrite", &["~*", "+@all", "-@write"]);
-        let mut reader = user_conn(&srv, "reader", &["~*", "+@read"]);
-        for (args, write) in counter_cmds("c")
-            .into_iter()
-            .chain(rank_cmds("lb{r}"))
-            .chain(stats_cmds("s"))
-        {
-            if write {
-                assert_noperm(&srv, &mut nowrite, &strs(&args));
-                assert_noperm(&srv, &mut reader, &strs(&args));
-            } else {
-                assert_allowed(&srv, &mut nowrite, &strs(&args));
-                assert_allowed(&srv, &mut reader, &strs(&args));
-            }
-        }
-        assert_eq!(
-            srv.dump_keyspace(),
-            before,
-            "{}: a refused command wrote",
+fn write_and_read_categories_cover_tally_commands(kind: &ServerKind) {
+    if !kind.is_valkey() && kind.version() < (7, 2, 0) {
+        eprintln!(
+            "{}: no module ACL categories before Redis 7.2, skipped",
             kind.name
         );
+        return;
     }
+    let srv = Server::start(kind);
+    let before = srv.dump_keyspace();
+    let mut nowrite = conn_as_user(&srv, "nowrite", &["~*", "+@all", "-@write"]);
+    let mut reader = conn_as_user(&srv, "reader", &["~*", "+@read"]);
+    for (args, write) in counter_cmds("c")
+        .into_iter()
+        .chain(rank_cmds("lb{r}"))
+        .chain(stats_cmds("s"))
+    {
+        if write {
+            assert_noperm(&srv, &mut nowrite, &strs(&args));
+            assert_noperm(&srv, &mut reader, &strs(&args));
+        } else {
+            assert_allowed(&srv, &mut nowrite, &strs(&args));
+            assert_allowed(&srv, &mut reader, &strs(&args));
+        }
+    }
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{}: a refused command wrote",
+        kind.name
+    );
 }

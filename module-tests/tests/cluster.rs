@@ -3,7 +3,7 @@
 //! * `command_keys_and_flags`: `COMMAND GETKEYS` names every key of every command of the
 //!   three families (STATS.ADD's `REPORT rankkey` included), and the write/readonly/denyoom
 //!   flags are right, so cluster clients and ACL see the keys;
-//! * one test function per family (`cluster_counter`, `cluster_rank`, `cluster_stats`),
+//! * one test function per family (`counters_route_reshard_and_fail_over`, `leaderboards_route_reshard_and_fail_over`, `stats_route_reshard_and_fail_over`),
 //!   each with one cluster per server kind that shows:
 //!   - commands routed by a cluster client, many objects spread over every shard, all read
 //!     back exactly;
@@ -26,13 +26,9 @@ use std::time::{Duration, Instant};
 
 // ================================================================ helpers
 
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
 /// Number of objects spread over the shards.
 fn spread_count() -> usize {
-    if long() {
+    if long_run() {
         2000
     } else {
         150
@@ -42,7 +38,7 @@ fn spread_count() -> usize {
 /// Seconds the objects moved by a reshard keep their slots: longer than the writer phase
 /// around the reshard (0.6 s, or 4 s in the soak variant), short enough to see expiry.
 fn tiny_secs() -> u32 {
-    if long() {
+    if long_run() {
         12
     } else {
         5
@@ -75,13 +71,6 @@ fn tag_for_slot(slot: u16) -> String {
 
 fn node_id(n: &Server) -> String {
     value_text(&n.cmd_value(&["CLUSTER", "MYID"])).expect("CLUSTER MYID")
-}
-
-fn info_i64(n: &Server, field: &str) -> i64 {
-    n.info("tally")
-        .get(field)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("INFO tally has no {field}"))
 }
 
 /// Runs a command through the cluster client; `Err` has the server's error text.
@@ -319,9 +308,9 @@ fn reshard_under_writes(
     let (acks, errors) = std::thread::scope(|s| {
         let h = s.spawn(|| writer(cluster, &stop, &write));
         let _guard = StopOnDrop(&stop);
-        std::thread::sleep(Duration::from_millis(if long() { 2000 } else { 300 }));
+        std::thread::sleep(Duration::from_millis(if long_run() { 2000 } else { 300 }));
         reshard(from, to, slots);
-        std::thread::sleep(Duration::from_millis(if long() { 2000 } else { 300 }));
+        std::thread::sleep(Duration::from_millis(if long_run() { 2000 } else { 300 }));
         stop.store(true, Ordering::Relaxed);
         h.join().expect("writer thread")
     });
@@ -439,625 +428,621 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
     ]
 }
 
-#[test]
-fn command_keys_and_flags() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let k = &kind.name;
-        for (cmd, keys) in getkeys_cases() {
-            let mut args = vec!["COMMAND", "GETKEYS"];
-            args.extend(&cmd);
-            assert_eq!(srv.cmd_value(&args), v_bulks(&keys), "{k}: GETKEYS {cmd:?}");
-        }
-        // Flags: writes are `write denyoom` (refused under OOM, by `%R~` users and on
-        // read-only replicas), reads `readonly`.
-        for (name, write) in [
-            ("tscounter.create", true),
-            ("tscounter.incrby", true),
-            ("tscounter.incr", true),
-            ("tscounter.sum", false),
-            ("tscounter.range", false),
-            ("tscounter.info", false),
-            ("tsrank.create", true),
-            ("tsrank.incrby", true),
-            ("tsrank.top", false),
-            ("tsrank.score", false),
-            ("tsrank.rank", false),
-            ("tsrank.info", false),
-            ("stats.create", true),
-            ("stats.add", true),
-            ("stats.get", false),
-            ("stats.quantile", false),
-            ("stats.range", false),
-            ("stats.info", false),
-        ] {
-            let info = srv.cmd_value(&["COMMAND", "INFO", name]);
-            let Value::Array(outer) = info else {
-                panic!("{k}: COMMAND INFO {name}: {info:?}")
-            };
-            let Some(Value::Array(entry)) = outer.first() else {
-                panic!("{k}: COMMAND INFO {name}: {outer:?}")
-            };
-            let flags: Vec<String> = match entry.get(2) {
-                Some(Value::Array(f)) | Some(Value::Set(f)) => {
-                    f.iter().filter_map(value_text).collect()
-                }
-                other => panic!("{k}: {name} flags: {other:?}"),
-            };
-            let has = |f: &str| flags.iter().any(|x| x == f);
-            if write {
-                assert!(has("write") && has("denyoom"), "{k}: {name}: {flags:?}");
-            } else {
-                assert!(has("readonly") && !has("write"), "{k}: {name}: {flags:?}");
-            }
-        }
-        srv.assert_alive();
+per_server!(command_keys_and_flags);
+fn command_keys_and_flags(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    for (cmd, keys) in getkeys_cases() {
+        let mut args = vec!["COMMAND", "GETKEYS"];
+        args.extend(&cmd);
+        assert_eq!(srv.cmd_value(&args), v_bulks(&keys), "{k}: GETKEYS {cmd:?}");
     }
+    // Flags: writes are `write denyoom` (refused under OOM, by `%R~` users and on
+    // read-only replicas), reads `readonly`.
+    for (name, write) in [
+        ("tscounter.create", true),
+        ("tscounter.incrby", true),
+        ("tscounter.incr", true),
+        ("tscounter.sum", false),
+        ("tscounter.range", false),
+        ("tscounter.info", false),
+        ("tsrank.create", true),
+        ("tsrank.incrby", true),
+        ("tsrank.top", false),
+        ("tsrank.score", false),
+        ("tsrank.rank", false),
+        ("tsrank.info", false),
+        ("stats.create", true),
+        ("stats.add", true),
+        ("stats.get", false),
+        ("stats.quantile", false),
+        ("stats.range", false),
+        ("stats.info", false),
+    ] {
+        let info = srv.cmd_value(&["COMMAND", "INFO", name]);
+        let Value::Array(outer) = info else {
+            panic!("{k}: COMMAND INFO {name}: {info:?}")
+        };
+        let Some(Value::Array(entry)) = outer.first() else {
+            panic!("{k}: COMMAND INFO {name}: {outer:?}")
+        };
+        let flags: Vec<String> = match entry.get(2) {
+            Some(Value::Array(f)) | Some(Value::Set(f)) => {
+                f.iter().filter_map(value_text).collect()
+            }
+            other => panic!("{k}: {name} flags: {other:?}"),
+        };
+        let has = |f: &str| flags.iter().any(|x| x == f);
+        if write {
+            assert!(has("write") && has("denyoom"), "{k}: {name}: {flags:?}");
+        } else {
+            assert!(has("readonly") && !has("write"), "{k}: {name}: {flags:?}");
+        }
+    }
+    srv.assert_alive();
 }
 
 // ============================================================== TSCOUNTER
 
-#[test]
-fn cluster_counter() {
-    for kind in server_kinds() {
-        let cluster = start_cluster(&kind, 3, 1);
-        let k = kind.name.as_str();
-        let mut cc = cluster.cluster_client();
+per_server!(counters_route_reshard_and_fail_over);
+fn counters_route_reshard_and_fail_over(kind: &ServerKind) {
+    let cluster = start_cluster(kind, 3, 1);
+    let k = kind.name.as_str();
+    let mut cc = cluster.cluster_client();
 
-        // Many counters over every shard, through the cluster client, read back exactly.
-        let n = spread_count();
-        for i in 0..n {
-            let key = format!("hits:{i}");
-            let v = cc_cmd(&mut cc, &["TSCOUNTER.INCRBY", &key, &(i + 1).to_string()]);
-            assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
-        }
-        assert_eq!(
-            cc_cmd(&mut cc, &["TSCOUNTER.CREATE", "hits:0"]),
-            Err("ERR key already exists".into())
-        );
-        assert_spread(&cluster);
-        for i in 0..n {
-            let key = format!("hits:{i}");
-            let v = cc_cmd(&mut cc, &["TSCOUNTER.SUM", &key, "1h"]);
-            assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
-        }
+    // Many counters over every shard, through the cluster client, read back exactly.
+    let n = spread_count();
+    for i in 0..n {
+        let key = format!("hits:{i}");
+        let v = cc_cmd(&mut cc, &["TSCOUNTER.INCRBY", &key, &(i + 1).to_string()]);
+        assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
+    }
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSCOUNTER.CREATE", "hits:0"]),
+        Err("ERR key already exists".into())
+    );
+    assert_spread(&cluster);
+    for i in 0..n {
+        let key = format!("hits:{i}");
+        let v = cc_cmd(&mut cc, &["TSCOUNTER.SUM", &key, "1h"]);
+        assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
+    }
 
-        // Reshard the 3 lowest slots of the first primary to the second one while a
-        // writer increments counters living there.
-        let prim = primaries_by_slot(&cluster);
-        let (from, to, third) = (prim[0], prim[1], prim[2]);
-        let slots = lowest_slots(&cluster, from, 3);
-        let tags: Vec<String> = slots.iter().map(|s| tag_for_slot(*s)).collect();
-        let live: Vec<String> = tags.iter().map(|t| format!("live{{{t}}}")).collect();
-        // Tiny resolutions: these must still have slots when the move is done, and lose
-        // them on the new owner.
-        let tiny = format!("tiny{{{}}}", tags[1]);
-        assert_eq!(
-            cluster.cmd_value(&[
-                "TSCOUNTER.CREATE",
-                &tiny,
-                "RESOLUTIONS",
-                &format!("1s:{}", tiny_secs()),
-                "500ms:8"
-            ]),
-            v_ok()
-        );
-        assert_eq!(
-            cluster.cmd_value(&["TSCOUNTER.INCRBY", &tiny, "7"]),
-            v_int(7)
-        );
-        let expired_before = info_i64(to, "tally_slots_expired");
-        let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
-            let key = &live[(i % live.len() as u64) as usize];
-            match cc_cmd(cc, &["TSCOUNTER.INCR", key]) {
-                Ok(Value::Int(_)) => Some(key.clone()),
-                _ => None,
-            }
-        });
-        for s in &slots {
-            assert_eq!(
-                owner_of_slot(&cluster, *s).port(),
-                to.port(),
-                "{k}: slot {s} moved"
-            );
-            assert!(
-                keys_in_slot(from, *s).is_empty(),
-                "{k}: slot {s} left behind keys"
-            );
+    // Reshard the 3 lowest slots of the first primary to the second one while a
+    // writer increments counters living there.
+    let prim = primaries_by_slot(&cluster);
+    let (from, to, third) = (prim[0], prim[1], prim[2]);
+    let slots = lowest_slots(&cluster, from, 3);
+    let tags: Vec<String> = slots.iter().map(|s| tag_for_slot(*s)).collect();
+    let live: Vec<String> = tags.iter().map(|t| format!("live{{{t}}}")).collect();
+    // Tiny resolutions: these must still have slots when the move is done, and lose
+    // them on the new owner.
+    let tiny = format!("tiny{{{}}}", tags[1]);
+    assert_eq!(
+        cluster.cmd_value(&[
+            "TSCOUNTER.CREATE",
+            &tiny,
+            "RESOLUTIONS",
+            &format!("1s:{}", tiny_secs()),
+            "500ms:8"
+        ]),
+        v_ok()
+    );
+    assert_eq!(
+        cluster.cmd_value(&["TSCOUNTER.INCRBY", &tiny, "7"]),
+        v_int(7)
+    );
+    let expired_before = info_i64(to, "tally", "tally_slots_expired");
+    let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
+        let key = &live[(i % live.len() as u64) as usize];
+        match cc_cmd(cc, &["TSCOUNTER.INCR", key]) {
+            Ok(Value::Int(_)) => Some(key.clone()),
+            _ => None,
         }
-        let mut cc = cluster.cluster_client();
-        for (key, n) in &acks {
-            assert_eq!(
-                to.cmd_value(&["TSCOUNTER.SUM", key, "1d"]),
-                v_int(*n),
-                "{k}: {key}"
-            );
-            assert_eq!(
-                cc_cmd(&mut cc, &["TSCOUNTER.SUM", key, "1h"]),
-                Ok(v_int(*n))
-            );
-        }
-        // The moved tiny counter is still there, on the new owner, which expires it.
+    });
+    for s in &slots {
+        assert_eq!(
+            owner_of_slot(&cluster, *s).port(),
+            to.port(),
+            "{k}: slot {s} moved"
+        );
         assert!(
-            to.cmd_value(&["EXISTS", &tiny]) == v_int(1),
-            "{k}: tiny counter expired before the move was done; test inconclusive"
+            keys_in_slot(from, *s).is_empty(),
+            "{k}: slot {s} left behind keys"
         );
-
-        // Failover of the third primary: a tiny counter written before it is expired by
-        // the promoted replica, with nobody writing after the failover.
-        let fslot = lowest_slots(&cluster, third, 1)[0];
-        let ftiny = format!("ftiny{{{}}}", tag_for_slot(fslot));
+    }
+    let mut cc = cluster.cluster_client();
+    for (key, n) in &acks {
         assert_eq!(
-            third.cmd_value(&["TSCOUNTER.CREATE", &ftiny, "RESOLUTIONS", "1s:6"]),
-            v_ok()
+            to.cmd_value(&["TSCOUNTER.SUM", key, "1d"]),
+            v_int(*n),
+            "{k}: {key}"
         );
         assert_eq!(
-            third.cmd_value(&["TSCOUNTER.INCRBY", &ftiny, "3"]),
-            v_int(3)
+            cc_cmd(&mut cc, &["TSCOUNTER.SUM", key, "1h"]),
+            Ok(v_int(*n))
         );
-        let written = Instant::now();
-        let new_port = failover(&cluster, third, fslot);
-        let promoted = cluster.node_by_port(new_port).expect("promoted node");
-        // The object outlives a quick failover (6 s); if the failover was slow, its
-        // expiry may legitimately have happened already.
-        if written.elapsed() < Duration::from_secs(4) {
-            assert_eq!(
-                promoted.cmd_value(&["TSCOUNTER.SUM", &ftiny, "6s"]),
-                v_int(3),
-                "{k}"
-            );
-        }
+    }
+    // The moved tiny counter is still there, on the new owner, which expires it.
+    assert!(
+        to.cmd_value(&["EXISTS", &tiny]) == v_int(1),
+        "{k}: tiny counter expired before the move was done; test inconclusive"
+    );
 
-        wait_gone(to, "moved tiny counter", |n| {
-            n.cmd_value(&["EXISTS", &tiny]) == v_int(0)
-        });
-        assert!(
-            info_i64(to, "tally_slots_expired") > expired_before,
-            "{k}: the new owner expired no slot"
+    // Failover of the third primary: a tiny counter written before it is expired by
+    // the promoted replica, with nobody writing after the failover.
+    let fslot = lowest_slots(&cluster, third, 1)[0];
+    let ftiny = format!("ftiny{{{}}}", tag_for_slot(fslot));
+    assert_eq!(
+        third.cmd_value(&["TSCOUNTER.CREATE", &ftiny, "RESOLUTIONS", "1s:6"]),
+        v_ok()
+    );
+    assert_eq!(
+        third.cmd_value(&["TSCOUNTER.INCRBY", &ftiny, "3"]),
+        v_int(3)
+    );
+    let written = Instant::now();
+    let new_port = failover(&cluster, third, fslot);
+    let promoted = cluster.node_by_port(new_port).expect("promoted node");
+    // The object outlives a quick failover (6 s); if the failover was slow, its
+    // expiry may legitimately have happened already.
+    if written.elapsed() < Duration::from_secs(4) {
+        assert_eq!(
+            promoted.cmd_value(&["TSCOUNTER.SUM", &ftiny, "6s"]),
+            v_int(3),
+            "{k}"
         );
-        wait_gone(promoted, "counter after failover", |n| {
-            n.cmd_value(&["EXISTS", &ftiny]) == v_int(0)
-        });
-        // The old primary, now a replica, received the expiry.
-        third.cmd_value(&["READONLY"]);
-        wait_gone(third, "counter on the demoted primary", |n| {
-            n.cmd_value(&["EXISTS", &ftiny]) == v_int(0)
-        });
-        // The long-lived counters are untouched and still exact after everything.
-        let mut cc = cluster.cluster_client();
-        for (key, n) in &acks {
-            assert_eq!(
-                cc_cmd(&mut cc, &["TSCOUNTER.SUM", key, "1h"]),
-                Ok(v_int(*n))
-            );
-        }
-        for i in (0..n).step_by(7) {
-            let key = format!("hits:{i}");
-            let v = cc_cmd(&mut cc, &["TSCOUNTER.SUM", &key, "1h"]);
-            assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
-        }
-        for node in cluster.nodes() {
-            node.assert_alive();
-        }
+    }
+
+    wait_gone(to, "moved tiny counter", |n| {
+        n.cmd_value(&["EXISTS", &tiny]) == v_int(0)
+    });
+    assert!(
+        info_i64(to, "tally", "tally_slots_expired") > expired_before,
+        "{k}: the new owner expired no slot"
+    );
+    wait_gone(promoted, "counter after failover", |n| {
+        n.cmd_value(&["EXISTS", &ftiny]) == v_int(0)
+    });
+    // The old primary, now a replica, received the expiry.
+    third.cmd_value(&["READONLY"]);
+    wait_gone(third, "counter on the demoted primary", |n| {
+        n.cmd_value(&["EXISTS", &ftiny]) == v_int(0)
+    });
+    // The long-lived counters are untouched and still exact after everything.
+    let mut cc = cluster.cluster_client();
+    for (key, n) in &acks {
+        assert_eq!(
+            cc_cmd(&mut cc, &["TSCOUNTER.SUM", key, "1h"]),
+            Ok(v_int(*n))
+        );
+    }
+    for i in (0..n).step_by(7) {
+        let key = format!("hits:{i}");
+        let v = cc_cmd(&mut cc, &["TSCOUNTER.SUM", &key, "1h"]);
+        assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
+    }
+    for node in cluster.nodes() {
+        node.assert_alive();
     }
 }
 
 // ================================================================= TSRANK
 
-#[test]
-fn cluster_rank() {
-    for kind in server_kinds() {
-        let cluster = start_cluster(&kind, 3, 1);
-        let k = kind.name.as_str();
-        let mut cc = cluster.cluster_client();
+per_server!(leaderboards_route_reshard_and_fail_over);
+fn leaderboards_route_reshard_and_fail_over(kind: &ServerKind) {
+    let cluster = start_cluster(kind, 3, 1);
+    let k = kind.name.as_str();
+    let mut cc = cluster.cluster_client();
 
-        // A leaderboard key without a hash tag is refused in cluster mode: its derived
-        // keys would land in other slots. Nothing is written.
-        for cmd in [
-            vec!["TSRANK.INCRBY", "board", "1", "m"],
-            vec!["TSRANK.CREATE", "board", "WINDOW", "1h", "SLOT", "1m"],
-            vec!["TSRANK.INCRBY", "board{}", "1", "m"],
-        ] {
-            let e = cc_cmd(&mut cc, &cmd).expect_err("refused without a hash tag");
-            assert!(
-                e.starts_with("ERR") && e.to_lowercase().contains("tag"),
-                "{k}: {cmd:?}: {e}"
-            );
-        }
-        for key in ["board", "board|meta", "board{}", "board{}|meta"] {
-            assert_eq!(cluster.cmd_value(&["EXISTS", key]), v_int(0), "{k}: {key}");
-        }
+    // A leaderboard key without a hash tag is refused in cluster mode: its derived
+    // keys would land in other slots. Nothing is written.
+    for cmd in [
+        vec!["TSRANK.INCRBY", "board", "1", "m"],
+        vec!["TSRANK.CREATE", "board", "WINDOW", "1h", "SLOT", "1m"],
+        vec!["TSRANK.INCRBY", "board{}", "1", "m"],
+    ] {
+        let e = cc_cmd(&mut cc, &cmd).expect_err("refused without a hash tag");
+        assert!(
+            e.starts_with("ERR") && e.to_lowercase().contains("tag"),
+            "{k}: {cmd:?}: {e}"
+        );
+    }
+    for key in ["board", "board|meta", "board{}", "board{}|meta"] {
+        assert_eq!(cluster.cmd_value(&["EXISTS", key]), v_int(0), "{k}: {key}");
+    }
 
-        // Many leaderboards over every shard.
-        let n = spread_count();
-        for i in 0..n {
-            let key = format!("lb{{{i}}}");
-            let v = cc_cmd(
-                &mut cc,
-                &["TSRANK.INCRBY", &key, &(i + 1).to_string(), "a", "1", "b"],
-            );
-            assert_eq!(
-                v,
-                Ok(v_arr(vec![v_int(i as i64 + 1), v_int(1)])),
-                "{k}: {key}"
-            );
-        }
-        assert_spread(&cluster);
-        for i in 0..n {
-            let key = format!("lb{{{i}}}");
-            assert_eq!(
-                cc_cmd(&mut cc, &["TSRANK.SCORE", &key, "a"]),
-                Ok(v_int(i as i64 + 1))
-            );
-            let top = cc_cmd(&mut cc, &["TSRANK.TOP", &key, "2"]);
-            let want = if i == 0 {
-                v_bulks(&["b", "a"])
-            } else {
-                v_bulks(&["a", "b"])
-            };
-            assert_eq!(top, Ok(want), "{k}: {key}");
-        }
-
-        // Reshard slots holding live leaderboards (main key and derived keys move
-        // together: they share the hash tag) while a writer increments them.
-        let prim = primaries_by_slot(&cluster);
-        let (from, to, third) = (prim[0], prim[1], prim[2]);
-        let slots = lowest_slots(&cluster, from, 3);
-        let tags: Vec<String> = slots.iter().map(|s| tag_for_slot(*s)).collect();
-        let live: Vec<String> = [0, 2]
-            .iter()
-            .map(|i| format!("live{{{}}}", tags[*i]))
-            .collect();
-        let tiny = format!("tiny{{{}}}", tags[1]);
-        assert_eq!(
-            cluster.cmd_value(&[
-                "TSRANK.CREATE",
-                &tiny,
-                "WINDOW",
-                &format!("{}s", tiny_secs()),
-                "SLOT",
-                "1s"
-            ]),
-            v_ok()
+    // Many leaderboards over every shard.
+    let n = spread_count();
+    for i in 0..n {
+        let key = format!("lb{{{i}}}");
+        let v = cc_cmd(
+            &mut cc,
+            &["TSRANK.INCRBY", &key, &(i + 1).to_string(), "a", "1", "b"],
         );
         assert_eq!(
-            cluster.cmd_value(&["TSRANK.INCRBY", &tiny, "5", "x"]),
-            v_int(5)
+            v,
+            Ok(v_arr(vec![v_int(i as i64 + 1), v_int(1)])),
+            "{k}: {key}"
         );
-        let expired_before = info_i64(to, "tally_slots_expired");
-        let members = ["m0", "m1", "m2", "m3"];
-        let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
-            let key = &live[(i % 2) as usize];
-            let member = members[((i / 2) % 4) as usize];
-            match cc_cmd(cc, &["TSRANK.INCRBY", key, "1", member]) {
-                Ok(Value::Int(_)) => Some(format!("{key} {member}")),
-                _ => None,
-            }
-        });
-        for s in &slots {
-            assert_eq!(
-                owner_of_slot(&cluster, *s).port(),
-                to.port(),
-                "{k}: slot {s} moved"
-            );
-            assert!(
-                keys_in_slot(from, *s).is_empty(),
-                "{k}: slot {s} left behind keys"
-            );
-        }
-        let mut cc = cluster.cluster_client();
-        let mut totals: BTreeMap<&str, Vec<(String, i64)>> = BTreeMap::new();
-        for (km, n) in &acks {
-            let (key, member) = km.split_once(' ').expect("key member");
-            assert_eq!(
-                cc_cmd(&mut cc, &["TSRANK.SCORE", key, member]),
-                Ok(v_int(*n)),
-                "{k}: {key} {member}"
-            );
-            // The main key is the native sorted set of totals.
-            assert_eq!(f64_of(&to.cmd_value(&["ZSCORE", key, member])), *n as f64);
-            let key_static: &str = live.iter().find(|l| *l == key).expect("live key");
-            totals
-                .entry(key_static)
-                .or_default()
-                .push((member.to_string(), *n));
-        }
-        for (key, mut t) in totals {
-            t.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-            let want: Vec<&str> = t.iter().map(|(m, _)| m.as_str()).collect();
-            assert_eq!(
-                cc_cmd(&mut cc, &["TSRANK.TOP", key, "10"]),
-                Ok(v_bulks(&want)),
-                "{k}"
-            );
-        }
+    }
+    assert_spread(&cluster);
+    for i in 0..n {
+        let key = format!("lb{{{i}}}");
         assert_eq!(
-            to.cmd_value(&["TSRANK.SCORE", &tiny, "x"]),
-            v_int(5),
-            "{k}: tiny moved"
+            cc_cmd(&mut cc, &["TSRANK.SCORE", &key, "a"]),
+            Ok(v_int(i as i64 + 1))
         );
-
-        // Failover: the promoted replica expires a leaderboard written before it.
-        let fslot = lowest_slots(&cluster, third, 1)[0];
-        let ftiny = format!("ftiny{{{}}}", tag_for_slot(fslot));
-        assert_eq!(
-            third.cmd_value(&["TSRANK.CREATE", &ftiny, "WINDOW", "6s", "SLOT", "1s"]),
-            v_ok()
-        );
-        assert_eq!(
-            third.cmd_value(&["TSRANK.INCRBY", &ftiny, "2", "y"]),
-            v_int(2)
-        );
-        let written = Instant::now();
-        let new_port = failover(&cluster, third, fslot);
-        let promoted = cluster.node_by_port(new_port).expect("promoted node");
-        if written.elapsed() < Duration::from_secs(4) {
-            let v = promoted.cmd_value(&["TSRANK.SCORE", &ftiny, "y"]);
-            assert_eq!(v, v_int(2), "{k}: the promoted replica has the leaderboard");
-        }
-
-        let no_slots = |n: &Server, key: &str, slot: u16| {
-            n.cmd_value(&["EXISTS", key]) == v_int(0)
-                && !keys_in_slot(n, slot).iter().any(|x| x.contains("|slot|"))
+        let top = cc_cmd(&mut cc, &["TSRANK.TOP", &key, "2"]);
+        let want = if i == 0 {
+            v_bulks(&["b", "a"])
+        } else {
+            v_bulks(&["a", "b"])
         };
-        wait_gone(to, "moved tiny leaderboard", |n| {
-            no_slots(n, &tiny, slots[1])
-        });
-        assert_eq!(to.cmd_value(&["TSRANK.SCORE", &tiny, "x"]), v_nil(), "{k}");
-        assert!(info_i64(to, "tally_slots_expired") > expired_before, "{k}");
-        wait_gone(promoted, "leaderboard after failover", |n| {
-            no_slots(n, &ftiny, fslot)
-        });
-        third.cmd_value(&["READONLY"]);
-        wait_gone(third, "leaderboard on the demoted primary", |n| {
-            no_slots(n, &ftiny, fslot)
-        });
-        for node in cluster.nodes() {
-            node.assert_alive();
+        assert_eq!(top, Ok(want), "{k}: {key}");
+    }
+
+    // Reshard slots holding live leaderboards (main key and derived keys move
+    // together: they share the hash tag) while a writer increments them.
+    let prim = primaries_by_slot(&cluster);
+    let (from, to, third) = (prim[0], prim[1], prim[2]);
+    let slots = lowest_slots(&cluster, from, 3);
+    let tags: Vec<String> = slots.iter().map(|s| tag_for_slot(*s)).collect();
+    let live: Vec<String> = [0, 2]
+        .iter()
+        .map(|i| format!("live{{{}}}", tags[*i]))
+        .collect();
+    let tiny = format!("tiny{{{}}}", tags[1]);
+    assert_eq!(
+        cluster.cmd_value(&[
+            "TSRANK.CREATE",
+            &tiny,
+            "WINDOW",
+            &format!("{}s", tiny_secs()),
+            "SLOT",
+            "1s"
+        ]),
+        v_ok()
+    );
+    assert_eq!(
+        cluster.cmd_value(&["TSRANK.INCRBY", &tiny, "5", "x"]),
+        v_int(5)
+    );
+    let expired_before = info_i64(to, "tally", "tally_slots_expired");
+    let members = ["m0", "m1", "m2", "m3"];
+    let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
+        let key = &live[(i % 2) as usize];
+        let member = members[((i / 2) % 4) as usize];
+        match cc_cmd(cc, &["TSRANK.INCRBY", key, "1", member]) {
+            Ok(Value::Int(_)) => Some(format!("{key} {member}")),
+            _ => None,
         }
+    });
+    for s in &slots {
+        assert_eq!(
+            owner_of_slot(&cluster, *s).port(),
+            to.port(),
+            "{k}: slot {s} moved"
+        );
+        assert!(
+            keys_in_slot(from, *s).is_empty(),
+            "{k}: slot {s} left behind keys"
+        );
+    }
+    let mut cc = cluster.cluster_client();
+    let mut totals: BTreeMap<&str, Vec<(String, i64)>> = BTreeMap::new();
+    for (km, n) in &acks {
+        let (key, member) = km.split_once(' ').expect("key member");
+        assert_eq!(
+            cc_cmd(&mut cc, &["TSRANK.SCORE", key, member]),
+            Ok(v_int(*n)),
+            "{k}: {key} {member}"
+        );
+        // The main key is the native sorted set of totals.
+        assert_eq!(f64_of(&to.cmd_value(&["ZSCORE", key, member])), *n as f64);
+        let key_static: &str = live.iter().find(|l| *l == key).expect("live key");
+        totals
+            .entry(key_static)
+            .or_default()
+            .push((member.to_string(), *n));
+    }
+    for (key, mut t) in totals {
+        t.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+        let want: Vec<&str> = t.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(
+            cc_cmd(&mut cc, &["TSRANK.TOP", key, "10"]),
+            Ok(v_bulks(&want)),
+            "{k}"
+        );
+    }
+    assert_eq!(
+        to.cmd_value(&["TSRANK.SCORE", &tiny, "x"]),
+        v_int(5),
+        "{k}: tiny moved"
+    );
+
+    // Failover: the promoted replica expires a leaderboard written before it.
+    let fslot = lowest_slots(&cluster, third, 1)[0];
+    let ftiny = format!("ftiny{{{}}}", tag_for_slot(fslot));
+    assert_eq!(
+        third.cmd_value(&["TSRANK.CREATE", &ftiny, "WINDOW", "6s", "SLOT", "1s"]),
+        v_ok()
+    );
+    assert_eq!(
+        third.cmd_value(&["TSRANK.INCRBY", &ftiny, "2", "y"]),
+        v_int(2)
+    );
+    let written = Instant::now();
+    let new_port = failover(&cluster, third, fslot);
+    let promoted = cluster.node_by_port(new_port).expect("promoted node");
+    if written.elapsed() < Duration::from_secs(4) {
+        let v = promoted.cmd_value(&["TSRANK.SCORE", &ftiny, "y"]);
+        assert_eq!(v, v_int(2), "{k}: the promoted replica has the leaderboard");
+    }
+
+    let no_slots = |n: &Server, key: &str, slot: u16| {
+        n.cmd_value(&["EXISTS", key]) == v_int(0)
+            && !keys_in_slot(n, slot).iter().any(|x| x.contains("|slot|"))
+    };
+    wait_gone(to, "moved tiny leaderboard", |n| {
+        no_slots(n, &tiny, slots[1])
+    });
+    assert_eq!(to.cmd_value(&["TSRANK.SCORE", &tiny, "x"]), v_nil(), "{k}");
+    assert!(
+        info_i64(to, "tally", "tally_slots_expired") > expired_before,
+        "{k}"
+    );
+    wait_gone(promoted, "leaderboard after failover", |n| {
+        no_slots(n, &ftiny, fslot)
+    });
+    third.cmd_value(&["READONLY"]);
+    wait_gone(third, "leaderboard on the demoted primary", |n| {
+        no_slots(n, &ftiny, fslot)
+    });
+    for node in cluster.nodes() {
+        node.assert_alive();
     }
 }
 
 // ================================================================== STATS
 
-#[test]
-fn cluster_stats() {
-    for kind in server_kinds() {
-        let cluster = start_cluster(&kind, 3, 1);
-        let k = kind.name.as_str();
-        let mut cc = cluster.cluster_client();
+per_server!(stats_route_reshard_and_fail_over);
+fn stats_route_reshard_and_fail_over(kind: &ServerKind) {
+    let cluster = start_cluster(kind, 3, 1);
+    let k = kind.name.as_str();
+    let mut cc = cluster.cluster_client();
 
-        // REPORT's rankkey is a declared key: another slot is CROSSSLOT, nothing written.
-        let owner = cluster.node_for_key("s{a}");
-        let e = error_text(&owner.cmd_value(&["STATS.ADD", "s{a}", "1", "REPORT", "r{b}", "m"]))
-            .expect("CROSSSLOT");
-        assert!(e.starts_with("CROSSSLOT"), "{k}: {e}");
-        let e = cc_cmd(&mut cc, &["STATS.ADD", "s{a}", "1", "REPORT", "r{b}", "m"])
-            .expect_err("CROSSSLOT through the cluster client");
-        assert!(e.starts_with("CROSSSLOT"), "{k}: {e}");
-        assert_eq!(cluster.cmd_value(&["EXISTS", "s{a}"]), v_int(0), "{k}");
-        assert_eq!(cluster.cmd_value(&["EXISTS", "r{b}"]), v_int(0), "{k}");
-        // Same slot: fine.
-        assert_eq!(
-            cc_cmd(&mut cc, &["STATS.ADD", "s{a}", "4", "REPORT", "r{a}", "m"]),
-            Ok(v_int(1))
-        );
-        assert_eq!(
-            f64_of(&cluster.cmd_value(&["ZSCORE", "r{a}", "m"])),
-            4.0,
-            "{k}"
-        );
+    // REPORT's rankkey is a declared key: another slot is CROSSSLOT, nothing written.
+    let owner = cluster.node_for_key("s{a}");
+    let e = error_text(&owner.cmd_value(&["STATS.ADD", "s{a}", "1", "REPORT", "r{b}", "m"]))
+        .expect("CROSSSLOT");
+    assert!(e.starts_with("CROSSSLOT"), "{k}: {e}");
+    let e = cc_cmd(&mut cc, &["STATS.ADD", "s{a}", "1", "REPORT", "r{b}", "m"])
+        .expect_err("CROSSSLOT through the cluster client");
+    assert!(e.starts_with("CROSSSLOT"), "{k}: {e}");
+    assert_eq!(cluster.cmd_value(&["EXISTS", "s{a}"]), v_int(0), "{k}");
+    assert_eq!(cluster.cmd_value(&["EXISTS", "r{b}"]), v_int(0), "{k}");
+    // Same slot: fine.
+    assert_eq!(
+        cc_cmd(&mut cc, &["STATS.ADD", "s{a}", "4", "REPORT", "r{a}", "m"]),
+        Ok(v_int(1))
+    );
+    assert_eq!(
+        f64_of(&cluster.cmd_value(&["ZSCORE", "r{a}", "m"])),
+        4.0,
+        "{k}"
+    );
 
-        // Many statistics objects over every shard.
-        let n = spread_count();
-        for i in 0..n {
-            let key = format!("st:{i}");
-            let v = cc_cmd(
-                &mut cc,
-                &["STATS.ADD", &key, &i.to_string(), &(i + 2).to_string()],
-            );
-            assert_eq!(v, Ok(v_int(2)), "{k}: {key}");
-        }
-        assert_spread(&cluster);
-        for i in 0..n {
-            let key = format!("st:{i}");
-            let m = map_of(cc_cmd(&mut cc, &["STATS.GET", &key]).expect("STATS.GET"));
-            assert_eq!(int_of(&m["count"]), 2, "{k}: {key}");
-            assert_eq!(f64_of(&m["sum"]), (2 * i + 2) as f64, "{k}: {key}");
-            assert_eq!(f64_of(&m["min"]), i as f64, "{k}: {key}");
-        }
+    // Many statistics objects over every shard.
+    let n = spread_count();
+    for i in 0..n {
+        let key = format!("st:{i}");
+        let v = cc_cmd(
+            &mut cc,
+            &["STATS.ADD", &key, &i.to_string(), &(i + 2).to_string()],
+        );
+        assert_eq!(v, Ok(v_int(2)), "{k}: {key}");
+    }
+    assert_spread(&cluster);
+    for i in 0..n {
+        let key = format!("st:{i}");
+        let m = map_of(cc_cmd(&mut cc, &["STATS.GET", &key]).expect("STATS.GET"));
+        assert_eq!(int_of(&m["count"]), 2, "{k}: {key}");
+        assert_eq!(f64_of(&m["sum"]), (2 * i + 2) as f64, "{k}: {key}");
+        assert_eq!(f64_of(&m["min"]), i as f64, "{k}: {key}");
+    }
 
-        // Reshard live statistics (with their REPORT ranking in the same slot) while a
-        // writer adds values.
-        let prim = primaries_by_slot(&cluster);
-        let (from, to, third) = (prim[0], prim[1], prim[2]);
-        let slots = lowest_slots(&cluster, from, 3);
-        let tags: Vec<String> = slots.iter().map(|s| tag_for_slot(*s)).collect();
-        let live: Vec<(String, String)> = [0, 2]
-            .iter()
-            .map(|i| {
-                (
-                    format!("live{{{}}}", tags[*i]),
-                    format!("slow{{{}}}", tags[*i]),
-                )
-            })
-            .collect();
-        let tiny = format!("tiny{{{}}}", tags[1]);
-        assert_eq!(
-            cluster.cmd_value(&[
-                "STATS.CREATE",
-                &tiny,
-                "PERIOD",
-                "1s",
-                "KEEP",
-                &tiny_secs().to_string()
-            ]),
-            v_ok()
-        );
-        assert_eq!(
-            cluster.cmd_value(&["STATS.ADD", &tiny, "1", "2", "3"]),
-            v_int(3)
-        );
-        let expired_before = info_i64(to, "tally_slots_expired");
-        let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
-            let (key, rk) = &live[(i % 2) as usize];
-            match cc_cmd(
-                cc,
-                &["STATS.ADD", key, "10", "REPORT", rk, "page", "KEEP", "5"],
-            ) {
-                Ok(Value::Int(_)) => Some(key.clone()),
-                _ => None,
-            }
-        });
-        for s in &slots {
-            assert_eq!(
-                owner_of_slot(&cluster, *s).port(),
-                to.port(),
-                "{k}: slot {s} moved"
-            );
-            assert!(
-                keys_in_slot(from, *s).is_empty(),
-                "{k}: slot {s} left behind keys"
-            );
+    // Reshard live statistics (with their REPORT ranking in the same slot) while a
+    // writer adds values.
+    let prim = primaries_by_slot(&cluster);
+    let (from, to, third) = (prim[0], prim[1], prim[2]);
+    let slots = lowest_slots(&cluster, from, 3);
+    let tags: Vec<String> = slots.iter().map(|s| tag_for_slot(*s)).collect();
+    let live: Vec<(String, String)> = [0, 2]
+        .iter()
+        .map(|i| {
+            (
+                format!("live{{{}}}", tags[*i]),
+                format!("slow{{{}}}", tags[*i]),
+            )
+        })
+        .collect();
+    let tiny = format!("tiny{{{}}}", tags[1]);
+    assert_eq!(
+        cluster.cmd_value(&[
+            "STATS.CREATE",
+            &tiny,
+            "PERIOD",
+            "1s",
+            "KEEP",
+            &tiny_secs().to_string()
+        ]),
+        v_ok()
+    );
+    assert_eq!(
+        cluster.cmd_value(&["STATS.ADD", &tiny, "1", "2", "3"]),
+        v_int(3)
+    );
+    let expired_before = info_i64(to, "tally", "tally_slots_expired");
+    let acks = reshard_under_writes(&cluster, from, to, slots.len(), |cc, i| {
+        let (key, rk) = &live[(i % 2) as usize];
+        match cc_cmd(
+            cc,
+            &["STATS.ADD", key, "10", "REPORT", rk, "page", "KEEP", "5"],
+        ) {
+            Ok(Value::Int(_)) => Some(key.clone()),
+            _ => None,
         }
-        let mut cc = cluster.cluster_client();
-        for (key, rk) in &live {
-            let n = acks.get(key).copied().unwrap_or(0);
-            if n == 0 {
-                continue;
-            }
-            // Every value is 10; periods are 1h, so a window of 2h holds all of them
-            // even if the clock crossed an hour meanwhile.
-            let m = map_of(cc_cmd(&mut cc, &["STATS.GET", key, "WINDOW", "2h"]).expect("GET"));
-            assert_eq!(int_of(&m["count"]), n, "{k}: {key}");
-            assert_eq!(f64_of(&m["sum"]), 10.0 * n as f64, "{k}: {key}");
-            assert_eq!(f64_of(&m["mean"]), 10.0, "{k}: {key}");
-            assert_eq!(
-                f64_of(&to.cmd_value(&["ZSCORE", rk, "page"])),
-                10.0,
-                "{k}: {rk}"
-            );
-        }
-        let info = map_of(to.cmd_value(&["STATS.INFO", &tiny]));
+    });
+    for s in &slots {
+        assert_eq!(
+            owner_of_slot(&cluster, *s).port(),
+            to.port(),
+            "{k}: slot {s} moved"
+        );
         assert!(
-            int_of(&info["periods"]) >= 1,
-            "{k}: tiny stats moved with its period"
+            keys_in_slot(from, *s).is_empty(),
+            "{k}: slot {s} left behind keys"
         );
-
-        // Failover: the promoted replica expires periods written before it.
-        let fslot = lowest_slots(&cluster, third, 1)[0];
-        let ftiny = format!("ftiny{{{}}}", tag_for_slot(fslot));
+    }
+    let mut cc = cluster.cluster_client();
+    for (key, rk) in &live {
+        let n = acks.get(key).copied().unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        // Every value is 10; periods are 1h, so a window of 2h holds all of them
+        // even if the clock crossed an hour meanwhile.
+        let m = map_of(cc_cmd(&mut cc, &["STATS.GET", key, "WINDOW", "2h"]).expect("GET"));
+        assert_eq!(int_of(&m["count"]), n, "{k}: {key}");
+        assert_eq!(f64_of(&m["sum"]), 10.0 * n as f64, "{k}: {key}");
+        assert_eq!(f64_of(&m["mean"]), 10.0, "{k}: {key}");
         assert_eq!(
-            third.cmd_value(&["STATS.CREATE", &ftiny, "PERIOD", "1s", "KEEP", "6"]),
-            v_ok()
+            f64_of(&to.cmd_value(&["ZSCORE", rk, "page"])),
+            10.0,
+            "{k}: {rk}"
         );
-        assert_eq!(third.cmd_value(&["STATS.ADD", &ftiny, "7"]), v_int(1));
-        let written = Instant::now();
-        let new_port = failover(&cluster, third, fslot);
-        let promoted = cluster.node_by_port(new_port).expect("promoted node");
-        if written.elapsed() < Duration::from_secs(4) {
-            let m = map_of(promoted.cmd_value(&["STATS.GET", &ftiny, "WINDOW", "6s"]));
-            assert_eq!(
-                int_of(&m["count"]),
-                1,
-                "{k}: the promoted replica has the stats"
-            );
-        }
+    }
+    let info = map_of(to.cmd_value(&["STATS.INFO", &tiny]));
+    assert!(
+        int_of(&info["periods"]) >= 1,
+        "{k}: tiny stats moved with its period"
+    );
 
-        // No period field (`<start>:m` / `<start>:q`) left.
-        let no_periods = |n: &Server, key: &str| match n.cmd_value(&["HKEYS", key]) {
-            Value::Array(f) => !f
-                .iter()
-                .filter_map(value_text)
-                .any(|f| f.ends_with(":m") || f.ends_with(":q")),
-            other => panic!("HKEYS: {other:?}"),
-        };
-        wait_gone(to, "moved tiny stats", |n| no_periods(n, &tiny));
-        assert!(info_i64(to, "tally_slots_expired") > expired_before, "{k}");
-        wait_gone(promoted, "stats after failover", |n| no_periods(n, &ftiny));
-        third.cmd_value(&["READONLY"]);
-        wait_gone(third, "stats on the demoted primary", |n| {
-            no_periods(n, &ftiny)
-        });
-        for node in cluster.nodes() {
-            node.assert_alive();
-        }
+    // Failover: the promoted replica expires periods written before it.
+    let fslot = lowest_slots(&cluster, third, 1)[0];
+    let ftiny = format!("ftiny{{{}}}", tag_for_slot(fslot));
+    assert_eq!(
+        third.cmd_value(&["STATS.CREATE", &ftiny, "PERIOD", "1s", "KEEP", "6"]),
+        v_ok()
+    );
+    assert_eq!(third.cmd_value(&["STATS.ADD", &ftiny, "7"]), v_int(1));
+    let written = Instant::now();
+    let new_port = failover(&cluster, third, fslot);
+    let promoted = cluster.node_by_port(new_port).expect("promoted node");
+    if written.elapsed() < Duration::from_secs(4) {
+        let m = map_of(promoted.cmd_value(&["STATS.GET", &ftiny, "WINDOW", "6s"]));
+        assert_eq!(
+            int_of(&m["count"]),
+            1,
+            "{k}: the promoted replica has the stats"
+        );
+    }
+
+    // No period field (`<start>:m` / `<start>:q`) left.
+    let no_periods = |n: &Server, key: &str| match n.cmd_value(&["HKEYS", key]) {
+        Value::Array(f) => !f
+            .iter()
+            .filter_map(value_text)
+            .any(|f| f.ends_with(":m") || f.ends_with(":q")),
+        other => panic!("HKEYS: {other:?}"),
+    };
+    wait_gone(to, "moved tiny stats", |n| no_periods(n, &tiny));
+    assert!(
+        info_i64(to, "tally", "tally_slots_expired") > expired_before,
+        "{k}"
+    );
+    wait_gone(promoted, "stats after failover", |n| no_periods(n, &ftiny));
+    third.cmd_value(&["READONLY"]);
+    wait_gone(third, "stats on the demoted primary", |n| {
+        no_periods(n, &ftiny)
+    });
+    for node in cluster.nodes() {
+        node.assert_alive();
     }
 }
 
+per_server!(leaderboard_moved_key_by_key_counts_every_write_once);
 /// A leaderboard whose slot holds hundreds of keys (one hash per live slot), moved one key
 /// per MIGRATE (`--cluster-pipeline 1`) while a writer increments it: for a while the main
 /// key and its derived keys sit on different nodes. Every acknowledged write must be
 /// counted exactly once afterwards, and the reshard must not fail on a key that a write
 /// re-created on the wrong side.
-#[test]
-fn cluster_rank_reshard_key_by_key() {
-    for kind in server_kinds() {
-        let cluster = start_cluster(&kind, 3, 1);
-        let k = kind.name.as_str();
-        let prim = primaries_by_slot(&cluster);
-        let (from, to) = (prim[0], prim[1]);
-        let slot = lowest_slots(&cluster, from, 1)[0];
-        let key = format!("big{{{}}}", tag_for_slot(slot));
-        assert_eq!(
-            from.cmd_value(&["TSRANK.CREATE", &key, "WINDOW", "1h", "SLOT", "1s"]),
-            v_ok()
-        );
-        let now = match from.cmd_value(&["TIME"]) {
-            Value::Array(t) => int_of(&t[0]) * 1000,
-            other => panic!("TIME: {other:?}"),
-        };
-        let n_slots = if long() { 3000 } else { 200 };
-        let mut conn = from.conn();
-        let mut pipe = redis::pipe();
-        for i in 0..n_slots {
-            let at = (now - 5000 - i * 1000).to_string();
-            pipe.cmd("TSRANK.INCRBY")
-                .arg(&key)
-                .arg(1)
-                .arg("m")
-                .arg("AT")
-                .arg(at);
-        }
-        let _: Vec<Value> = pipe.query(&mut conn).expect("populate");
-        drop(conn);
-        let keys = int_of(&from.cmd_value(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]));
-        assert!(keys > n_slots, "{k}: {keys} keys in the slot");
+fn leaderboard_moved_key_by_key_counts_every_write_once(kind: &ServerKind) {
+    let cluster = start_cluster(kind, 3, 1);
+    let k = kind.name.as_str();
+    let prim = primaries_by_slot(&cluster);
+    let (from, to) = (prim[0], prim[1]);
+    let slot = lowest_slots(&cluster, from, 1)[0];
+    let key = format!("big{{{}}}", tag_for_slot(slot));
+    assert_eq!(
+        from.cmd_value(&["TSRANK.CREATE", &key, "WINDOW", "1h", "SLOT", "1s"]),
+        v_ok()
+    );
+    let now = match from.cmd_value(&["TIME"]) {
+        Value::Array(t) => int_of(&t[0]) * 1000,
+        other => panic!("TIME: {other:?}"),
+    };
+    let n_slots = if long_run() { 3000 } else { 200 };
+    let mut conn = from.conn();
+    let mut pipe = redis::pipe();
+    for i in 0..n_slots {
+        let at = (now - 5000 - i * 1000).to_string();
+        pipe.cmd("TSRANK.INCRBY")
+            .arg(&key)
+            .arg(1)
+            .arg("m")
+            .arg("AT")
+            .arg(at);
+    }
+    let _: Vec<Value> = pipe.query(&mut conn).expect("populate");
+    drop(conn);
+    let keys = int_of(&from.cmd_value(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]));
+    assert!(keys > n_slots, "{k}: {keys} keys in the slot");
 
-        let stop = AtomicBool::new(false);
-        let (acks, errors) = std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                writer(&cluster, &stop, |cc, _| {
-                    match cc_cmd(cc, &["TSRANK.INCRBY", &key, "1", "m"]) {
-                        Ok(Value::Int(_)) => Some(key.clone()),
-                        _ => None,
-                    }
-                })
-            });
-            let _guard = StopOnDrop(&stop);
-            std::thread::sleep(Duration::from_millis(100));
-            reshard_with_pipeline(from, to, 1, 1);
-            std::thread::sleep(Duration::from_millis(100));
-            stop.store(true, Ordering::Relaxed);
-            h.join().expect("writer")
+    let stop = AtomicBool::new(false);
+    let (acks, errors) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            writer(&cluster, &stop, |cc, _| {
+                match cc_cmd(cc, &["TSRANK.INCRBY", &key, "1", "m"]) {
+                    Ok(Value::Int(_)) => Some(key.clone()),
+                    _ => None,
+                }
+            })
         });
-        let acked = acks.get(&key).copied().unwrap_or(0);
-        assert_eq!(
-            owner_of_slot(&cluster, slot).port(),
-            to.port(),
-            "{k}: slot moved"
-        );
-        assert!(keys_in_slot(from, slot).is_empty(), "{k}: keys left behind");
-        let mut cc = cluster.cluster_client();
-        assert_eq!(
-            cc_cmd(&mut cc, &["TSRANK.SCORE", &key, "m"]),
-            Ok(v_int(n_slots + acked)),
-            "{k}: {acked} acknowledged writes during the move ({} refused: {:?})",
-            errors.len(),
-            errors.iter().take(3).collect::<Vec<_>>()
-        );
-        for node in cluster.nodes() {
-            node.assert_alive();
-        }
+        let _guard = StopOnDrop(&stop);
+        std::thread::sleep(Duration::from_millis(100));
+        reshard_with_pipeline(from, to, 1, 1);
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+        h.join().expect("writer")
+    });
+    let acked = acks.get(&key).copied().unwrap_or(0);
+    assert_eq!(
+        owner_of_slot(&cluster, slot).port(),
+        to.port(),
+        "{k}: slot moved"
+    );
+    assert!(keys_in_slot(from, slot).is_empty(), "{k}: keys left behind");
+    let mut cc = cluster.cluster_client();
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.SCORE", &key, "m"]),
+        Ok(v_int(n_slots + acked)),
+        "{k}: {acked} acknowledged writes during the move ({} refused: {:?})",
+        errors.len(),
+        errors.iter().take(3).collect::<Vec<_>>()
+    );
+    for node in cluster.nodes() {
+        node.assert_alive();
     }
 }

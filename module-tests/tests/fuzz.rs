@@ -22,10 +22,6 @@ use std::time::{Duration, Instant};
 
 // ================================================================== random
 
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
 fn seed() -> u64 {
     std::env::var("TALLY_FUZZ_SEED")
         .ok()
@@ -151,17 +147,10 @@ const RESOLUTIONS: &[&str] = &[
     "1s:9223372036854775807",
 ];
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 /// A random timestamp: near now (past, future within and beyond max-future), epoch,
 /// negative, extremes.
 fn timestamp(rng: &mut Rng) -> String {
-    let now = now_ms();
+    let now = local_ms();
     match rng.below(10) {
         0 => "0".into(),
         1 => "-1".into(),
@@ -557,178 +546,152 @@ fn populate(srv: &Server) {
 
 const INTERNAL: &str = "ERR internal error in tally";
 
-fn fuzz(family_name: &str, family: &[&str]) {
-    let per_kind = if long() { 100_000 } else { 10_000 };
+fn fuzz(kind: &ServerKind, family_name: &str, family: &[&str]) {
+    let per_kind = if long_run() { 100_000 } else { 10_000 };
     let batch = 200;
-    for kind in server_kinds() {
-        let k = kind.name.clone();
-        let base = seed();
-        let seed = base ^ family_name.len() as u64 ^ (k.len() as u64) << 8;
-        eprintln!(
-            "fuzz {family_name} on {k}: seed {seed} (TALLY_FUZZ_SEED={})",
-            base
-        );
-        let srv = Server::start(&kind);
-        let replica = Server::start(&kind);
-        replica.replicate_from(&srv);
-        wait_replica_synced(&srv, &replica);
-        populate(&srv);
-        let mut rng = Rng(seed);
-        // Every other batch on a RESP3 connection (maps, doubles, nil take other paths).
-        let mut conns = [srv.conn(), srv.conn_resp3()];
-        let mut batch_no = 0usize;
-        let mut internal = Vec::new();
-        let mut replies = 0usize;
-        // Per command: (non-error replies, error replies).
-        let mut stats: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
-        let mut errors: std::collections::BTreeMap<String, usize> = Default::default();
-        let t0 = Instant::now();
-        let mut sent = 0usize;
-        while sent < per_kind {
-            let vectors: Vec<Vec<Vec<u8>>> =
-                (0..batch).map(|_| one_vector(&mut rng, family)).collect();
-            let mut pipe = redis::pipe();
-            for v in &vectors {
-                let mut cmd = redis::Cmd::new();
-                for a in v {
-                    cmd.arg(&a[..]);
-                }
-                pipe.add_command(cmd);
+    let k = kind.name.clone();
+    let base = seed();
+    let seed = base ^ family_name.len() as u64 ^ (k.len() as u64) << 8;
+    eprintln!(
+        "fuzz {family_name} on {k}: seed {seed} (TALLY_FUZZ_SEED={})",
+        base
+    );
+    let srv = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&srv);
+    wait_replica_synced(&srv, &replica);
+    populate(&srv);
+    let mut rng = Rng(seed);
+    // Every other batch on a RESP3 connection (maps, doubles, nil take other paths).
+    let mut conns = [srv.conn(), srv.conn_resp3()];
+    let mut batch_no = 0usize;
+    let mut internal = Vec::new();
+    let mut replies = 0usize;
+    // Per command: (non-error replies, error replies).
+    let mut stats: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    let mut errors: std::collections::BTreeMap<String, usize> = Default::default();
+    let t0 = Instant::now();
+    let mut sent = 0usize;
+    while sent < per_kind {
+        let vectors: Vec<Vec<Vec<u8>>> = (0..batch).map(|_| one_vector(&mut rng, family)).collect();
+        let mut pipe = redis::pipe();
+        for v in &vectors {
+            let mut cmd = redis::Cmd::new();
+            for a in v {
+                cmd.arg(&a[..]);
             }
-            pipe.add_command(redis::cmd("PING"));
-            batch_no += 1;
-            // Half-way, the timer gets the smallest budget: expiry work is cut into many
-            // unfinished visits.
-            if sent >= per_kind / 2 && sent < per_kind / 2 + batch {
-                let v = srv.cmd_value(&["CONFIG", "SET", "tally.expire-budget-us", "10"]);
-                assert_eq!(v, v_ok(), "{k}");
-            }
-            let conn = &mut conns[batch_no % 2];
-            let out = conn
-                .req_packed_commands(&pipe.get_packed_pipeline(), 0, vectors.len() + 1)
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "{k}: connection lost in batch after {sent} vectors: {e}\n{}",
-                        srv.log_tail(60)
-                    )
-                });
-            assert_eq!(out.len(), vectors.len() + 1, "{k}: a reply is missing");
-            assert_eq!(out.last(), Some(&v_simple("PONG")), "{k}: PING after batch");
-            for (v, reply) in vectors.iter().zip(&out) {
-                replies += 1;
-                let name = String::from_utf8_lossy(&v[0]).to_uppercase();
-                let e = stats.entry(name).or_insert((0, 0));
-                match error_text(reply) {
-                    None => e.0 += 1,
-                    Some(text) => {
-                        e.1 += 1;
-                        let short: String = text.chars().take(48).collect();
-                        *errors.entry(short).or_insert(0) += 1;
-                    }
-                }
-                if error_text(reply).is_some_and(|e| e.starts_with(INTERNAL)) {
-                    let shown: Vec<String> = v
-                        .iter()
-                        .map(|a| escape_bytes(&a[..a.len().min(60)]))
-                        .collect();
-                    internal.push(format!("{shown:?} -> {reply:?}"));
-                }
-            }
-            sent += vectors.len();
+            pipe.add_command(cmd);
         }
-        let elapsed = t0.elapsed();
-        eprintln!("fuzz {family_name} on {k}: {sent} vectors, {replies} replies in {elapsed:?}");
-        eprintln!("fuzz {family_name} on {k}: (ok, error) per command: {stats:?}");
-        let mut top: Vec<(&String, &usize)> = errors.iter().collect();
-        top.sort_by(|a, b| b.1.cmp(a.1));
-        eprintln!(
-            "fuzz {family_name} on {k}: most frequent errors: {:?}",
-            &top[..top.len().min(12)]
-        );
-        // The structured half must get past parsing: every command of the family
-        // succeeds sometimes.
-        for c in family {
-            let (ok, _) = stats.get(*c).copied().unwrap_or((0, 0));
-            assert!(ok > 0, "{k}: {c} never succeeded: the fuzz is too shallow");
+        pipe.add_command(redis::cmd("PING"));
+        batch_no += 1;
+        // Half-way, the timer gets the smallest budget: expiry work is cut into many
+        // unfinished visits.
+        if sent >= per_kind / 2 && sent < per_kind / 2 + batch {
+            let v = srv.cmd_value(&["CONFIG", "SET", "tally.expire-budget-us", "10"]);
+            assert_eq!(v, v_ok(), "{k}");
         }
-        // A reload makes the start-up scan schedule every hash with a `_tally` field,
-        // forged and corrupted ones included: the timer visits all of them.
-        assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
-        std::thread::sleep(Duration::from_millis(500));
-        let scanned = wait_until(Duration::from_secs(10), || {
-            srv.info("tally")
-                .get("tally_scan_in_progress")
-                .map(String::as_str)
-                == Some("0")
-        });
-        assert!(scanned, "{k}: the start-up scan never finished");
-        srv.assert_alive();
-        for (who, s) in [("primary", &srv), ("replica", &replica)] {
-            for file in ["server.log", "stdout.log"] {
-                let text = std::fs::read_to_string(s.dir().join(file)).unwrap_or_default();
-                let bad: Vec<&str> = text
-                    .lines()
-                    .filter(|l| {
-                        let l = l.to_lowercase();
-                        l.contains("crashed") || l.contains("panic") || l.contains("assertion")
-                    })
-                    .take(10)
-                    .collect();
-                assert!(bad.is_empty(), "{k} {who} {file}: {bad:#?}");
-            }
-        }
-        assert!(
-            internal.is_empty(),
-            "{k}: {} vectors hit an internal error (a caught panic), e.g.:\n{}",
-            internal.len(),
-            internal
-                .iter()
-                .take(10)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        // Every accepted write replicated as deterministic effects: the replica holds
-        // exactly the primary's data once expiry settles.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            wait_replica_synced(&srv, &replica);
-            let p1 = srv.dump_keyspace();
-            let r = replica.dump_keyspace();
-            let p2 = srv.dump_keyspace();
-            if p1 == p2 && r == p1 {
-                break;
-            }
-            if Instant::now() > deadline {
-                let diff: Vec<String> = p1
-                    .keys()
-                    .chain(r.keys())
-                    .filter(|key| p1.get(*key) != r.get(*key))
-                    .take(5)
-                    .map(|key| format!("{key}: primary {:?} replica {:?}", p1.get(key), r.get(key)))
-                    .collect();
+        let conn = &mut conns[batch_no % 2];
+        let out = conn
+            .req_packed_commands(&pipe.get_packed_pipeline(), 0, vectors.len() + 1)
+            .unwrap_or_else(|e| {
                 panic!(
-                    "{k}: replica differs from primary after fuzzing:\n{}",
-                    diff.join("\n")
-                );
+                    "{k}: connection lost in batch after {sent} vectors: {e}\n{}",
+                    srv.log_tail(60)
+                )
+            });
+        assert_eq!(out.len(), vectors.len() + 1, "{k}: a reply is missing");
+        assert_eq!(out.last(), Some(&v_simple("PONG")), "{k}: PING after batch");
+        for (v, reply) in vectors.iter().zip(&out) {
+            replies += 1;
+            let name = String::from_utf8_lossy(&v[0]).to_uppercase();
+            let e = stats.entry(name).or_insert((0, 0));
+            match error_text(reply) {
+                None => e.0 += 1,
+                Some(text) => {
+                    e.1 += 1;
+                    let short: String = text.chars().take(48).collect();
+                    *errors.entry(short).or_insert(0) += 1;
+                }
             }
-            std::thread::sleep(Duration::from_millis(200));
+            if error_text(reply).is_some_and(|e| e.starts_with(INTERNAL)) {
+                let shown: Vec<String> = v
+                    .iter()
+                    .map(|a| escape_bytes(&a[..a.len().min(60)]))
+                    .collect();
+                internal.push(format!("{shown:?} -> {reply:?}"));
+            }
         }
-        replica.assert_alive();
+        sent += vectors.len();
     }
+    let elapsed = t0.elapsed();
+    eprintln!("fuzz {family_name} on {k}: {sent} vectors, {replies} replies in {elapsed:?}");
+    eprintln!("fuzz {family_name} on {k}: (ok, error) per command: {stats:?}");
+    let mut top: Vec<(&String, &usize)> = errors.iter().collect();
+    top.sort_by(|a, b| b.1.cmp(a.1));
+    eprintln!(
+        "fuzz {family_name} on {k}: most frequent errors: {:?}",
+        &top[..top.len().min(12)]
+    );
+    // The structured half must get past parsing: every command of the family
+    // succeeds sometimes.
+    for c in family {
+        let (ok, _) = stats.get(*c).copied().unwrap_or((0, 0));
+        assert!(ok > 0, "{k}: {c} never succeeded: the fuzz is too shallow");
+    }
+    // A reload makes the start-up scan schedule every hash with a `_tally` field,
+    // forged and corrupted ones included: the timer visits all of them.
+    assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
+    std::thread::sleep(Duration::from_millis(500));
+    let scanned = wait_until(Duration::from_secs(10), || {
+        srv.info("tally")
+            .get("tally_scan_in_progress")
+            .map(String::as_str)
+            == Some("0")
+    });
+    assert!(scanned, "{k}: the start-up scan never finished");
+    srv.assert_alive();
+    for (who, s) in [("primary", &srv), ("replica", &replica)] {
+        for file in ["server.log", "stdout.log"] {
+            let text = std::fs::read_to_string(s.dir().join(file)).unwrap_or_default();
+            let bad: Vec<&str> = text
+                .lines()
+                .filter(|l| {
+                    let l = l.to_lowercase();
+                    l.contains("crashed") || l.contains("panic") || l.contains("assertion")
+                })
+                .take(10)
+                .collect();
+            assert!(bad.is_empty(), "{k} {who} {file}: {bad:#?}");
+        }
+    }
+    assert!(
+        internal.is_empty(),
+        "{k}: {} vectors hit an internal error (a caught panic), e.g.:\n{}",
+        internal.len(),
+        internal
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Every accepted write replicated as deterministic effects: the replica holds
+    // exactly the primary's data once expiry settles.
+    assert_replica_equal(&srv, &replica, "after fuzzing");
+    replica.assert_alive();
 }
 
-#[test]
-fn fuzz_counter() {
-    fuzz("counter", COUNTER_CMDS);
+per_server!(fuzz_counter);
+fn fuzz_counter(kind: &ServerKind) {
+    fuzz(kind, "counter", COUNTER_CMDS);
 }
 
-#[test]
-fn fuzz_rank() {
-    fuzz("rank", RANK_CMDS);
+per_server!(fuzz_rank);
+fn fuzz_rank(kind: &ServerKind) {
+    fuzz(kind, "rank", RANK_CMDS);
 }
 
-#[test]
-fn fuzz_stats() {
-    fuzz("stats", STATS_CMDS);
+per_server!(fuzz_stats);
+fn fuzz_stats(kind: &ServerKind) {
+    fuzz(kind, "stats", STATS_CMDS);
 }

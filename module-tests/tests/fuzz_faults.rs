@@ -46,13 +46,9 @@ use module_tests::*;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 // ================================================================ settings
-
-fn long() -> bool {
-    std::env::var("TALLY_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
-}
 
 fn base_seed() -> u64 {
     std::env::var("TALLY_FUZZ_SEED")
@@ -81,13 +77,6 @@ const CLIENT_MAX_LIMIT: Duration = Duration::from_millis(50);
 /// DEL / RENAME / EXPIRE of a board reach its derived keys "within a second" (SPEC).
 const SETTLE: Duration = Duration::from_secs(1);
 const INTERNAL: &str = "ERR internal error in tally";
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 // ================================================================ families
 
@@ -191,7 +180,7 @@ impl Family {
         };
         if rng.chance(60) {
             v.push("AT".into());
-            v.push((now_ms() - rng.below(1500)).to_string());
+            v.push((local_ms() - rng.below(1500)).to_string());
         }
         v
     }
@@ -1119,137 +1108,106 @@ fn spawn_pinger(
     })
 }
 
-fn fuzz_faults(family: Family) {
-    let batches = if long() { 1500 } else { 150 };
-    for kind in server_kinds() {
-        let seed = base_seed() ^ ((family as u64 + 1) << 16) ^ (kind.name.len() as u64) << 8;
-        eprintln!(
-            "fault fuzz {family:?} on {}: seed {seed} (TALLY_FUZZ_SEED={}), {batches} batches",
-            kind.name,
-            base_seed()
-        );
-        let srv = Server::start(&kind);
-        let replica = Server::start(&kind);
-        replica.replicate_from(&srv);
-        wait_replica_synced(&srv, &replica);
-        for (k, v) in [
-            ("slowlog-log-slower-than", "10000"),
-            ("slowlog-max-len", "128"),
-            // The replication backlog counts as used memory until it is full: a big one
-            // grows with every filler write and eviction DEL, and the "little above
-            // used_memory" limit then evicts every key. A small one is full at once.
-            ("repl-backlog-size", "16384"),
-        ] {
-            assert_eq!(
-                srv.cmd_value(&["CONFIG", "SET", k, v]),
-                v_ok(),
-                "{}",
-                kind.name
-            );
-        }
+fn fuzz_faults(kind: &ServerKind, family: Family) {
+    let batches = if long_run() { 1500 } else { 150 };
+    let seed = base_seed() ^ ((family as u64 + 1) << 16) ^ (kind.name.len() as u64) << 8;
+    eprintln!(
+        "fault fuzz {family:?} on {}: seed {seed} (TALLY_FUZZ_SEED={}), {batches} batches",
+        kind.name,
+        base_seed()
+    );
+    let srv = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&srv);
+    wait_replica_synced(&srv, &replica);
+    for (k, v) in [
+        ("slowlog-log-slower-than", "10000"),
+        ("slowlog-max-len", "128"),
+        // The replication backlog counts as used memory until it is full: a big one
+        // grows with every filler write and eviction DEL, and the "little above
+        // used_memory" limit then evicts every key. A small one is full at once.
+        ("repl-backlog-size", "16384"),
+    ] {
         assert_eq!(
-            srv.cmd_value(&["SLOWLOG", "RESET"]),
+            srv.cmd_value(&["CONFIG", "SET", k, v]),
             v_ok(),
             "{}",
             kind.name
         );
-        let stop = Arc::new(AtomicBool::new(false));
-        let pings = Arc::new(Mutex::new(Vec::new()));
-        let pinger = spawn_pinger(&srv, Arc::clone(&stop), Arc::clone(&pings));
-        let mut f = Fuzz {
-            srv: &srv,
-            replica: &replica,
-            family,
-            seed,
-            skip: skipped(),
-            names: family.names(),
-            batch: 0,
-            trail: VecDeque::new(),
-            taint: Default::default(),
-            census: Default::default(),
-            work: srv.conn(),
-            faults: srv.conn(),
-            check: srv.conn(),
-            pings,
-            all_pings: Vec::new(),
-            fault_counts: BTreeMap::new(),
-        };
-        let mut rng = Rng(seed);
-        let t0 = Instant::now();
-        for batch in 1..=batches {
-            f.batch = batch;
-            let internal = f.run_workload(&mut rng);
-            for _ in 0..1 + rng.below(4) {
-                f.apply_fault(&mut rng);
-            }
-            f.check(internal);
-            std::thread::sleep(Duration::from_millis(rng.below(250) as u64));
-        }
-        eprintln!(
-            "fault fuzz {family:?} on {}: {batches} batches in {:?}; faults {:?}",
-            kind.name,
-            t0.elapsed(),
-            f.fault_counts
-        );
-        stop.store(true, Ordering::Relaxed);
-        let _ = pinger.join();
-        // The end: every fault undone, then the replica must hold the primary's data.
-        for c in [
-            vec!["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
-            vec!["CONFIG", "SET", "maxmemory", "0"],
-        ] {
-            assert_eq!(srv.cmd_value(&c), v_ok(), "{}", kind.name);
-        }
-        if !f.skip.contains("replica") {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                wait_replica_synced(&srv, &replica);
-                let p1 = srv.dump_keyspace();
-                let r = replica.dump_keyspace();
-                let p2 = srv.dump_keyspace();
-                if p1 == p2 && r == p1 {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let diff: Vec<String> = p1
-                        .keys()
-                        .chain(r.keys())
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .filter(|key| p1.get(*key) != r.get(*key))
-                        .take(8)
-                        .map(|key| {
-                            format!(
-                                "{key}: primary {:?}\n    replica {:?}",
-                                p1.get(key),
-                                r.get(key)
-                            )
-                        })
-                        .collect();
-                    f.fail(&[format!(
-                        "replica differs from primary at the end:\n  {}",
-                        diff.join("\n  ")
-                    )]);
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-        srv.assert_alive();
-        replica.assert_alive();
     }
+    assert_eq!(
+        srv.cmd_value(&["SLOWLOG", "RESET"]),
+        v_ok(),
+        "{}",
+        kind.name
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let pings = Arc::new(Mutex::new(Vec::new()));
+    let pinger = spawn_pinger(&srv, Arc::clone(&stop), Arc::clone(&pings));
+    let mut f = Fuzz {
+        srv: &srv,
+        replica: &replica,
+        family,
+        seed,
+        skip: skipped(),
+        names: family.names(),
+        batch: 0,
+        trail: VecDeque::new(),
+        taint: Default::default(),
+        census: Default::default(),
+        work: srv.conn(),
+        faults: srv.conn(),
+        check: srv.conn(),
+        pings,
+        all_pings: Vec::new(),
+        fault_counts: BTreeMap::new(),
+    };
+    let mut rng = Rng(seed);
+    let t0 = Instant::now();
+    for batch in 1..=batches {
+        f.batch = batch;
+        let internal = f.run_workload(&mut rng);
+        for _ in 0..1 + rng.below(4) {
+            f.apply_fault(&mut rng);
+        }
+        f.check(internal);
+        std::thread::sleep(Duration::from_millis(rng.below(250) as u64));
+    }
+    eprintln!(
+        "fault fuzz {family:?} on {}: {batches} batches in {:?}; faults {:?}",
+        kind.name,
+        t0.elapsed(),
+        f.fault_counts
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = pinger.join();
+    // The end: every fault undone, then the replica must hold the primary's data.
+    for c in [
+        vec!["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+        vec!["CONFIG", "SET", "maxmemory", "0"],
+    ] {
+        assert_eq!(srv.cmd_value(&c), v_ok(), "{}", kind.name);
+    }
+    if !f.skip.contains("replica") {
+        if let Err(difference) = compare_replica(&srv, &replica) {
+            f.fail(&[format!("at the end: {difference}")]);
+        }
+    }
+    srv.assert_alive();
+    replica.assert_alive();
 }
 
-#[test]
-fn fuzz_faults_counter() {
-    fuzz_faults(Family::Counter);
+per_server!(fuzz_faults_counter);
+fn fuzz_faults_counter(kind: &ServerKind) {
+    fuzz_faults(kind, Family::Counter);
 }
 
-#[test]
-fn fuzz_faults_rank() {
-    fuzz_faults(Family::Rank);
+per_server!(fuzz_faults_rank);
+fn fuzz_faults_rank(kind: &ServerKind) {
+    fuzz_faults(kind, Family::Rank);
 }
 
-#[test]
-fn fuzz_faults_stats() {
-    fuzz_faults(Family::Stats);
+per_server!(fuzz_faults_stats);
+fn fuzz_faults_stats(kind: &ServerKind) {
+    fuzz_faults(kind, Family::Stats);
 }

@@ -94,386 +94,372 @@ fn counter_keys(short: bool) -> Vec<(String, &'static str)> {
 
 // ================================================================== tests
 
-#[test]
-fn replica_attached_during_a_workload_is_identical() {
-    for kind in server_kinds() {
-        let primary = Server::start(&kind);
-        let replica = Server::start(&kind);
-        let k = &kind.name;
-        let keys = counter_keys(true);
-        let attached = AtomicBool::new(false);
-        let writes_after = std::thread::scope(|s| {
-            let writer = s.spawn(|| {
-                let mut conn = primary.conn();
-                let mut rng = Rng(7);
-                let (mut batches, mut after) = (0, 0);
-                // Write before, during and after the attach, for at least 1.5 s after it.
-                let mut attach_seen: Option<Instant> = None;
-                loop {
-                    let now = server_ms(&primary);
-                    workload_batch(&mut conn, now, &mut rng, &keys, 100_000, 100);
-                    batches += 1;
-                    if attached.load(Ordering::SeqCst) {
-                        after += 1;
-                        let t = *attach_seen.get_or_insert_with(Instant::now);
-                        if t.elapsed() > Duration::from_millis(1500) && after >= 10 {
-                            return (batches, after);
-                        }
+per_server!(replica_attached_during_a_workload_is_identical);
+fn replica_attached_during_a_workload_is_identical(kind: &ServerKind) {
+    let primary = Server::start(kind);
+    let replica = Server::start(kind);
+    let k = &kind.name;
+    let keys = counter_keys(true);
+    let attached = AtomicBool::new(false);
+    let writes_after = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut conn = primary.conn();
+            let mut rng = Rng(7);
+            let (mut batches, mut after) = (0, 0);
+            // Write before, during and after the attach, for at least 1.5 s after it.
+            let mut attach_seen: Option<Instant> = None;
+            loop {
+                let now = server_ms(&primary);
+                workload_batch(&mut conn, now, &mut rng, &keys, 100_000, 100);
+                batches += 1;
+                if attached.load(Ordering::SeqCst) {
+                    after += 1;
+                    let t = *attach_seen.get_or_insert_with(Instant::now);
+                    if t.elapsed() > Duration::from_millis(1500) && after >= 10 {
+                        return (batches, after);
                     }
-                    assert!(batches < 100_000, "writer never saw the attach");
                 }
-            });
-            std::thread::sleep(Duration::from_millis(300));
-            replica.replicate_from(&primary);
-            attached.store(true, Ordering::SeqCst);
-            writer.join().expect("writer")
+                assert!(batches < 100_000, "writer never saw the attach");
+            }
         });
-        assert!(writes_after.1 >= 10, "{k}: {writes_after:?}");
-        assert_replica_equal(&primary, &replica, "after the workload");
-        let dump = primary.dump_keyspace();
-        assert!(dump.len() >= 10, "{k}: {} keys", dump.len());
-        // Later writes, and later trimming of the short slots, keep them equal.
-        let mut conn = primary.conn();
-        let mut rng = Rng(8);
-        for _ in 0..5 {
-            let now = server_ms(&primary);
-            workload_batch(&mut conn, now, &mut rng, &keys, 10_000, 100);
-        }
-        std::thread::sleep(Duration::from_millis(1200));
-        assert_replica_equal(&primary, &replica, "after trimming");
-        replica.assert_alive();
+        std::thread::sleep(Duration::from_millis(300));
+        replica.replicate_from(&primary);
+        attached.store(true, Ordering::SeqCst);
+        writer.join().expect("writer")
+    });
+    assert!(writes_after.1 >= 10, "{k}: {writes_after:?}");
+    assert_replica_equal(&primary, &replica, "after the workload");
+    let dump = primary.dump_keyspace();
+    assert!(dump.len() >= 10, "{k}: {} keys", dump.len());
+    // Later writes, and later trimming of the short slots, keep them equal.
+    let mut conn = primary.conn();
+    let mut rng = Rng(8);
+    for _ in 0..5 {
+        let now = server_ms(&primary);
+        workload_batch(&mut conn, now, &mut rng, &keys, 10_000, 100);
     }
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_replica_equal(&primary, &replica, "after trimming");
+    replica.assert_alive();
 }
 
+per_server!(aof_reload_restores_the_same_data);
 /// AOF: the effects written to the AOF rebuild exactly the same data, after a clean
 /// shutdown, after a rewrite, and after a crash with `appendfsync always`.
-#[test]
-fn aof_reload_restores_the_same_data() {
-    for kind in server_kinds() {
-        let mut srv = Server::start_with(
-            &kind,
-            ServerOptions::new()
-                .config("appendonly", "yes")
-                .config("appendfsync", "always"),
-        );
-        let k = &kind.name;
-        let keys = counter_keys(false);
-        let mut rng = Rng(21);
-        let mut conn = srv.conn();
-        let mut ok = 0;
-        for _ in 0..10 {
-            // Slots at most 30 s old: every one stays kept for minutes.
-            ok += workload_batch(&mut conn, server_ms(&srv), &mut rng, &keys, 30_000, 200);
-        }
-        drop(conn);
-        assert!(ok > 1000, "{k}: {ok}");
-        let before = srv.dump_keyspace();
-        assert!(before.len() >= 15, "{k}: {}", before.len());
-        let t_before = server_ms(&srv).to_string();
-        let sums = |srv: &Server| -> Vec<Value> {
-            keys.iter()
-                .map(|(key, _)| srv.cmd_value(&["TSCOUNTER.SUM", key, "1h", "5m", "AT", &t_before]))
-                .collect()
-        };
-        let sums_before = sums(&srv);
-        assert!(sums_before
-            .iter()
-            .any(|v| matches!(v, Value::Array(a) if a[0] != v_int(0))));
-        srv.restart();
-        assert_eq!(
-            srv.dump_keyspace(),
-            before,
-            "{k}: AOF reload after shutdown"
-        );
-        assert_eq!(sums(&srv), sums_before, "{k}: reads after the reload");
+fn aof_reload_restores_the_same_data(kind: &ServerKind) {
+    let mut srv = Server::start_with(
+        kind,
+        ServerOptions::new()
+            .config("appendonly", "yes")
+            .config("appendfsync", "always"),
+    );
+    let k = &kind.name;
+    let keys = counter_keys(false);
+    let mut rng = Rng(21);
+    let mut conn = srv.conn();
+    let mut ok = 0;
+    for _ in 0..10 {
+        // Slots at most 30 s old: every one stays kept for minutes.
+        ok += workload_batch(&mut conn, server_ms(&srv), &mut rng, &keys, 30_000, 200);
+    }
+    drop(conn);
+    assert!(ok > 1000, "{k}: {ok}");
+    let before = srv.dump_keyspace();
+    assert!(before.len() >= 15, "{k}: {}", before.len());
+    let t_before = server_ms(&srv).to_string();
+    let sums = |srv: &Server| -> Vec<Value> {
+        keys.iter()
+            .map(|(key, _)| srv.cmd_value(&["TSCOUNTER.SUM", key, "1h", "5m", "AT", &t_before]))
+            .collect()
+    };
+    let sums_before = sums(&srv);
+    assert!(sums_before
+        .iter()
+        .any(|v| matches!(v, Value::Array(a) if a[0] != v_int(0))));
+    srv.restart();
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{k}: AOF reload after shutdown"
+    );
+    assert_eq!(sums(&srv), sums_before, "{k}: reads after the reload");
 
-        let v = srv.cmd_value(&["BGREWRITEAOF"]);
-        assert!(error_text(&v).is_none(), "{k}: BGREWRITEAOF: {v:?}");
-        assert!(
-            wait_until(Duration::from_secs(20), || {
-                srv.info("persistence")
-                    .get("aof_rewrite_in_progress")
+    let v = srv.cmd_value(&["BGREWRITEAOF"]);
+    assert!(error_text(&v).is_none(), "{k}: BGREWRITEAOF: {v:?}");
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            srv.info("persistence")
+                .get("aof_rewrite_in_progress")
+                .map(String::as_str)
+                == Some("0")
+                && srv
+                    .info("persistence")
+                    .get("aof_rewrite_scheduled")
                     .map(String::as_str)
                     == Some("0")
-                    && srv
-                        .info("persistence")
-                        .get("aof_rewrite_scheduled")
-                        .map(String::as_str)
-                        == Some("0")
-            }),
-            "{k}: rewrite did not finish"
-        );
-        srv.restart();
-        assert_eq!(
-            srv.dump_keyspace(),
-            before,
-            "{k}: AOF reload after a rewrite"
-        );
+        }),
+        "{k}: rewrite did not finish"
+    );
+    srv.restart();
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{k}: AOF reload after a rewrite"
+    );
 
-        let mut conn = srv.conn();
+    let mut conn = srv.conn();
+    workload_batch(&mut conn, server_ms(&srv), &mut rng, &keys, 30_000, 200);
+    drop(conn);
+    let before = srv.dump_keyspace();
+    srv.restart_after_kill();
+    assert_eq!(srv.dump_keyspace(), before, "{k}: AOF reload after SIGKILL");
+    // The counters keep working.
+    assert!(
+        matches!(srv.cmd_value(&["TSCOUNTER.INCR", "ctr:0"]), Value::Int(_)),
+        "{k}"
+    );
+    srv.assert_alive();
+}
+
+per_server!(rdb_reload_restores_the_same_data);
+fn rdb_reload_restores_the_same_data(kind: &ServerKind) {
+    let mut srv = Server::start(kind);
+    let k = &kind.name;
+    let keys = counter_keys(false);
+    let mut rng = Rng(31);
+    let mut conn = srv.conn();
+    for _ in 0..10 {
         workload_batch(&mut conn, server_ms(&srv), &mut rng, &keys, 30_000, 200);
-        drop(conn);
-        let before = srv.dump_keyspace();
-        srv.restart_after_kill();
-        assert_eq!(srv.dump_keyspace(), before, "{k}: AOF reload after SIGKILL");
-        // The counters keep working.
-        assert!(
-            matches!(srv.cmd_value(&["TSCOUNTER.INCR", "ctr:0"]), Value::Int(_)),
-            "{k}"
-        );
-        srv.assert_alive();
     }
+    drop(conn);
+    // A binary key name in another database travels too.
+    let mut c = srv.conn();
+    redis::cmd("SELECT").arg(2).query::<()>(&mut c).unwrap();
+    let v = redis::cmd("TSCOUNTER.INCRBY")
+        .arg(&b"bin\xff\x00"[..])
+        .arg(9)
+        .query::<i64>(&mut c);
+    assert_eq!(v.ok(), Some(9), "{k}");
+    drop(c);
+    let before = srv.dump_keyspace();
+    assert!(before.len() >= 16, "{k}: {}", before.len());
+    srv.restart_saving();
+    assert_eq!(srv.dump_keyspace(), before, "{k}: RDB reload");
+    assert!(
+        matches!(srv.cmd_value(&["TSCOUNTER.INCR", "ctr:1"]), Value::Int(_)),
+        "{k}"
+    );
+    srv.assert_alive();
 }
 
-#[test]
-fn rdb_reload_restores_the_same_data() {
-    for kind in server_kinds() {
-        let mut srv = Server::start(&kind);
-        let k = &kind.name;
-        let keys = counter_keys(false);
-        let mut rng = Rng(31);
-        let mut conn = srv.conn();
-        for _ in 0..10 {
-            workload_batch(&mut conn, server_ms(&srv), &mut rng, &keys, 30_000, 200);
-        }
-        drop(conn);
-        // A binary key name in another database travels too.
-        let mut c = srv.conn();
-        redis::cmd("SELECT").arg(2).query::<()>(&mut c).unwrap();
-        let v = redis::cmd("TSCOUNTER.INCRBY")
-            .arg(&b"bin\xff\x00"[..])
-            .arg(9)
-            .query::<i64>(&mut c);
-        assert_eq!(v.ok(), Some(9), "{k}");
-        drop(c);
-        let before = srv.dump_keyspace();
-        assert!(before.len() >= 16, "{k}: {}", before.len());
-        srv.restart_saving();
-        assert_eq!(srv.dump_keyspace(), before, "{k}: RDB reload");
-        assert!(
-            matches!(srv.cmd_value(&["TSCOUNTER.INCR", "ctr:1"]), Value::Int(_)),
-            "{k}"
-        );
-        srv.assert_alive();
-    }
-}
-
+per_server!(idle_trimming_on_the_primary_reaches_the_replica);
 /// The primary's timer trims a counter nobody writes to; its effects reach the replica.
-#[test]
-fn idle_trimming_on_the_primary_reaches_the_replica() {
-    for kind in server_kinds() {
-        let primary = Server::start(&kind);
-        let replica = Server::start(&kind);
-        let k = &kind.name;
-        replica.replicate_from(&primary);
-        wait_replica_synced(&primary, &replica);
-        for (key, res) in [
-            ("t1", &["1s:5", "1h:2"][..]),
-            ("t2", &["1s:5"]),
-            ("t3", &["1h:2"]),
-        ] {
-            let mut c = vec!["TSCOUNTER.CREATE", key, "RESOLUTIONS"];
-            c.extend(res);
-            assert_eq!(primary.cmd_value(&c), v_ok(), "{k}");
-            assert_eq!(
-                primary.cmd_value(&["TSCOUNTER.INCRBY", key, "3"]),
-                v_int(3),
-                "{k}"
-            );
-        }
-        // The 1s slots live at least 4 s: the replica has them first.
-        assert_replica_equal(&primary, &replica, "after the writes");
-        assert!(has_prefix(&replica, "t1", "1s:"), "{k}");
-        assert!(exists(&replica, "t2"), "{k}");
-        assert!(
-            wait_until(Duration::from_secs(20), || {
-                !has_prefix(&primary, "t1", "1s:") && !exists(&primary, "t2")
-            }),
-            "{k}: the primary did not trim"
+fn idle_trimming_on_the_primary_reaches_the_replica(kind: &ServerKind) {
+    let primary = Server::start(kind);
+    let replica = Server::start(kind);
+    let k = &kind.name;
+    replica.replicate_from(&primary);
+    wait_replica_synced(&primary, &replica);
+    for (key, res) in [
+        ("t1", &["1s:5", "1h:2"][..]),
+        ("t2", &["1s:5"]),
+        ("t3", &["1h:2"]),
+    ] {
+        let mut c = vec!["TSCOUNTER.CREATE", key, "RESOLUTIONS"];
+        c.extend(res);
+        assert_eq!(primary.cmd_value(&c), v_ok(), "{k}");
+        assert_eq!(
+            primary.cmd_value(&["TSCOUNTER.INCRBY", key, "3"]),
+            v_int(3),
+            "{k}"
         );
-        assert_replica_equal(&primary, &replica, "after trimming");
-        assert!(!has_prefix(&replica, "t1", "1s:"), "{k}");
-        assert!(has_prefix(&replica, "t1", "1h:"), "{k}");
-        assert!(!exists(&replica, "t2"), "{k}");
-        assert!(exists(&replica, "t3"), "{k}");
     }
+    // The 1s slots live at least 4 s: the replica has them first.
+    assert_replica_equal(&primary, &replica, "after the writes");
+    assert!(has_prefix(&replica, "t1", "1s:"), "{k}");
+    assert!(exists(&replica, "t2"), "{k}");
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            !has_prefix(&primary, "t1", "1s:") && !exists(&primary, "t2")
+        }),
+        "{k}: the primary did not trim"
+    );
+    assert_replica_equal(&primary, &replica, "after trimming");
+    assert!(!has_prefix(&replica, "t1", "1s:"), "{k}");
+    assert!(has_prefix(&replica, "t1", "1h:"), "{k}");
+    assert!(!exists(&replica, "t2"), "{k}");
+    assert!(exists(&replica, "t3"), "{k}");
 }
 
+per_server!(trimming_resumes_after_a_restart);
 /// After an RDB restart nobody writes: the start-up scan finds the counter again and the
 /// timer trims it.
-#[test]
-fn trimming_resumes_after_a_restart() {
-    for kind in server_kinds() {
-        let mut srv = Server::start(&kind);
-        let k = &kind.name;
-        assert_eq!(
-            srv.cmd_value(&["TSCOUNTER.CREATE", "r1", "RESOLUTIONS", "2s:4", "1h:2"]),
-            v_ok()
-        );
-        assert_eq!(
-            srv.cmd_value(&["TSCOUNTER.CREATE", "r2", "RESOLUTIONS", "2s:4"]),
-            v_ok()
-        );
+fn trimming_resumes_after_a_restart(kind: &ServerKind) {
+    let mut srv = Server::start(kind);
+    let k = &kind.name;
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "r1", "RESOLUTIONS", "2s:4", "1h:2"]),
+        v_ok()
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "r2", "RESOLUTIONS", "2s:4"]),
+        v_ok()
+    );
+    let mut c = srv.conn();
+    redis::cmd("SELECT").arg(5).query::<()>(&mut c).unwrap();
+    let v = redis::cmd("TSCOUNTER.CREATE")
+        .arg("r3")
+        .arg("RESOLUTIONS")
+        .arg("2s:4")
+        .query::<String>(&mut c);
+    assert_eq!(v.ok().as_deref(), Some("OK"), "{k}");
+    assert_eq!(
+        redis::cmd("TSCOUNTER.INCR")
+            .arg("r3")
+            .query::<i64>(&mut c)
+            .ok(),
+        Some(1)
+    );
+    drop(c);
+    let t0 = server_ms(&srv);
+    assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "r1"]), v_int(1), "{k}");
+    assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "r2"]), v_int(1), "{k}");
+    // The 2s slot leaves at the earliest 6 s after t0.
+    srv.restart_saving();
+    if server_ms(&srv) < t0 + 5_000 {
+        assert!(has_prefix(&srv, "r1", "2s:"), "{k}: the RDB kept the slot");
+        assert!(exists(&srv, "r2"), "{k}");
+    }
+    let r3_gone = || {
         let mut c = srv.conn();
         redis::cmd("SELECT").arg(5).query::<()>(&mut c).unwrap();
-        let v = redis::cmd("TSCOUNTER.CREATE")
-            .arg("r3")
-            .arg("RESOLUTIONS")
-            .arg("2s:4")
-            .query::<String>(&mut c);
-        assert_eq!(v.ok().as_deref(), Some("OK"), "{k}");
-        assert_eq!(
-            redis::cmd("TSCOUNTER.INCR")
-                .arg("r3")
-                .query::<i64>(&mut c)
-                .ok(),
-            Some(1)
-        );
-        drop(c);
-        let t0 = server_ms(&srv);
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "r1"]), v_int(1), "{k}");
-        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "r2"]), v_int(1), "{k}");
-        // The 2s slot leaves at the earliest 6 s after t0.
-        srv.restart_saving();
-        if server_ms(&srv) < t0 + 5_000 {
-            assert!(has_prefix(&srv, "r1", "2s:"), "{k}: the RDB kept the slot");
-            assert!(exists(&srv, "r2"), "{k}");
-        }
-        let r3_gone = || {
-            let mut c = srv.conn();
-            redis::cmd("SELECT").arg(5).query::<()>(&mut c).unwrap();
-            redis::cmd("EXISTS").arg("r3").query::<i64>(&mut c).unwrap() == 0
-        };
-        assert!(
-            wait_until(Duration::from_secs(30), || {
-                !has_prefix(&srv, "r1", "2s:") && !exists(&srv, "r2") && r3_gone()
-            }),
-            "{k}: no trimming after the restart: {:?} (INFO {:?})",
-            slot_fields(&srv, "r1"),
-            srv.info("tally")
-        );
-        assert!(has_prefix(&srv, "r1", "1h:"), "{k}");
-    }
+        redis::cmd("EXISTS").arg("r3").query::<i64>(&mut c).unwrap() == 0
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            !has_prefix(&srv, "r1", "2s:") && !exists(&srv, "r2") && r3_gone()
+        }),
+        "{k}: no trimming after the restart: {:?} (INFO {:?})",
+        slot_fields(&srv, "r1"),
+        srv.info("tally")
+    );
+    assert!(has_prefix(&srv, "r1", "1h:"), "{k}");
 }
 
+per_server!(replicas_never_trim_but_a_promoted_replica_does);
 /// A replica whose primary is gone keeps its data untouched while it is a replica, even
 /// after its slots would have expired; promoted, it trims by itself.
-#[test]
-fn replicas_never_trim_but_a_promoted_replica_does() {
-    for kind in server_kinds() {
-        let primary = Server::start(&kind);
-        let replica = Server::start(&kind);
-        let k = &kind.name;
-        replica.replicate_from(&primary);
-        wait_replica_synced(&primary, &replica);
-        assert_eq!(
-            primary.cmd_value(&["TSCOUNTER.CREATE", "p1", "RESOLUTIONS", "1s:4", "1h:2"]),
-            v_ok()
-        );
-        assert_eq!(
-            primary.cmd_value(&["TSCOUNTER.CREATE", "p2", "RESOLUTIONS", "1s:4"]),
-            v_ok()
-        );
-        let t0 = server_ms(&primary);
-        assert_eq!(
-            primary.cmd_value(&["TSCOUNTER.INCRBY", "p1", "4"]),
-            v_int(4)
-        );
-        assert_eq!(
-            primary.cmd_value(&["TSCOUNTER.INCRBY", "p2", "5"]),
-            v_int(5)
-        );
-        wait_replica_synced(&primary, &replica);
-        let snapshot = replica.dump_keyspace();
-        drop(primary); // SIGKILL: no more effects can arrive
-        assert!(
-            snapshot.keys().any(|key| key.ends_with("p2")),
-            "{k}: the replica got the data before its primary died: {snapshot:?}"
-        );
-        // Past the moment every 1s slot has left (t0 + 4 s), plus time for several ticks.
-        while server_ms(&replica) < t0 + 6_000 {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        assert_eq!(
-            replica.info("replication").get("role").map(String::as_str),
-            Some("slave"),
-            "{k}"
-        );
-        assert_eq!(
-            replica.dump_keyspace(),
-            snapshot,
-            "{k}: a replica trimmed on its own"
-        );
-
-        assert_eq!(
-            replica.cmd_value(&["REPLICAOF", "NO", "ONE"]),
-            v_ok(),
-            "{k}"
-        );
-        assert!(
-            wait_until(Duration::from_secs(20), || {
-                !has_prefix(&replica, "p1", "1s:") && !exists(&replica, "p2")
-            }),
-            "{k}: the promoted replica did not trim: {:?}",
-            replica.info("tally")
-        );
-        assert_eq!(
-            slot_fields(&replica, "p1").len(),
-            1,
-            "{k}: the hour slot stays"
-        );
-        // And it takes writes as a primary.
-        assert!(
-            matches!(replica.cmd_value(&["TSCOUNTER.INCR", "p1"]), Value::Int(_)),
-            "{k}"
-        );
+fn replicas_never_trim_but_a_promoted_replica_does(kind: &ServerKind) {
+    let primary = Server::start(kind);
+    let replica = Server::start(kind);
+    let k = &kind.name;
+    replica.replicate_from(&primary);
+    wait_replica_synced(&primary, &replica);
+    assert_eq!(
+        primary.cmd_value(&["TSCOUNTER.CREATE", "p1", "RESOLUTIONS", "1s:4", "1h:2"]),
+        v_ok()
+    );
+    assert_eq!(
+        primary.cmd_value(&["TSCOUNTER.CREATE", "p2", "RESOLUTIONS", "1s:4"]),
+        v_ok()
+    );
+    let t0 = server_ms(&primary);
+    assert_eq!(
+        primary.cmd_value(&["TSCOUNTER.INCRBY", "p1", "4"]),
+        v_int(4)
+    );
+    assert_eq!(
+        primary.cmd_value(&["TSCOUNTER.INCRBY", "p2", "5"]),
+        v_int(5)
+    );
+    wait_replica_synced(&primary, &replica);
+    let snapshot = replica.dump_keyspace();
+    drop(primary); // SIGKILL: no more effects can arrive
+    assert!(
+        snapshot.keys().any(|key| key.ends_with("p2")),
+        "{k}: the replica got the data before its primary died: {snapshot:?}"
+    );
+    // Past the moment every 1s slot has left (t0 + 4 s), plus time for several ticks.
+    while server_ms(&replica) < t0 + 6_000 {
+        std::thread::sleep(Duration::from_millis(100));
     }
+    assert_eq!(
+        replica.info("replication").get("role").map(String::as_str),
+        Some("slave"),
+        "{k}"
+    );
+    assert_eq!(
+        replica.dump_keyspace(),
+        snapshot,
+        "{k}: a replica trimmed on its own"
+    );
+
+    assert_eq!(
+        replica.cmd_value(&["REPLICAOF", "NO", "ONE"]),
+        v_ok(),
+        "{k}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            !has_prefix(&replica, "p1", "1s:") && !exists(&replica, "p2")
+        }),
+        "{k}: the promoted replica did not trim: {:?}",
+        replica.info("tally")
+    );
+    assert_eq!(
+        slot_fields(&replica, "p1").len(),
+        1,
+        "{k}: the hour slot stays"
+    );
+    // And it takes writes as a primary.
+    assert!(
+        matches!(replica.cmd_value(&["TSCOUNTER.INCR", "p1"]), Value::Int(_)),
+        "{k}"
+    );
 }
 
+per_server!(replica_reads_follow_the_primary);
 /// Reads on a replica answer from the replicated data, also after earlier reads there:
 /// every write of the primary (an HSET of an existing slot field, field count unchanged)
 /// shows up in the replica's next SUM / RANGE.
-#[test]
-fn replica_reads_follow_the_primary() {
-    for kind in server_kinds() {
-        let primary = Server::start(&kind);
-        let replica = Server::start(&kind);
-        let k = &kind.name;
-        replica.replicate_from(&primary);
-        wait_replica_synced(&primary, &replica);
+fn replica_reads_follow_the_primary(kind: &ServerKind) {
+    let primary = Server::start(kind);
+    let replica = Server::start(kind);
+    let k = &kind.name;
+    replica.replicate_from(&primary);
+    wait_replica_synced(&primary, &replica);
+    assert_eq!(
+        primary.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1m:60", "1h:24"]),
+        v_ok()
+    );
+    let t = server_ms(&primary);
+    // 40 minute slots: large enough for reads to cache the counter.
+    for i in 0..40 {
+        let ts = (t - i * 60_000).to_string();
         assert_eq!(
-            primary.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1m:60", "1h:24"]),
-            v_ok()
+            primary.cmd_value(&["TSCOUNTER.INCRBY", "c", "1", "AT", &ts]),
+            v_int(1)
         );
-        let t = server_ms(&primary);
-        // 40 minute slots: large enough for reads to cache the counter.
-        for i in 0..40 {
-            let ts = (t - i * 60_000).to_string();
+    }
+    let mut rng = Rng(5);
+    for step in 0..20 {
+        // Into slots that exist: the replica sees HSETs of existing fields.
+        let ts = (t - rng.below(40) * 60_000).to_string();
+        let by = (1 + rng.below(9)).to_string();
+        let v = primary.cmd_value(&["TSCOUNTER.INCRBY", "c", &by, "AT", &ts]);
+        assert!(matches!(v, Value::Int(_)), "{k}: {v:?}");
+        wait_replica_synced(&primary, &replica);
+        let at = t.to_string();
+        for cmd in [
+            &["TSCOUNTER.SUM", "c", "1h", "10m", "1m", "AT", &at][..],
+            &["TSCOUNTER.RANGE", "c", "1m", "FROM", "0", "TO", &at],
+            &["TSCOUNTER.RANGE", "c", "1h", "TO", &at],
+        ] {
             assert_eq!(
-                primary.cmd_value(&["TSCOUNTER.INCRBY", "c", "1", "AT", &ts]),
-                v_int(1)
+                replica.cmd_value(cmd),
+                primary.cmd_value(cmd),
+                "{k}: step {step}: {cmd:?} on the replica"
             );
-        }
-        let mut rng = Rng(5);
-        for step in 0..20 {
-            // Into slots that exist: the replica sees HSETs of existing fields.
-            let ts = (t - rng.below(40) * 60_000).to_string();
-            let by = (1 + rng.below(9)).to_string();
-            let v = primary.cmd_value(&["TSCOUNTER.INCRBY", "c", &by, "AT", &ts]);
-            assert!(matches!(v, Value::Int(_)), "{k}: {v:?}");
-            wait_replica_synced(&primary, &replica);
-            let at = t.to_string();
-            for cmd in [
-                &["TSCOUNTER.SUM", "c", "1h", "10m", "1m", "AT", &at][..],
-                &["TSCOUNTER.RANGE", "c", "1m", "FROM", "0", "TO", &at],
-                &["TSCOUNTER.RANGE", "c", "1h", "TO", &at],
-            ] {
-                assert_eq!(
-                    replica.cmd_value(cmd),
-                    primary.cmd_value(cmd),
-                    "{k}: step {step}: {cmd:?} on the replica"
-                );
-            }
         }
     }
 }

@@ -12,13 +12,6 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 
 // ------------------------------------------------------------------------- helpers
 
-fn info_tally(srv: &Server, field: &str) -> i64 {
-    srv.info("tally")
-        .get(field)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in INFO tally"))
-}
-
 fn is_error(v: &Value) -> bool {
     error_text(v).is_some()
 }
@@ -49,426 +42,412 @@ fn assert_reads_answer(srv: &Server, key: &str, window: &str, what: &str) {
 
 // ------------------------------------------------------------- 1. bounded reads
 
+per_server!(quantile_of_many_fractions_is_one_walk);
 /// 20,001 fractions over a sketch of 10,000 buckets: one sort and one walk of the
 /// buckets, not one walk per fraction (that took 289 ms).
-#[test]
-fn quantile_of_many_fractions_is_one_walk() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let mut conn = srv.conn();
-        // gamma^i spreads the values over one bucket each: 10,000 buckets.
-        let gamma: f64 = (1.0 + 0.0099) / (1.0 - 0.0099);
-        let values: Vec<String> = (-1000..9000)
-            .map(|i| format!("{:e}", gamma.powi(i)))
-            .collect();
-        for chunk in values.chunks(1000) {
-            let mut c = vec!["STATS.ADD".to_string(), "q".to_string()];
-            c.extend(chunk.iter().cloned());
-            let replies = pipeline(&mut conn, &[c]);
-            assert!(!is_error(&replies[0]), "{}: {replies:?}", kind.name);
-        }
-        let mut rng = Rng(42);
-        let fractions: Vec<String> = (0..20_001).map(|_| format!("{}", rng.uniform())).collect();
-        let mut c = vec!["STATS.QUANTILE".to_string(), "q".to_string()];
-        c.extend(fractions.iter().cloned());
-        assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
-        let reply = srv.cmd_value(&c);
-        let per_call = usec_per_call(&srv, "stats.quantile");
-        let Value::Array(answers) = reply else {
-            panic!("{}: {reply:?}", kind.name);
-        };
-        assert_eq!(answers.len(), fractions.len(), "{}", kind.name);
-        // Answers are in argument order: spot-check against one fraction at a time.
-        for at in [0usize, 1, 777, 10_000, 20_000] {
-            let single = srv.cmd_value(&["STATS.QUANTILE", "q", fractions[at].as_str()]);
-            assert_eq!(
-                single,
-                v_arr(vec![answers[at].clone()]),
-                "{}: fraction {at}",
-                kind.name
-            );
-        }
-        // The machine may be loaded: the bound is 50 ms plus ten times what a native
-        // command with as many arguments takes now (one walk per fraction took ~1 s).
-        let mut zadd = vec!["ZADD".to_string(), "z".to_string()];
-        for f in &fractions {
-            zadd.push(f.clone());
-            zadd.push(f.clone());
-        }
-        assert!(!is_error(&srv.cmd_value(&zadd)));
-        let native = usec_per_call(&srv, "zadd");
-        assert!(
-            per_call < 50_000.0 + 10.0 * native,
-            "{}: STATS.QUANTILE of 20,001 fractions took {per_call} us (ZADD {native} us)",
+fn quantile_of_many_fractions_is_one_walk(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    // gamma^i spreads the values over one bucket each: 10,000 buckets.
+    let gamma: f64 = (1.0 + 0.0099) / (1.0 - 0.0099);
+    let values: Vec<String> = (-1000..9000)
+        .map(|i| format!("{:e}", gamma.powi(i)))
+        .collect();
+    for chunk in values.chunks(1000) {
+        let mut c = vec!["STATS.ADD".to_string(), "q".to_string()];
+        c.extend(chunk.iter().cloned());
+        let replies = pipeline(&mut conn, &[c]);
+        assert!(!is_error(&replies[0]), "{}: {replies:?}", kind.name);
+    }
+    let mut rng = Rng(42);
+    let fractions: Vec<String> = (0..20_001).map(|_| format!("{}", rng.uniform())).collect();
+    let mut c = vec!["STATS.QUANTILE".to_string(), "q".to_string()];
+    c.extend(fractions.iter().cloned());
+    assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+    let reply = srv.cmd_value(&c);
+    let per_call = usec_per_call(&srv, "stats.quantile");
+    let Value::Array(answers) = reply else {
+        panic!("{}: {reply:?}", kind.name);
+    };
+    assert_eq!(answers.len(), fractions.len(), "{}", kind.name);
+    // Answers are in argument order: spot-check against one fraction at a time.
+    for at in [0usize, 1, 777, 10_000, 20_000] {
+        let single = srv.cmd_value(&["STATS.QUANTILE", "q", fractions[at].as_str()]);
+        assert_eq!(
+            single,
+            v_arr(vec![answers[at].clone()]),
+            "{}: fraction {at}",
             kind.name
         );
-        srv.assert_alive();
     }
+    // The machine may be loaded: the bound is 50 ms plus ten times what a native
+    // command with as many arguments takes now (one walk per fraction took ~1 s).
+    let mut zadd = vec!["ZADD".to_string(), "z".to_string()];
+    for f in &fractions {
+        zadd.push(f.clone());
+        zadd.push(f.clone());
+    }
+    assert!(!is_error(&srv.cmd_value(&zadd)));
+    let native = usec_per_call(&srv, "zadd");
+    assert!(
+        per_call < 50_000.0 + 10.0 * native,
+        "{}: STATS.QUANTILE of 20,001 fractions took {per_call} us (ZADD {native} us)",
+        kind.name
+    );
+    srv.assert_alive();
 }
 
+per_server!(window_and_range_over_ten_thousand_periods_are_bounded);
 /// GET WINDOW and RANGE over KEEP=10000 stored periods: one pass over the stored data.
-#[test]
-fn window_and_range_over_ten_thousand_periods_are_bounded() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let mut conn = srv.conn();
-        assert_eq!(
-            srv.cmd_value(&["STATS.CREATE", "w", "PERIOD", "1s", "KEEP", "10000"]),
-            v_ok()
-        );
-        let now = server_ms(&srv);
-        // 9,995 periods: the clock moves on while they are written.
-        let cmds: Vec<Vec<String>> = (0..9_995i64)
-            .map(|i| {
-                vec![
-                    "STATS.ADD".into(),
-                    "w".into(),
-                    format!("{}", i % 97 + 1),
-                    "AT".into(),
-                    format!("{}", now - i * 1000),
-                ]
-            })
-            .collect();
-        for chunk in cmds.chunks(2000) {
-            for r in pipeline(&mut conn, chunk) {
-                assert!(!is_error(&r), "{}: {r:?}", kind.name);
-            }
+fn window_and_range_over_ten_thousand_periods_are_bounded(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    assert_eq!(
+        srv.cmd_value(&["STATS.CREATE", "w", "PERIOD", "1s", "KEEP", "10000"]),
+        v_ok()
+    );
+    let now = server_ms(&srv);
+    // 9,995 periods: the clock moves on while they are written.
+    let cmds: Vec<Vec<String>> = (0..9_995i64)
+        .map(|i| {
+            vec![
+                "STATS.ADD".into(),
+                "w".into(),
+                format!("{}", i % 97 + 1),
+                "AT".into(),
+                format!("{}", now - i * 1000),
+            ]
+        })
+        .collect();
+    for chunk in cmds.chunks(2000) {
+        for r in pipeline(&mut conn, chunk) {
+            assert!(!is_error(&r), "{}: {r:?}", kind.name);
         }
-        assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
-        let get = srv.cmd_value(&["STATS.GET", "w", "WINDOW", "10000s"]);
-        let count = map_pairs(&get)
-            .into_iter()
-            .find(|(k, _)| k == "count")
-            .map(|(_, v)| v);
-        // The oldest period may have left between the writes and the read.
+    }
+    assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+    let get = srv.cmd_value(&["STATS.GET", "w", "WINDOW", "10000s"]);
+    let count = map_pairs(&get)
+        .into_iter()
+        .find(|(k, _)| k == "count")
+        .map(|(_, v)| v);
+    // The oldest period may have left between the writes and the read.
+    assert!(
+        matches!(count, Some(Value::Int(n)) if (9_985..=9_995).contains(&n)),
+        "{}: {get:?}",
+        kind.name
+    );
+    let Value::Array(rows) = srv.cmd_value(&["STATS.RANGE", "w"]) else {
+        panic!("{}: RANGE is not an array", kind.name);
+    };
+    assert!(rows.len() >= 9_985, "{}: {}", kind.name, rows.len());
+    let q = srv.cmd_value(&["STATS.QUANTILE", "w", "0.5", "WINDOW", "10000s"]);
+    assert!(!is_error(&q), "{}: {q:?}", kind.name);
+    // One pass over the stored periods: compared with HGETALL, which touches every
+    // field once (the machine may be loaded). The module's hash scan makes two
+    // strings per field, so it costs a few times HGETALL. RANGE also answers 10,000
+    // maps.
+    assert!(!is_error(&srv.cmd_value(&["HGETALL", "w"])));
+    let native = usec_per_call(&srv, "hgetall");
+    for (command, bound) in [
+        ("stats.get", 1.0),
+        ("stats.quantile", 1.0),
+        ("stats.range", 2.0),
+    ] {
+        let us = usec_per_call(&srv, command);
         assert!(
-            matches!(count, Some(Value::Int(n)) if (9_985..=9_995).contains(&n)),
-            "{}: {get:?}",
+            us < bound * (20_000.0 + 10.0 * native),
+            "{}: {command} took {us} us (HGETALL {native} us)",
             kind.name
         );
-        let Value::Array(rows) = srv.cmd_value(&["STATS.RANGE", "w"]) else {
-            panic!("{}: RANGE is not an array", kind.name);
-        };
-        assert!(rows.len() >= 9_985, "{}: {}", kind.name, rows.len());
-        let q = srv.cmd_value(&["STATS.QUANTILE", "w", "0.5", "WINDOW", "10000s"]);
-        assert!(!is_error(&q), "{}: {q:?}", kind.name);
-        // One pass over the stored periods: compared with HGETALL, which touches every
-        // field once (the machine may be loaded). The module's hash scan makes two
-        // strings per field, so it costs a few times HGETALL. RANGE also answers 10,000
-        // maps.
-        assert!(!is_error(&srv.cmd_value(&["HGETALL", "w"])));
-        let native = usec_per_call(&srv, "hgetall");
-        for (command, bound) in [
-            ("stats.get", 1.0),
-            ("stats.quantile", 1.0),
-            ("stats.range", 2.0),
-        ] {
-            let us = usec_per_call(&srv, command);
-            assert!(
-                us < bound * (20_000.0 + 10.0 * native),
-                "{}: {command} took {us} us (HGETALL {native} us)",
-                kind.name
-            );
-        }
-        srv.assert_alive();
     }
+    srv.assert_alive();
 }
 
 // ------------------------------------------------------------ 2. edited objects
 
+per_server!(edited_fields_never_break_the_object);
 /// A user HSETs garbage into each kind of field, or HDELs one: the object keeps
 /// answering (the damaged period counts as empty and the next write replaces it), and it
 /// still leaves on time. A replica ends equal to the primary.
-#[test]
-fn edited_fields_never_break_the_object() {
-    for kind in server_kinds() {
-        let primary = Server::start(&kind);
-        let replica = Server::start(&kind);
-        replica.replicate_from(&primary);
-        wait_replica_synced(&primary, &replica);
-        let srv = &primary;
-        // A forged sketch that claims 2^40 buckets, and one with a huge index.
-        let huge_count: &[u8] = &[1, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 2, 1];
-        let huge_index: &[u8] = &[1, 0, 0, 1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 1];
-        let edits: Vec<(&str, Vec<Vec<u8>>)> = vec![
-            (
-                "moments garbage",
-                vec![b"HSET".to_vec(), b"{m}".to_vec(), b"garbage".to_vec()],
-            ),
-            (
-                "sketch garbage",
-                vec![b"HSET".to_vec(), b"{q}".to_vec(), b"garbage".to_vec()],
-            ),
-            (
-                "sketch huge count",
-                vec![b"HSET".to_vec(), b"{q}".to_vec(), huge_count.to_vec()],
-            ),
-            (
-                "sketch huge index",
-                vec![b"HSET".to_vec(), b"{q}".to_vec(), huge_index.to_vec()],
-            ),
-            (
-                "moments huge values",
-                vec![
-                    b"HSET".to_vec(),
-                    b"{m}".to_vec(),
-                    b"1 1e308 0 1e308 1e308 1e308 1e308".to_vec(),
-                ],
-            ),
-            ("moments deleted", vec![b"HDEL".to_vec(), b"{m}".to_vec()]),
-            ("sketch deleted", vec![b"HDEL".to_vec(), b"{q}".to_vec()]),
-            (
-                "foreign field",
-                vec![b"HSET".to_vec(), b"5:m".to_vec(), b"x".to_vec()],
-            ),
-        ];
-        const PERIOD: u64 = 300;
-        for (n, (what, edit)) in edits.iter().enumerate() {
-            let key = format!("e{n}");
-            assert_eq!(
-                srv.cmd_value(&["STATS.CREATE", &key, "PERIOD", "300ms", "KEEP", "2"]),
-                v_ok()
-            );
-            let v = srv.cmd_value(&["STATS.ADD", &key, "1", "2", "3"]);
-            assert!(!is_error(&v), "{}: {what}: {v:?}", kind.name);
-            let fields = hgetall(srv, &key);
-            let m = fields
-                .keys()
-                .find(|f| f.ends_with(":m"))
-                .unwrap_or_else(|| panic!("no :m field in {fields:?}"))
-                .clone();
-            let q = m.replace(":m", ":q");
-            let mut c: Vec<Vec<u8>> = vec![edit[0].clone(), key.as_bytes().to_vec()];
-            for a in &edit[1..] {
-                c.push(match a.as_slice() {
-                    b"{m}" => m.as_bytes().to_vec(),
-                    b"{q}" => q.as_bytes().to_vec(),
-                    _ => a.clone(),
-                });
-            }
-            let v = srv.cmd_value(&c);
-            assert!(!is_error(&v), "{}: {what}: {v:?}", kind.name);
-            assert_reads_answer(srv, &key, "600ms", what);
-            // Writes to the damaged period answer too, and replace it.
-            let v = srv.cmd_value(&["STATS.ADD", &key, "10"]);
-            assert!(!is_error(&v), "{}: {what}: ADD -> {v:?}", kind.name);
-            assert_reads_answer(srv, &key, "600ms", what);
-            assert!(
-                !is_error(&srv.cmd_value(&["STATS.QUANTILE", &key, "0.5"])),
-                "{}: {what}",
-                kind.name
-            );
-        }
-        // Every object leaves once its periods have (KEEP 2 x 300 ms), except the one
-        // with a field tally never wrote (the user's field stays, with the settings).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut left: Vec<usize> = (0..edits.len()).collect();
-        while !left.is_empty() && Instant::now() < deadline {
-            left.retain(|n| {
-                let key = format!("e{n}");
-                let fields = hgetall(srv, &key);
-                fields
-                    .keys()
-                    .any(|f| (f.ends_with(":m") || f.ends_with(":q")) && f != "5:m")
-            });
-            std::thread::sleep(Duration::from_millis(PERIOD / 3));
-        }
+fn edited_fields_never_break_the_object(kind: &ServerKind) {
+    let primary = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&primary);
+    wait_replica_synced(&primary, &replica);
+    let srv = &primary;
+    // A forged sketch that claims 2^40 buckets, and one with a huge index.
+    let huge_count: &[u8] = &[1, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 2, 1];
+    let huge_index: &[u8] = &[1, 0, 0, 1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 1];
+    let edits: Vec<(&str, Vec<Vec<u8>>)> = vec![
+        (
+            "moments garbage",
+            vec![b"HSET".to_vec(), b"{m}".to_vec(), b"garbage".to_vec()],
+        ),
+        (
+            "sketch garbage",
+            vec![b"HSET".to_vec(), b"{q}".to_vec(), b"garbage".to_vec()],
+        ),
+        (
+            "sketch huge count",
+            vec![b"HSET".to_vec(), b"{q}".to_vec(), huge_count.to_vec()],
+        ),
+        (
+            "sketch huge index",
+            vec![b"HSET".to_vec(), b"{q}".to_vec(), huge_index.to_vec()],
+        ),
+        (
+            "moments huge values",
+            vec![
+                b"HSET".to_vec(),
+                b"{m}".to_vec(),
+                b"1 1e308 0 1e308 1e308 1e308 1e308".to_vec(),
+            ],
+        ),
+        ("moments deleted", vec![b"HDEL".to_vec(), b"{m}".to_vec()]),
+        ("sketch deleted", vec![b"HDEL".to_vec(), b"{q}".to_vec()]),
+        (
+            "foreign field",
+            vec![b"HSET".to_vec(), b"5:m".to_vec(), b"x".to_vec()],
+        ),
+    ];
+    const PERIOD: u64 = 300;
+    for (n, (what, edit)) in edits.iter().enumerate() {
+        let key = format!("e{n}");
         assert_eq!(
-            left,
-            Vec::<usize>::new(),
-            "{}: periods never left",
-            kind.name
+            srv.cmd_value(&["STATS.CREATE", &key, "PERIOD", "300ms", "KEEP", "2"]),
+            v_ok()
         );
-        for n in 0..edits.len() - 1 {
-            assert!(!exists(srv, format!("e{n}")), "{}: e{n} stayed", kind.name);
+        let v = srv.cmd_value(&["STATS.ADD", &key, "1", "2", "3"]);
+        assert!(!is_error(&v), "{}: {what}: {v:?}", kind.name);
+        let fields = hgetall(srv, &key);
+        let m = fields
+            .keys()
+            .find(|f| f.ends_with(":m"))
+            .unwrap_or_else(|| panic!("no :m field in {fields:?}"))
+            .clone();
+        let q = m.replace(":m", ":q");
+        let mut c: Vec<Vec<u8>> = vec![edit[0].clone(), key.as_bytes().to_vec()];
+        for a in &edit[1..] {
+            c.push(match a.as_slice() {
+                b"{m}" => m.as_bytes().to_vec(),
+                b"{q}" => q.as_bytes().to_vec(),
+                _ => a.clone(),
+            });
         }
-        let max_tick = info_tally(srv, "tally_max_tick_us");
+        let v = srv.cmd_value(&c);
+        assert!(!is_error(&v), "{}: {what}: {v:?}", kind.name);
+        assert_reads_answer(srv, &key, "600ms", what);
+        // Writes to the damaged period answer too, and replace it.
+        let v = srv.cmd_value(&["STATS.ADD", &key, "10"]);
+        assert!(!is_error(&v), "{}: {what}: ADD -> {v:?}", kind.name);
+        assert_reads_answer(srv, &key, "600ms", what);
         assert!(
-            max_tick < 10_000,
-            "{}: a tick took {max_tick} us",
+            !is_error(&srv.cmd_value(&["STATS.QUANTILE", &key, "0.5"])),
+            "{}: {what}",
             kind.name
         );
-        assert_replica_equal(&primary, &replica, "after the edits");
-        srv.assert_alive();
-        replica.assert_alive();
     }
+    // Every object leaves once its periods have (KEEP 2 x 300 ms), except the one
+    // with a field tally never wrote (the user's field stays, with the settings).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left: Vec<usize> = (0..edits.len()).collect();
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|n| {
+            let key = format!("e{n}");
+            let fields = hgetall(srv, &key);
+            fields
+                .keys()
+                .any(|f| (f.ends_with(":m") || f.ends_with(":q")) && f != "5:m")
+        });
+        std::thread::sleep(Duration::from_millis(PERIOD / 3));
+    }
+    assert_eq!(
+        left,
+        Vec::<usize>::new(),
+        "{}: periods never left",
+        kind.name
+    );
+    for n in 0..edits.len() - 1 {
+        assert!(!exists(srv, format!("e{n}")), "{}: e{n} stayed", kind.name);
+    }
+    let max_tick = info_i64(srv, "tally", "tally_max_tick_us");
+    assert!(
+        max_tick < 10_000,
+        "{}: a tick took {max_tick} us",
+        kind.name
+    );
+    assert_replica_equal(&primary, &replica, "after the edits");
+    srv.assert_alive();
+    replica.assert_alive();
 }
 
+per_server!(edited_markers_are_refused_or_bounded);
 /// The marker: garbage or another family makes the hash something else (a user's hash
 /// is never taken over); valid but extreme settings stay within the documented bounds.
-#[test]
-fn edited_markers_are_refused_or_bounded() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        for (n, marker) in [
-            "garbage",
-            "stats 1ms 99999999999",
-            "stats 9223372036854775807 2",
-            "stats 1ms -5",
-            "stats",
-        ]
-        .iter()
-        .enumerate()
-        {
-            let key = format!("m{n}");
-            assert!(!is_error(&srv.cmd_value(&["STATS.ADD", &key, "1"])));
-            assert_eq!(srv.cmd_value(&["HSET", &key, "_tally", marker]), v_int(0));
-            for c in reads(&key, "1h") {
-                assert_eq!(
-                    srv.cmd_value(&c),
-                    v_err(WRONGTYPE),
-                    "{}: {marker}",
-                    kind.name
-                );
-            }
+fn edited_markers_are_refused_or_bounded(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    for (n, marker) in [
+        "garbage",
+        "stats 1ms 99999999999",
+        "stats 9223372036854775807 2",
+        "stats 1ms -5",
+        "stats",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let key = format!("m{n}");
+        assert!(!is_error(&srv.cmd_value(&["STATS.ADD", &key, "1"])));
+        assert_eq!(srv.cmd_value(&["HSET", &key, "_tally", marker]), v_int(0));
+        for c in reads(&key, "1h") {
             assert_eq!(
-                srv.cmd_value(&["STATS.ADD", &key, "1"]),
+                srv.cmd_value(&c),
                 v_err(WRONGTYPE),
                 "{}: {marker}",
                 kind.name
             );
         }
-        // The most extreme valid settings: 1 ms periods, KEEP 10000, on an object whose
-        // periods were written with 1 h periods, plus 10,000 foreign fields.
-        assert!(!is_error(&srv.cmd_value(&["STATS.ADD", "x", "1", "2"])));
-        let mut c = vec!["HSET".to_string(), "x".to_string()];
-        for i in 0..10_000 {
-            c.push(format!("junk{i}"));
-            c.push("v".into());
-        }
-        assert_eq!(srv.cmd_value(&c), v_int(10_000));
         assert_eq!(
-            srv.cmd_value(&["HSET", "x", "_tally", "stats 1ms 10000"]),
-            v_int(0)
-        );
-        assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
-        for _ in 0..20 {
-            assert_reads_answer(&srv, "x", "10s", "extreme marker");
-            let v = srv.cmd_value(&["STATS.ADD", "x", "5"]);
-            assert!(!is_error(&v), "{}: {v:?}", kind.name);
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        for command in ["stats.add", "stats.get", "stats.info", "stats.range"] {
-            let us = usec_per_call(&srv, command);
-            assert!(us < 10_000.0, "{}: {command} took {us} us", kind.name);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        let max_tick = info_tally(&srv, "tally_max_tick_us");
-        assert!(
-            max_tick < 10_000,
-            "{}: a tick took {max_tick} us",
+            srv.cmd_value(&["STATS.ADD", &key, "1"]),
+            v_err(WRONGTYPE),
+            "{}: {marker}",
             kind.name
         );
-        srv.assert_alive();
     }
+    // The most extreme valid settings: 1 ms periods, KEEP 10000, on an object whose
+    // periods were written with 1 h periods, plus 10,000 foreign fields.
+    assert!(!is_error(&srv.cmd_value(&["STATS.ADD", "x", "1", "2"])));
+    let mut c = vec!["HSET".to_string(), "x".to_string()];
+    for i in 0..10_000 {
+        c.push(format!("junk{i}"));
+        c.push("v".into());
+    }
+    assert_eq!(srv.cmd_value(&c), v_int(10_000));
+    assert_eq!(
+        srv.cmd_value(&["HSET", "x", "_tally", "stats 1ms 10000"]),
+        v_int(0)
+    );
+    assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+    for _ in 0..20 {
+        assert_reads_answer(&srv, "x", "10s", "extreme marker");
+        let v = srv.cmd_value(&["STATS.ADD", "x", "5"]);
+        assert!(!is_error(&v), "{}: {v:?}", kind.name);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for command in ["stats.add", "stats.get", "stats.info", "stats.range"] {
+        let us = usec_per_call(&srv, command);
+        assert!(us < 10_000.0, "{}: {command} took {us} us", kind.name);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let max_tick = info_i64(&srv, "tally", "tally_max_tick_us");
+    assert!(
+        max_tick < 10_000,
+        "{}: a tick took {max_tick} us",
+        kind.name
+    );
+    srv.assert_alive();
 }
 
+per_server!(foreign_fields_do_not_make_visits_or_writes_walk_them);
 /// 200,000 foreign fields in an object with 100 ms periods: neither the writes nor the
 /// timer visits (one each time a period leaves) walk them all every time.
-#[test]
-fn foreign_fields_do_not_make_visits_or_writes_walk_them() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let mut conn = srv.conn();
-        assert_eq!(
-            srv.cmd_value(&["STATS.CREATE", "j", "PERIOD", "100ms", "KEEP", "3"]),
-            v_ok()
-        );
-        for chunk in 0..20 {
-            let mut c = vec!["HSET".to_string(), "j".to_string()];
-            for i in 0..10_000 {
-                c.push(format!("junk{chunk}:{i}"));
-                c.push("v".into());
-            }
-            let r = pipeline(&mut conn, &[c]);
-            assert_eq!(r, vec![v_int(10_000)]);
+fn foreign_fields_do_not_make_visits_or_writes_walk_them(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    assert_eq!(
+        srv.cmd_value(&["STATS.CREATE", "j", "PERIOD", "100ms", "KEEP", "3"]),
+        v_ok()
+    );
+    for chunk in 0..20 {
+        let mut c = vec!["HSET".to_string(), "j".to_string()];
+        for i in 0..10_000 {
+            c.push(format!("junk{chunk}:{i}"));
+            c.push("v".into());
         }
-        assert_eq!(
-            srv.cmd_value(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]),
-            v_ok()
-        );
-        assert_eq!(srv.cmd_value(&["SLOWLOG", "RESET"]), v_ok());
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_millis(1500) {
-            let v = srv.cmd_value(&["STATS.ADD", "j", "1"]);
-            assert!(!is_error(&v), "{}: {v:?}", kind.name);
-            assert_reads_answer(&srv, "j", "300ms", "junk");
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-        let slow = srv.cmd_value(&["SLOWLOG", "GET", "100"]);
-        let text = format!("{slow:?}").to_lowercase();
-        assert!(!text.contains("stats."), "{}: slow: {slow:?}", kind.name);
-        let max_tick = info_tally(&srv, "tally_max_tick_us");
-        assert!(
-            max_tick < 10_000,
-            "{}: a tick took {max_tick} us",
-            kind.name
-        );
-        srv.assert_alive();
+        let r = pipeline(&mut conn, &[c]);
+        assert_eq!(r, vec![v_int(10_000)]);
     }
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]),
+        v_ok()
+    );
+    assert_eq!(srv.cmd_value(&["SLOWLOG", "RESET"]), v_ok());
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        let v = srv.cmd_value(&["STATS.ADD", "j", "1"]);
+        assert!(!is_error(&v), "{}: {v:?}", kind.name);
+        assert_reads_answer(&srv, "j", "300ms", "junk");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let slow = srv.cmd_value(&["SLOWLOG", "GET", "100"]);
+    let text = format!("{slow:?}").to_lowercase();
+    assert!(!text.contains("stats."), "{}: slow: {slow:?}", kind.name);
+    let max_tick = info_i64(&srv, "tally", "tally_max_tick_us");
+    assert!(
+        max_tick < 10_000,
+        "{}: a tick took {max_tick} us",
+        kind.name
+    );
+    srv.assert_alive();
 }
 
 // ------------------------------------------------------------ 3. timer visits
 
+per_server!(a_visit_that_changes_nothing_keeps_watch);
 /// A visit that changes nothing (here: the one a RENAME asks for) does not open the key
 /// for writing, which would abort a WATCHing transaction.
 ///
 /// NEEDS the lead's change to `commands::expire_key` (src/commands/mod.rs) opening the
 /// scheduled key read-only; the STATS visit itself reopens it for writing only when it
 /// deletes something.
-#[test]
-fn a_visit_that_changes_nothing_keeps_watch() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        assert!(!is_error(&srv.cmd_value(&["STATS.ADD", "s", "1"])));
-        let mut conn = srv.conn();
-        // One pipeline: the WATCH comes before any timer tick.
-        let r = pipeline(&mut conn, &[vec!["RENAME", "s", "s2"], vec!["WATCH", "s2"]]);
-        assert_eq!(r, vec![v_ok(), v_ok()], "{}", kind.name);
-        // The rename schedules a visit at once; let several ticks pass.
-        let visited = info_tally(&srv, "tally_keys_visited");
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            info_tally(&srv, "tally_keys_visited") > visited,
-            "{}: no visit",
-            kind.name
-        );
-        let r = pipeline(&mut conn, &[vec!["MULTI"], vec!["PING"], vec!["EXEC"]]);
-        assert_eq!(
-            r.get(2),
-            Some(&v_arr(vec![v_simple("PONG")])),
-            "{}: the visit invalidated WATCH",
-            kind.name
-        );
-        srv.assert_alive();
-    }
+fn a_visit_that_changes_nothing_keeps_watch(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    assert!(!is_error(&srv.cmd_value(&["STATS.ADD", "s", "1"])));
+    let mut conn = srv.conn();
+    // One pipeline: the WATCH comes before any timer tick.
+    let r = pipeline(&mut conn, &[vec!["RENAME", "s", "s2"], vec!["WATCH", "s2"]]);
+    assert_eq!(r, vec![v_ok(), v_ok()], "{}", kind.name);
+    // The rename schedules a visit at once; let several ticks pass.
+    let visited = info_i64(&srv, "tally", "tally_keys_visited");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        info_i64(&srv, "tally", "tally_keys_visited") > visited,
+        "{}: no visit",
+        kind.name
+    );
+    let r = pipeline(&mut conn, &[vec!["MULTI"], vec!["PING"], vec!["EXEC"]]);
+    assert_eq!(
+        r.get(2),
+        Some(&v_arr(vec![v_simple("PONG")])),
+        "{}: the visit invalidated WATCH",
+        kind.name
+    );
+    srv.assert_alive();
 }
 
 // ------------------------------------------------------ 5. schedule gives back
 
+per_server!(deleted_objects_leave_the_schedule);
 /// 2,000 x (STATS.ADD, DEL): the schedule forgets deleted objects.
 ///
 /// NEEDS the lead's keyspace-event fix (src/commands/mod.rs, src/expiry.rs: a `del`
 /// event unschedules the key); it fails on a branch without it.
-#[test]
-fn deleted_objects_leave_the_schedule() {
-    for kind in server_kinds() {
-        let srv = Server::start(&kind);
-        let mut conn = srv.conn();
-        let cmds: Vec<Vec<String>> = (0..2000)
-            .flat_map(|i| {
-                [
-                    vec!["STATS.ADD".to_string(), format!("s:{i}"), "1".into()],
-                    vec!["DEL".to_string(), format!("s:{i}")],
-                ]
-            })
-            .collect();
-        for r in pipeline(&mut conn, &cmds) {
-            assert!(!is_error(&r), "{}: {r:?}", kind.name);
-        }
-        let tracked = info_tally(&srv, "tally_tracked_objects");
-        assert!(tracked <= 5, "{}: {tracked} tracked", kind.name);
-        srv.assert_alive();
+fn deleted_objects_leave_the_schedule(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    let cmds: Vec<Vec<String>> = (0..2000)
+        .flat_map(|i| {
+            [
+                vec!["STATS.ADD".to_string(), format!("s:{i}"), "1".into()],
+                vec!["DEL".to_string(), format!("s:{i}")],
+            ]
+        })
+        .collect();
+    for r in pipeline(&mut conn, &cmds) {
+        assert!(!is_error(&r), "{}: {r:?}", kind.name);
     }
+    let tracked = info_i64(&srv, "tally", "tally_tracked_objects");
+    assert!(tracked <= 5, "{}: {tracked} tracked", kind.name);
+    srv.assert_alive();
 }
