@@ -113,6 +113,15 @@ impl<'a> HashSlots<'a> {
         Some(at)
     }
 
+    /// Keeps a counter read from valid stored fields with the mirror, for the next command.
+    fn remember_counter(&mut self, loaded: &Loaded) {
+        if let Some(mirror) = self.mirror.as_deref_mut() {
+            if mirror.counter.is_none() && !loaded.state_rebuilt {
+                mirror.counter = Some(loaded.counter.clone());
+            }
+        }
+    }
+
     /// Records the hash's field count in the mirror once the command's writes are done.
     fn sync_mirror(&mut self) {
         if let Some(mirror) = self.mirror.as_deref_mut() {
@@ -371,9 +380,18 @@ fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
     }
 }
 
-/// Reads a counter for a command: a rebuild may walk the whole hash (bounded by its data).
-fn load_for_command(key: &Key, now: i64) -> Result<Option<Counter>> {
-    Ok(load(key, now, usize::MAX)?.map(|loaded| loaded.counter))
+/// Reads a counter for a command: from its mirror when it has a valid one, else from its
+/// hash (a rebuild may walk the whole hash, bounded by its data).
+fn load_for_command(ctx: &Context, key: &Key, name: &[u8], now: i64) -> Result<Option<Loaded>> {
+    if key.kind() == KeyKind::Hash {
+        if let Some(counter) = mirror::cached_counter(selected_db(ctx), name, key.len()) {
+            return Ok(Some(Loaded {
+                counter,
+                state_rebuilt: false,
+            }));
+        }
+    }
+    load(key, now, usize::MAX)
 }
 
 /// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
@@ -388,6 +406,7 @@ fn save(
     old_tracks: Option<&[Track]>,
     is_new: bool,
     mut effects: HashEffects,
+    mirror: Option<&mut Mirror>,
 ) -> bool {
     let deleted = counter.stored_slots() == 0 && !is_new;
     if deleted {
@@ -403,6 +422,9 @@ fn save(
             let state = counter.state(now_ms());
             key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
             effects.set(STATE_FIELD, state);
+        }
+        if let Some(mirror) = mirror {
+            mirror.counter = Some(counter.clone());
         }
     }
     if !effects.is_empty() {
@@ -469,7 +491,7 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     let now = now_ms();
     let ts = parse_at(args, now)?;
     let key = Key::open(ctx, name, true);
-    let loaded = load(&key, now, usize::MAX)?;
+    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
     let is_new = loaded.is_none();
     let (mut counter, old_tracks) = match loaded {
         Some(Loaded {
@@ -495,6 +517,7 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
                 old_tracks.as_deref(),
                 is_new,
                 effects,
+                slots.mirror.as_deref_mut(),
             );
         }
         Ok((reply, deleted))
@@ -516,10 +539,11 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let now = now_ms();
     let t = parse_at(&mut args, now)?;
     let key = Key::open(ctx, name, false);
-    let counter = load_for_command(&key, now)?;
-    let sums = match counter {
-        Some(counter) => with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
-            counter.sum(slots, now, t, &windows)
+    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
+    let sums = match loaded {
+        Some(loaded) => with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
+            slots.remember_counter(&loaded);
+            loaded.counter.sum(slots, now, t, &windows)
         })?,
         None => {
             // A missing key answers as an empty counter with the default resolutions, so a
@@ -551,10 +575,12 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
     }
     let key = Key::open(ctx, name, false);
-    let Some(counter) = load_for_command(&key, now_ms())? else {
+    let Some(loaded) = load_for_command(ctx, &key, name.as_slice(), now_ms())? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let rows = with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
+        slots.remember_counter(&loaded);
+        let counter = &loaded.counter;
         counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
     })?;
     Ok(Reply::pairs(rows.into_iter().map(|(start, count)| {
@@ -568,7 +594,8 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Err(Error::Arity("tscounter.info".into()));
     }
     let key = Key::open(ctx, name, false);
-    let Some(counter) = load_for_command(&key, now_ms())? else {
+    let Some(Loaded { counter, .. }) = load_for_command(ctx, &key, name.as_slice(), now_ms())?
+    else {
         return Ok(Reply::Nil);
     };
     let (mut first, mut last, mut slots) = (None::<i64>, None::<i64>, 0i64);
@@ -648,6 +675,7 @@ pub fn expire(
                 old_tracks.as_deref(),
                 false,
                 effects,
+                slots.mirror.as_deref_mut(),
             );
         (trimmed, deleted)
     });

@@ -22,6 +22,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::os::raw::c_int;
 
+use crate::counter::Counter;
+
 /// At most this many slots are mirrored in all; past it every mirror is dropped and the
 /// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
 const MAX_MIRRORED_SLOTS: usize = 1_000_000;
@@ -36,6 +38,9 @@ pub struct Mirror {
     pub slots: BTreeMap<(i64, i64), i64>,
     /// Field count of the hash when the mirror was last known to match it.
     pub fields: usize,
+    /// The counter's settings and bookkeeping as last written by tally (its `_tally` and
+    /// `_state`, parsed), so a command on a mirrored counter reads nothing from the hash.
+    pub counter: Option<Counter>,
 }
 
 #[derive(Default)]
@@ -155,6 +160,22 @@ fn is_hot(db: c_int, name: &[u8]) -> bool {
             return true;
         }
         false
+    })
+}
+
+/// The parsed counter kept with the mirror of `name` in `db`, if the mirror is valid for a
+/// hash of `fields` fields.
+pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
+    MIRRORS.with(|cell| {
+        let mirrors = cell.try_borrow().ok()?;
+        if CLEAR_PENDING.with(Cell::get) {
+            return None;
+        }
+        let mirror = mirrors.by_db.get(&db)?.get(name)?;
+        if mirror.fields != fields {
+            return None;
+        }
+        mirror.counter.clone()
     })
 }
 
