@@ -112,7 +112,8 @@ proptest! {
         let _ = crate::stats::parse_keep(&bytes);
         let _ = crate::stats::parse_field(&bytes);
         let _ = crate::stats::Settings::from_marker(&bytes);
-        let _ = crate::rank::Meta::parse(&bytes);
+        let _ = crate::rank::Meta::from_fields(&bytes, None);
+        let _ = crate::rank::Meta::from_fields(&bytes, Some(&bytes));
         let _ = crate::rank::has_hash_tag(&bytes);
         let _ = crate::rank::base_of_meta(&bytes);
     }
@@ -384,15 +385,24 @@ proptest! {
         lo in -(1i64 << 50)..(1i64 << 50),
         span in -5i64..1000,
     ) {
-        use crate::rank::Meta;
-        // Bookkeeping spans are bounded: a marker whose span does not fit in two windows
-        // is refused (tally never writes one), every other one round-trips.
+        use crate::rank::{Meta, MetaLayout};
+        // Bookkeeping spans are bounded: a meta whose span does not fit in two windows
+        // is refused (tally never writes one), every other one round-trips, in the
+        // current layout and in the four-number layout of older metas.
         let hi = lo + span;
         let mut m = Meta::new(slot * slots, slot);
         m.lo = lo;
         m.hi = hi;
-        let expected = (span < 2 * slots).then_some(m);
-        prop_assert_eq!(Meta::parse(m.marker().as_bytes()), expected);
+        let fits = span < 2 * slots;
+        prop_assert_eq!(
+            Meta::from_fields(m.marker().as_bytes(), Some(m.slots_value().as_bytes())),
+            fits.then_some((m, MetaLayout::Current))
+        );
+        let four = format!("rank {} {} {lo} {hi}", m.window, m.slot);
+        prop_assert_eq!(
+            Meta::from_fields(four.as_bytes(), None),
+            fits.then_some((m, MetaLayout::FourNumberMarker))
+        );
         let _ = m.next_due();
         let _ = m.pending_range(lo);
         let _ = m.live_range(hi);

@@ -1,20 +1,25 @@
 //! Pure leaderboard (TSRANK) logic. No Redis imports: settings and bookkeeping, names of
 //! derived keys, and the ranking algorithms used while an expired slot is still being
-//! subtracted. The command layer (`commands/rank.rs`) feeds these from native keys.
+//! subtracted. The command layer (`commands/rank/`) feeds these from native keys.
 //!
 //! Layout of one leaderboard `key` (all keys start with `key`, so a hash tag in `key`
 //! keeps them in one cluster slot):
 //! * `key`: a native sorted set of window totals (`ZREVRANGE key 0 9 WITHSCORES`);
-//! * `key|meta`: a hash whose `_tally` field is `rank <window ms> <slot ms> <lo> <hi>`:
-//!   settings and the range of slot indexes that may still have a slot hash
-//!   (`hi < lo`: none);
+//! * `key|meta`: a hash whose `_tally` field is `rank <window ms> <slot ms>` (the
+//!   settings, never changed after CREATE) and whose `_slots` field is `<lo> <hi>`: the
+//!   range of slot indexes that may still have a slot hash (`hi < lo`: none). Metas
+//!   written before `_slots` existed hold all four numbers in `_tally` and no `_slots`
+//!   ([`MetaLayout::FourNumberMarker`]): they load, and the next write of the range
+//!   rewrites them in the current layout. Any other combination is not a leaderboard;
+//! * `_edited` (present or not) on `key|meta`: the board is quarantined (see
+//!   `commands/rank/lifecycle.rs`);
 //! * `key|slot|<slot index>`: a hash `member -> count` of the events of one slot
 //!   (slot index = slot start / slot length).
 //!
 //! Invariant: every existing slot hash has an index in the meta's `lo ..= hi`, and a slot
 //! hash is created only where the meta hash is. So while a reshard splits a board between
 //! two nodes, a slot index outside `lo ..= hi` has no hash on either node and may be
-//! created; one inside that is missing may be on the other node (see `commands/rank.rs`).
+//! created; one inside that is missing may be on the other node (see `commands/rank/`).
 //!
 //! Exactness while an expiry is in progress: expiry subtracts a member's count from the
 //! totals and removes the member from the expiring slot's hash in the same step. So at any
@@ -46,6 +51,16 @@ pub const MAX_TOTAL: i64 = 1 << 53;
 /// `rank 10000 1 0 1000000` would make every TOP walk a million names). Tally never writes
 /// one: a write that would stretch the span this far waits for expiry (TRYAGAIN).
 pub const SPAN_WINDOWS: i64 = 2;
+
+/// How a meta hash stored its settings and slot range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaLayout {
+    /// `_tally` = `rank <window> <slot>`, `_slots` = `<lo> <hi>`.
+    Current,
+    /// `_tally` = `rank <window> <slot> <lo> <hi>` and no `_slots` (the first layout):
+    /// still read; the next write of the range migrates it to [`MetaLayout::Current`].
+    FourNumberMarker,
+}
 
 /// Settings and slot bookkeeping of one leaderboard, stored in its meta hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,29 +150,51 @@ impl Meta {
         (!self.is_empty()).then(|| leaves_at(self.lo, self.slot, self.slots()))
     }
 
-    /// The `_tally` field's value.
+    /// The `_tally` field's value: family and settings (never changes after CREATE).
     pub fn marker(&self) -> String {
-        let settings = format!("{} {} {} {}", self.window, self.slot, self.lo, self.hi);
+        let settings = format!("{} {}", self.window, self.slot);
         layout::marker(layout::RANK, &settings)
     }
 
-    /// Parses a `_tally` value; `None` if it is not a valid leaderboard marker.
-    pub fn parse(marker: &[u8]) -> Option<Meta> {
-        let rest = layout::settings_of(marker, layout::RANK)?;
-        let mut fields = rest.split(' ').map(|f| parse_i64(f.as_bytes()).ok());
-        let meta = Meta {
-            window: fields.next()??,
-            slot: fields.next()??,
-            lo: fields.next()??,
-            hi: fields.next()??,
+    /// The `_slots` field's value: the range of slot indexes that may have a slot hash.
+    pub fn slots_value(&self) -> String {
+        format!("{} {}", self.lo, self.hi)
+    }
+
+    /// A meta from the `_tally` value and the `_slots` value (if the field exists), and
+    /// the layout they were stored in; `None` if they do not make a valid leaderboard
+    /// meta (see the module comment: forged or garbage fields, a span that does not fit).
+    pub fn from_fields(marker: &[u8], slots: Option<&[u8]>) -> Option<(Meta, MetaLayout)> {
+        let settings = layout::settings_of(marker, layout::RANK)?.as_bytes();
+        let (meta, layout) = match slots {
+            Some(slots) => {
+                let [window, slot] = numbers(settings)?;
+                let [lo, hi] = numbers(slots)?;
+                (
+                    Meta {
+                        window,
+                        slot,
+                        lo,
+                        hi,
+                    },
+                    MetaLayout::Current,
+                )
+            }
+            None => {
+                let [window, slot, lo, hi] = numbers(settings)?;
+                let meta = Meta {
+                    window,
+                    slot,
+                    lo,
+                    hi,
+                };
+                (meta, MetaLayout::FourNumberMarker)
+            }
         };
-        if fields.next().is_some()
-            || validate_settings(meta.window, meta.slot).is_err()
-            || !meta.span_fits()
-        {
+        if validate_settings(meta.window, meta.slot).is_err() || !meta.span_fits() {
             return None;
         }
-        Some(meta)
+        Some((meta, layout))
     }
 
     /// Number of slots in `TOP ... WINDOW dur`: a multiple of SLOT, at most WINDOW.
@@ -169,6 +206,16 @@ impl Meta {
         }
         Ok(dur / self.slot)
     }
+}
+
+/// Exactly `N` integers separated by single spaces.
+fn numbers<const N: usize>(text: &[u8]) -> Option<[i64; N]> {
+    let mut out = [0i64; N];
+    let mut fields = text.split(|&b| b == b' ');
+    for number in &mut out {
+        *number = parse_i64(fields.next()?).ok()?;
+    }
+    fields.next().is_none().then_some(out)
 }
 
 /// Name of the meta hash of leaderboard `base`.
@@ -341,25 +388,72 @@ mod tests {
         assert_eq!(base_of_part(b"|meta"), Some(&b""[..]));
     }
 
-    #[test]
-    fn a_span_that_does_not_fit_its_window_is_not_a_leaderboard() {
-        // 10000 slots of 1 ms: a span of a million slot indexes is a forgery.
-        assert_eq!(Meta::parse(b"rank 10000 1 0 1000000"), None);
-        assert!(Meta::parse(b"rank 10000 1 0 19999").is_some());
-        assert_eq!(Meta::parse(b"rank 10000 1 0 20000"), None);
-        assert!(Meta::parse(b"rank 10000 1 5 4").is_some());
+    /// The meta as stored in the current layout: `(_tally, _slots)`.
+    fn fields(marker: &str, slots: &str) -> Option<(Meta, MetaLayout)> {
+        Meta::from_fields(marker.as_bytes(), Some(slots.as_bytes()))
+    }
+
+    /// The meta as stored in the first layout: four numbers in `_tally`, no `_slots`.
+    fn four_numbers(marker: &str) -> Option<(Meta, MetaLayout)> {
+        Meta::from_fields(marker.as_bytes(), None)
     }
 
     #[test]
-    fn marker_round_trip_and_rejects() {
+    fn a_span_that_does_not_fit_its_window_is_not_a_leaderboard() {
+        // 10000 slots of 1 ms: a span of a million slot indexes is a forgery.
+        assert_eq!(fields("rank 10000 1", "0 1000000"), None);
+        assert!(fields("rank 10000 1", "0 19999").is_some());
+        assert_eq!(fields("rank 10000 1", "0 20000"), None);
+        assert!(fields("rank 10000 1", "5 4").is_some());
+        // The same in the four-number layout.
+        assert_eq!(four_numbers("rank 10000 1 0 1000000"), None);
+        assert!(four_numbers("rank 10000 1 0 19999").is_some());
+        assert_eq!(four_numbers("rank 10000 1 0 20000"), None);
+        assert!(four_numbers("rank 10000 1 5 4").is_some());
+    }
+
+    #[test]
+    fn marker_and_slots_round_trip() {
         let meta = Meta {
             window: 86_400_000,
             slot: 3_600_000,
             lo: 480_000,
             hi: 480_023,
         };
-        assert_eq!(meta.marker(), "rank 86400000 3600000 480000 480023");
-        assert_eq!(Meta::parse(meta.marker().as_bytes()), Some(meta));
+        assert_eq!(meta.marker(), "rank 86400000 3600000");
+        assert_eq!(meta.slots_value(), "480000 480023");
+        assert_eq!(
+            fields(&meta.marker(), &meta.slots_value()),
+            Some((meta, MetaLayout::Current))
+        );
+        let empty = Meta::new(40, 10);
+        assert_eq!(empty.slots_value(), "0 -1");
+        assert_eq!(
+            fields(&empty.marker(), &empty.slots_value()),
+            Some((empty, MetaLayout::Current))
+        );
+    }
+
+    #[test]
+    fn the_four_number_marker_still_loads() {
+        let meta = Meta {
+            window: 86_400_000,
+            slot: 3_600_000,
+            lo: 480_000,
+            hi: 480_023,
+        };
+        assert_eq!(
+            four_numbers("rank 86400000 3600000 480000 480023"),
+            Some((meta, MetaLayout::FourNumberMarker))
+        );
+        assert_eq!(
+            four_numbers("rank 40 10 0 -1"),
+            Some((Meta::new(40, 10), MetaLayout::FourNumberMarker))
+        );
+    }
+
+    #[test]
+    fn garbage_markers_are_not_leaderboards() {
         for bad in [
             &b"rank"[..],
             b"rank 1 2 3",
@@ -370,9 +464,36 @@ mod tests {
             b"rank 10 5 x 0",
             b"rank 100000 1 0 0",
             b"rank 10 5 0 9000000000",
+            // Settings alone, but no `_slots`: the range is unknown.
+            b"rank 10 5",
+            b"rank 10 5 ",
+            b"rank  10 5 0 0",
         ] {
-            assert_eq!(Meta::parse(bad), None, "{bad:?}");
+            assert_eq!(Meta::from_fields(bad, None), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_valid_marker_with_unreadable_slots_is_not_a_leaderboard() {
+        for slots in [
+            "",
+            "0",
+            "0 1 2",
+            "x 1",
+            "0 x",
+            " 0 1",
+            "0 1 ",
+            "0  1",
+            "0 9000000000",
+        ] {
+            assert_eq!(fields("rank 10 5", slots), None, "{slots:?}");
+        }
+        // The two layouts never mix: four numbers in `_tally` next to a `_slots` field
+        // is nothing tally writes.
+        assert_eq!(fields("rank 10 5 0 1", "0 1"), None);
+        assert_eq!(fields("rank 10 3", "0 1"), None);
+        assert_eq!(fields("rank 100000 1", "0 0"), None);
+        assert!(fields("rank 10 5", "-7 -6").is_some());
     }
 
     #[test]

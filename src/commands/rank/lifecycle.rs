@@ -1,9 +1,10 @@
 //! Lifecycle of leaderboards: one object made of several keys (`crate::rank` layout).
 //!
 //! What it owns:
-//! * the registry of known boards (`(db, base) -> Meta`, filled whenever tally reads or
-//!   writes a meta) so that keyspace events are understood without opening keys inside
-//!   the notification callback (an open there can lazily expire a key and lose events);
+//! * the use of the registry of known boards (`registry`: `(db, base) -> Meta`, filled
+//!   whenever tally reads or writes a meta) to understand keyspace events without opening
+//!   keys inside the notification callback (an open there can lazily expire a key and
+//!   lose events);
 //! * the quarantine: boards whose parts were edited by native commands (`HSET`/`HDEL` on a
 //!   slot hash or the meta, `ZADD` on the totals, `RENAME` of a part, ...). The timer never
 //!   acts on a quarantined board: the edit may be a forgery by a user who may not touch the
@@ -17,25 +18,26 @@
 //! and first thing in every leaderboard write. Outside a command they wait while
 //! replication traffic must be avoided (`CLIENT PAUSE WRITE`, failover): replicating then
 //! aborts Redis. Until a job has run, reads resolve names through the queue.
+//!
+//! May not touch: the totals or slot counts (only whole parts move or go), the `_tally` and
+//! `_slots` fields other than through `stored`; replicates only through [`Effects`].
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
 use std::os::raw::c_int;
 use std::time::Duration;
 
 use redis_module::{Context, NotifyEvent, Status};
 
 use crate::expiry;
-use crate::layout::MARKER_FIELD;
+use crate::layout::RANK_EDITED_FIELD;
 use crate::rank::{base_of_meta, base_of_part, meta_key, slot_key, Meta};
+use crate::replicate::Effects;
 use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
-use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind};
 
+use super::registry::{forget_board, is_quarantined, known_meta, quarantine, remember};
+use super::stored;
 use super::transit::slot_in_transit;
-
-/// A leaderboard in a database: (db, name its derived keys live under).
-pub(super) type BoardId = (c_int, Vec<u8>);
 
 /// How long a job waits for a client pause to end before looking again.
 const PAUSED_RETRY_MS: u64 = 20;
@@ -60,12 +62,9 @@ enum Job {
         meta: Meta,
     },
     /// A part was edited natively: record the quarantine in the meta hash itself
-    /// ([`EDITED_FIELD`]), so it survives a restart or a failover.
+    /// ([`RANK_EDITED_FIELD`]), so it survives a restart or a failover.
     MarkEdited { db: c_int, base: Vec<u8> },
 }
-
-/// Field of a meta hash that marks a quarantined board (see the module comment).
-pub(super) const EDITED_FIELD: &[u8] = b"_edited";
 
 thread_local! {
     // Commands, events and timers all run on Redis's main thread.
@@ -74,40 +73,9 @@ thread_local! {
     static JOB_TIMER_ARMED: Cell<bool> = const { Cell::new(false) };
     /// > 0 while tally itself runs a command (UNLINK, RENAME of parts): its events are ours.
     static OWN_CALLS: Cell<u32> = const { Cell::new(0) };
-    static BOARDS: RefCell<HashMap<BoardId, Meta>> = RefCell::new(HashMap::new());
-    static QUARANTINE: RefCell<HashSet<BoardId>> = RefCell::new(HashSet::new());
-    /// Resumable scans of slots being expired, by board: (slot index, cursor).
-    pub(super) static CURSORS: RefCell<HashMap<BoardId, (i64, HashCursor)>> =
-        RefCell::new(HashMap::new());
 }
 
-// ------------------------------------------------------------------ registry, quarantine
-
-/// Records the meta of a board tally just read or wrote.
-pub(super) fn remember(db: c_int, base: &[u8], meta: Meta) {
-    BOARDS.with(|b| b.borrow_mut().insert((db, base.to_vec()), meta));
-}
-
-/// The last meta tally saw for the board at `base`.
-pub(super) fn known_meta(db: c_int, base: &[u8]) -> Option<Meta> {
-    BOARDS.with(|b| b.borrow().get(&(db, base.to_vec())).copied())
-}
-
-pub(super) fn is_quarantined(db: c_int, base: &[u8]) -> bool {
-    QUARANTINE.with(|q| {
-        let q = q.borrow();
-        !q.is_empty() && q.contains(&(db, base.to_vec()))
-    })
-}
-
-pub(super) fn lift_quarantine(db: c_int, base: &[u8]) {
-    QUARANTINE.with(|q| q.borrow_mut().remove(&(db, base.to_vec())));
-}
-
-/// Puts the board in quarantine; true if it was not in it yet.
-pub(super) fn quarantine(db: c_int, base: &[u8]) -> bool {
-    QUARANTINE.with(|q| q.borrow_mut().insert((db, base.to_vec())))
-}
+// ------------------------------------------------------------------------- quarantine
 
 /// Quarantine after a native edit, recorded in memory and (by a job) in the meta hash.
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
@@ -122,20 +90,10 @@ fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
     }
 }
 
-/// The board at `base` is gone: forget everything held about it in memory.
-pub(super) fn forget_board(db: c_int, base: &[u8]) {
-    let id = (db, base.to_vec());
-    BOARDS.with(|b| b.borrow_mut().remove(&id));
-    QUARANTINE.with(|q| q.borrow_mut().remove(&id));
-    CURSORS.with(|c| c.borrow_mut().remove(&id));
-}
-
 /// FLUSHDB / FLUSHALL (`db` = -1): forget the flushed boards and their pending jobs.
 pub fn forget_db(db: c_int) {
     let keep = |d: c_int| db >= 0 && d != db;
-    BOARDS.with(|b| b.borrow_mut().retain(|(d, _), _| keep(*d)));
-    QUARANTINE.with(|q| q.borrow_mut().retain(|(d, _)| keep(*d)));
-    CURSORS.with(|c| c.borrow_mut().retain(|(d, _), _| keep(*d)));
+    super::registry::forget_db(db);
     JOBS.with(|j| j.borrow_mut().retain(|job| keep(job_db(job))));
 }
 
@@ -146,18 +104,7 @@ pub fn swap_dbs(a: c_int, b: c_int) {
         d if d == b => a,
         d => d,
     };
-    BOARDS.with(|m| {
-        let old = std::mem::take(&mut *m.borrow_mut());
-        *m.borrow_mut() = old
-            .into_iter()
-            .map(|((d, k), v)| ((swap(d), k), v))
-            .collect();
-    });
-    QUARANTINE.with(|m| {
-        let old = std::mem::take(&mut *m.borrow_mut());
-        *m.borrow_mut() = old.into_iter().map(|(d, k)| (swap(d), k)).collect();
-    });
-    CURSORS.with(|c| c.borrow_mut().clear());
+    super::registry::swap_dbs(swap);
     JOBS.with(|j| {
         for job in j.borrow_mut().iter_mut() {
             match job {
@@ -411,10 +358,7 @@ fn run_jobs(ctx: &Context, in_command: bool) {
 /// The meta stored at `base|meta`, if it is a valid leaderboard meta.
 fn stored_meta(ctx: &Context, base: &[u8]) -> Option<Meta> {
     let key = Key::open_bytes(ctx, &meta_key(base), false)?;
-    if key.kind() != KeyKind::Hash {
-        return None;
-    }
-    Meta::parse(&key.hget(MARKER_FIELD.as_bytes())?)
+    stored::read(&key).map(|(meta, _)| meta)
 }
 
 /// Existing parts of the board at `base`: meta first (if present), then slot hashes.
@@ -446,7 +390,12 @@ fn unlink(ctx: &Context, names: &[Vec<u8>]) {
     }
     let args: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
     own_call(ctx, "UNLINK", &args);
-    ctx.replicate("UNLINK", &args[..]);
+    let mut effects = Effects::new();
+    effects.command(c"UNLINK");
+    for name in &args {
+        effects.arg(name);
+    }
+    effects.emit(ctx);
 }
 
 fn delete_parts(ctx: &Context, db: c_int, base: &[u8]) {
@@ -488,11 +437,12 @@ fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
         return;
     }
     // Slot hashes first, meta last: until the meta moves, `from` still owns the slots.
+    let mut effects = Effects::new();
     for (name, target) in names.iter().zip(&targets).rev() {
-        let args: [&[u8]; 2] = [name, target];
-        own_call(ctx, "RENAME", &args);
-        ctx.replicate("RENAME", &args[..]);
+        own_call(ctx, "RENAME", &[name.as_slice(), target.as_slice()]);
+        effects.command(c"RENAME").arg(name).arg(target);
     }
+    effects.emit(ctx);
     let quarantined = is_quarantined(db, from);
     expiry::unschedule(ctx, &meta_key(from));
     forget_board(db, from);
@@ -518,31 +468,40 @@ fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
     if !zset_here || key.kind() != KeyKind::Empty {
         return;
     }
-    super::save_marker(ctx, &key, &name, &meta);
+    let mut effects = Effects::new();
+    stored::write_all(&key, &name, &meta, &mut effects);
+    effects.emit(ctx);
     remember(db, base, meta);
     if let Some(due) = meta.next_due() {
         expiry::schedule(ctx, &name, due);
     }
 }
 
-/// Sets (or, once repaired, clears) the meta's [`EDITED_FIELD`], and replicates that.
+/// Sets (or, once repaired, clears) the meta's [`RANK_EDITED_FIELD`], and replicates that.
+/// Leaves the rest of the meta as it is (a meta in the four-number layout stays so until
+/// the next write of its range).
 pub(super) fn mark_edited(ctx: &Context, base: &[u8], edited: bool) {
     let name = meta_key(base);
     let Some(key) = Key::open_bytes(ctx, &name, true) else {
         return;
     };
     // Only a leaderboard's meta: a user's own hash that merely has such a name stays as is.
-    let is_meta = key.kind() == KeyKind::Hash
-        && key
-            .hget(MARKER_FIELD.as_bytes())
-            .is_some_and(|m| Meta::parse(&m).is_some());
-    if !is_meta {
+    if stored::read(&key).is_none() {
         return;
     }
+    let field = RANK_EDITED_FIELD.as_bytes();
+    let mut effects = Effects::new();
     if edited {
-        key.hset(EDITED_FIELD, b"1");
-        ctx.replicate("HSET", &[name.as_slice(), EDITED_FIELD, b"1"][..]);
-    } else if key.hdel(EDITED_FIELD) {
-        ctx.replicate("HDEL", &[name.as_slice(), EDITED_FIELD][..]);
+        key.hset(field, b"1");
+        effects.command(c"HSET").arg(&name).arg(field).arg(b"1");
+    } else if key.hdel(field) {
+        effects.command(c"HDEL").arg(&name).arg(field);
     }
+    effects.emit(ctx);
+}
+
+/// True if the meta hash `key` carries [`RANK_EDITED_FIELD`] (a quarantine recorded before
+/// a restart or a failover).
+pub(super) fn is_marked_edited(key: &Key) -> bool {
+    key.hget(RANK_EDITED_FIELD.as_bytes()).is_some()
 }

@@ -1,0 +1,190 @@
+//! Opening a leaderboard for a read: the sorted set, the meta (from its hash, or from the
+//! registry while a job puts a deleted one back), the slots still being subtracted, and
+//! for a quarantined board the totals computed from its slot hashes.
+//!
+//! Owns: [`Board`] and the read-only walks over a board's keys. May not touch: writes of
+//! any kind (the write paths are `incrby`, `repair`, `drain` and `lifecycle`). Every
+//! derived key is opened through the caller's [`Acl`].
+
+use std::collections::HashMap;
+
+use redis_module::{Context, RedisString};
+
+use crate::args::parse_i64;
+use crate::error::{Error, Result};
+use crate::rank::{meta_key, score_to_total, slot_key, Meta};
+use crate::server::selected_db;
+use crate::store::acl::Acl;
+use crate::store::{Key, KeyKind, RStr};
+use crate::window::slot_index;
+
+use super::lifecycle::resolve_base;
+use super::registry::{is_quarantined, known_meta, remember};
+use super::stored;
+use super::transit::Transit;
+
+/// A leaderboard opened by a command.
+pub(super) struct Board {
+    pub(super) zset: Key,
+    /// Name under which the derived keys live (differs from the key during a rename).
+    pub(super) base: Vec<u8>,
+    pub(super) meta: Meta,
+    /// Slot hashes that left the window but still hold counts not yet subtracted.
+    pub(super) pending: Vec<Key>,
+    /// A quarantined board's window totals, computed from its slot hashes: its sorted set
+    /// may have been edited, the slots are what tally counted.
+    pub(super) computed: Option<HashMap<Vec<u8>, i64>>,
+}
+
+impl Board {
+    /// Opens `name` for reading. `Ok(None)`: no leaderboard there.
+    pub(super) fn open_read(
+        ctx: &Context,
+        acl: &Acl,
+        name: &RedisString,
+        now: i64,
+        transit: &Transit,
+    ) -> Result<Option<Board>> {
+        let zset = Key::open(ctx, name, false);
+        if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+            return Err(Error::WrongType);
+        }
+        let db = selected_db(ctx);
+        let Some(base) = resolve_base(db, name.as_slice()) else {
+            // A queued job is removing this board (whole, or its parts after a DEL): it
+            // answers as the empty board it is about to be.
+            return Ok(None);
+        };
+        let key = acl.open(ctx, &meta_key(&base), false)?;
+        let meta = match stored::load(&key)? {
+            Some((meta, _)) => Some(meta),
+            // A user deleted the meta of a board tally knows; a job puts it back.
+            None if zset.kind() == KeyKind::Zset => known_meta(db, &base),
+            None => None,
+        };
+        drop(key);
+        let Some(meta) = meta else {
+            // A sorted set without meta is a plain sorted set, not a leaderboard, unless
+            // a reshard has moved the meta hash already (or not yet).
+            return if zset.kind() == KeyKind::Empty {
+                Ok(None)
+            } else {
+                transit.missing()?;
+                Err(Error::WrongType)
+            };
+        };
+        remember(db, &base, meta);
+        let (pending, computed) = if is_quarantined(db, &base) {
+            let totals = window_totals(ctx, acl, &base, &meta, meta.slots(), now, transit)?;
+            (Vec::new(), Some(totals))
+        } else {
+            (open_pending(ctx, acl, &base, &meta, now, transit)?, None)
+        };
+        Ok(Some(Board {
+            zset,
+            base,
+            meta,
+            pending,
+            computed,
+        }))
+    }
+
+    /// `member`'s exact window total (0 if absent).
+    pub(super) fn total_of(&self, member: &[u8]) -> i64 {
+        if let Some(totals) = &self.computed {
+            return totals.get(member).copied().unwrap_or(0);
+        }
+        let Some(member) = RStr::new(member) else {
+            return 0;
+        };
+        let raw = self.zset.zscore(&member).map_or(0, score_to_total);
+        if self.pending.is_empty() || raw <= 0 {
+            return raw;
+        }
+        raw.saturating_sub(pending_in(&self.pending, &member))
+    }
+
+    /// The reverse walk of the sorted set as `(member, raw total)`.
+    pub(super) fn walk(&mut self) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
+        walk(&mut self.zset)
+    }
+}
+
+/// `member`'s counts in the slots still being subtracted.
+pub(super) fn pending_in(pending: &[Key], member: &RStr) -> i64 {
+    pending
+        .iter()
+        .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0).max(0))
+        .fold(0i64, i64::saturating_add)
+}
+
+/// The reverse walk of a board's sorted set as `(member, raw total)`.
+pub(super) fn walk(zset: &mut Key) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
+    zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
+}
+
+/// Opens the slot hashes of `base` that left the window but are not fully subtracted.
+/// One that is missing may be a gap (a slot never written) or, during a reshard, on the
+/// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
+/// less than two windows (`Meta::span_fits`), which bounds the walk.
+pub(super) fn open_pending(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    now: i64,
+    transit: &Transit,
+) -> Result<Vec<Key>> {
+    let mut pending = Vec::new();
+    if let Some((start, end)) = meta.pending_range(now) {
+        for index in start..=end {
+            let key = acl.open(ctx, &slot_key(base, index), false)?;
+            match key.kind() {
+                KeyKind::Hash => pending.push(key),
+                KeyKind::Empty => transit.missing()?,
+                _ => {}
+            }
+        }
+    }
+    Ok(pending)
+}
+
+/// Totals over the latest `slots` slots, from the slot hashes (values that are not
+/// positive integers, a user's edits, count as nothing).
+pub(super) fn window_totals(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    slots: i64,
+    now: i64,
+    transit: &Transit,
+) -> Result<HashMap<Vec<u8>, i64>> {
+    let current = slot_index(now, meta.slot);
+    let first = current
+        .saturating_sub(slots - 1)
+        .max(meta.lo)
+        .max(meta.first_kept(now));
+    let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
+    for index in first..=current.min(meta.hi) {
+        let name = slot_key(base, index);
+        let key = acl.open(ctx, &name, false)?;
+        match key.kind() {
+            KeyKind::Hash => {}
+            // A gap, or on the other node during a reshard.
+            KeyKind::Empty => {
+                transit.missing()?;
+                continue;
+            }
+            _ => continue,
+        }
+        key.hscan(|member, count| {
+            if let Ok(count @ 1..) = parse_i64(count) {
+                let entry = totals.entry(member.to_vec()).or_insert(0);
+                *entry = entry.saturating_add(count);
+            }
+        });
+    }
+    totals.retain(|_, total| *total > 0);
+    Ok(totals)
+}

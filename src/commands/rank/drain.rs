@@ -1,0 +1,280 @@
+//! The expiry timer's visit of a leaderboard: slots that left the window are subtracted
+//! from the totals member by member and deleted, in steps bounded by the tick's deadline,
+//! resuming where the last visit stopped.
+//!
+//! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
+//! timer keeps its hands off them), a board whose cluster slot is moving, the meta hash's
+//! fields other than through `stored`; replicates only through [`Effects`]. Opens keys for
+//! writing only when there is work (a write open invalidates WATCH).
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use redis_module::Context;
+
+use crate::args::parse_i64;
+use crate::expiry::{self, Visit};
+use crate::rank::{base_of_meta, score_to_total, slot_key, Meta};
+use crate::replicate::Effects;
+use crate::server::{monotonic_us, selected_db};
+use crate::store::scan::HashCursor;
+use crate::store::{Key, KeyKind, RStr};
+
+use super::lifecycle::{has_jobs, is_marked_edited};
+use super::registry::{
+    forget_board, is_quarantined, quarantine, remember, save_cursor, take_cursor, BoardId,
+};
+use super::stored;
+use super::transit::Transit;
+
+/// How soon the expiry timer looks again at a board whose slot is being resharded.
+const TRANSIT_RETRY_MS: i64 = 100;
+
+/// How many slot indexes the drain probes between two looks at the clock.
+const PROBES_PER_CLOCK_CHECK: u32 = 64;
+
+/// One batched command `name key arg ...`, started by its first argument.
+struct Batch<'a> {
+    name: &'static CStr,
+    key: &'a [u8],
+    effects: Effects,
+    started: bool,
+}
+
+impl<'a> Batch<'a> {
+    fn new(name: &'static CStr, key: &'a [u8]) -> Self {
+        Batch {
+            name,
+            key,
+            effects: Effects::new(),
+            started: false,
+        }
+    }
+
+    /// The effects to add this entry's arguments to.
+    fn entry(&mut self) -> &mut Effects {
+        if !std::mem::replace(&mut self.started, true) {
+            self.effects.command(self.name).arg(self.key);
+        }
+        &mut self.effects
+    }
+}
+
+/// Effects of one drain step on one slot, sent as (at most) three batched commands:
+/// `ZADD key total member ...`, `ZREM key member ...`, `HDEL slot member ...`.
+struct DrainEffects<'a> {
+    lowered: Batch<'a>,
+    removed: Batch<'a>,
+    drained: Batch<'a>,
+}
+
+impl<'a> DrainEffects<'a> {
+    fn new(base: &'a [u8], slot_name: &'a [u8]) -> Self {
+        DrainEffects {
+            lowered: Batch::new(c"ZADD", base),
+            removed: Batch::new(c"ZREM", base),
+            drained: Batch::new(c"HDEL", slot_name),
+        }
+    }
+
+    fn emit(mut self, ctx: &Context) {
+        for batch in [&mut self.lowered, &mut self.removed, &mut self.drained] {
+            batch.effects.emit(ctx);
+        }
+    }
+}
+
+/// Subtracts one expired slot from the totals, member by member, until the slot hash is
+/// empty (true) or the deadline passes (false; the scan resumes at the next visit).
+fn drain_slot(
+    ctx: &Context,
+    board: &BoardId,
+    index: i64,
+    keys: (&Key, &Key, &[u8]),
+    deadline_us: u64,
+) -> bool {
+    let (zset, slot, slot_name) = keys;
+    let mut cursor = match take_cursor(board) {
+        Some((saved_index, cursor)) if saved_index == index => cursor,
+        _ => HashCursor::new(),
+    };
+    let mut effects = DrainEffects::new(&board.1, slot_name);
+    let mut batch = Vec::new();
+    let drained = loop {
+        batch.clear();
+        let more = cursor.step(slot, &mut batch);
+        for (member, count) in batch.drain(..) {
+            let Some(m) = RStr::new(&member) else {
+                continue;
+            };
+            let count = parse_i64(&count).unwrap_or(0);
+            if count > 0 {
+                if let Some(score) = zset.zscore(&m) {
+                    let total = score_to_total(score).saturating_sub(count);
+                    if total <= 0 {
+                        zset.zrem(&m);
+                        effects.removed.entry().arg(&member);
+                    } else {
+                        zset.zadd(&m, total as f64);
+                        effects.lowered.entry().int(total).arg(&member);
+                    }
+                }
+            }
+            slot.hdel_str(&m);
+            effects.drained.entry().arg(&member);
+        }
+        if !more {
+            if slot.kind() != KeyKind::Hash {
+                break true;
+            }
+            // Fields the scan missed (the hash changed under it): scan again.
+            cursor = HashCursor::new();
+        }
+        if monotonic_us() >= deadline_us {
+            save_cursor(board.clone(), index, cursor);
+            break false;
+        }
+    };
+    effects.emit(ctx);
+    drained
+}
+
+/// Timer visit of a scheduled key whose `_tally` marker starts with the family's word: the
+/// meta hash `name` of a leaderboard (`key`, opened untouched; its `_tally` and `_slots`
+/// are read together, so the marker passed in is not needed). Subtracts slots that left
+/// the window, in bounded steps.
+pub fn expire(
+    ctx: &Context,
+    key: Key,
+    name: &[u8],
+    _marker: &[u8],
+    now: i64,
+    deadline_us: u64,
+) -> Visit {
+    if has_jobs() {
+        // A rename or delete of this board may be queued: let it run first.
+        return Visit::DueAt(now.saturating_add(1));
+    }
+    let read = stored::read(&key);
+    let marked = is_marked_edited(&key);
+    // The board's keys are opened below, for writing when there is work.
+    drop(key);
+    let (Some((mut meta, layout)), Some(base)) = (read, base_of_meta(name)) else {
+        return Visit::Done;
+    };
+    let db = selected_db(ctx);
+    remember(db, base, meta);
+    if marked {
+        quarantine(db, base);
+    }
+    if is_quarantined(db, base) {
+        // Edited by a native command, maybe by a user who may not touch the totals: the
+        // timer keeps its hands off; the next write rebuilds the board.
+        return Visit::Done;
+    }
+    if meta.pending_range(now).is_none() {
+        // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
+        return meta.next_due().map_or(Visit::Done, Visit::DueAt);
+    }
+    let Some(key) = Key::open_bytes(ctx, name, true) else {
+        return Visit::Done;
+    };
+    let Some(zset) = Key::open_bytes(ctx, base, true) else {
+        return Visit::Done;
+    };
+    if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+        return Visit::Done;
+    }
+    // During a reshard the keys of this board may be split between two nodes: subtracting
+    // a slot whose totals are elsewhere, or skipping a slot hash that is elsewhere (and
+    // forgetting it), would lose counts. Such a board is visited again later.
+    let transit = Transit::new(ctx, &ctx.get_flags(), base);
+    let retry = Visit::DueAt(now.saturating_add(TRANSIT_RETRY_MS));
+    if zset.kind() == KeyKind::Empty && meta.pending_range(now).is_some() && transit.active() {
+        return retry;
+    }
+    let before = meta;
+    let progress = drain_pending(
+        ctx,
+        (db, base),
+        &mut meta,
+        &zset,
+        &transit,
+        now,
+        deadline_us,
+    );
+    if meta != before {
+        if meta.is_empty() && zset.kind() == KeyKind::Empty {
+            // Nothing left at all: the leaderboard disappears, like an emptied sorted set.
+            key.delete();
+            let mut effects = Effects::new();
+            effects.command(c"DEL").arg(name);
+            effects.emit(ctx);
+            forget_board(db, base);
+            return Visit::Done;
+        }
+        let mut effects = Effects::new();
+        stored::write_range(&key, name, &meta, layout, &mut effects);
+        effects.emit(ctx);
+        remember(db, base, meta);
+    }
+    match progress {
+        Progress::Blocked => retry,
+        Progress::Unfinished => Visit::Unfinished,
+        Progress::Done => meta.next_due().map_or(Visit::Done, Visit::DueAt),
+    }
+}
+
+/// How far one visit got through the pending slots.
+enum Progress {
+    /// Every pending slot is subtracted.
+    Done,
+    /// The deadline passed: resume at the next tick.
+    Unfinished,
+    /// A slot hash is missing while the cluster slot moves: look again later.
+    Blocked,
+}
+
+/// Drains the pending slots of the board `(db, base)` in order, advancing `meta.lo` past
+/// each one done (or missing: a gap), until none is left, the deadline passes or a
+/// missing slot may be on another node.
+fn drain_pending(
+    ctx: &Context,
+    (db, base): (c_int, &[u8]),
+    meta: &mut Meta,
+    zset: &Key,
+    transit: &Transit,
+    now: i64,
+    deadline_us: u64,
+) -> Progress {
+    let mut expired = 0u64;
+    let mut probes = 0u32;
+    let progress = loop {
+        let Some((index, _)) = meta.pending_range(now) else {
+            break Progress::Done;
+        };
+        let slot_name = slot_key(base, index);
+        let slot = Key::open_bytes(ctx, &slot_name, true);
+        let kind = slot.as_ref().map_or(KeyKind::Empty, |s| s.kind());
+        if kind == KeyKind::Empty && transit.active() {
+            break Progress::Blocked;
+        }
+        if kind == KeyKind::Hash {
+            let Some(slot) = slot else {
+                break Progress::Done;
+            };
+            let board: BoardId = (db, base.to_vec());
+            if !drain_slot(ctx, &board, index, (zset, &slot, &slot_name), deadline_us) {
+                break Progress::Unfinished;
+            }
+            expired += 1;
+        }
+        meta.lo = index.saturating_add(1);
+        probes += 1;
+        if probes.is_multiple_of(PROBES_PER_CLOCK_CHECK) && monotonic_us() >= deadline_us {
+            break Progress::Unfinished;
+        }
+    };
+    expiry::count_expired(expired);
+    progress
+}

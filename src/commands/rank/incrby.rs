@@ -1,0 +1,354 @@
+//! TSRANK.INCRBY, in named steps: parse, open and check every key, prepare the board
+//! (rebuild a quarantined one, refuse a range that would not fit), compute every new value
+//! and reply, then write and replicate the absolute values.
+//!
+//! Owns: the write path of increments. May not touch: the meta hash's fields other than
+//! through `stored`; replicates only through [`Effects`]. Nothing is written before every
+//! argument, key type and ACL permission has been checked.
+
+use std::collections::HashMap;
+
+use redis_module::{Context, RedisString};
+
+use crate::args::{set_once, Args};
+use crate::config;
+use crate::error::{Error, Result};
+use crate::expiry;
+use crate::rank::MAX_TOTAL;
+use crate::rank::{meta_key, score_to_total, slot_key, validate_settings, Meta, MetaLayout};
+use crate::replicate::Effects;
+use crate::reply::Reply;
+use crate::server::{now_ms, selected_db};
+use crate::store::acl::Acl;
+use crate::store::{Key, KeyKind, RStr};
+use crate::window::{effective_time, slot_index};
+
+use super::board::open_pending;
+use super::check_cluster;
+use super::lifecycle::{flush_jobs, has_jobs};
+use super::registry::{is_quarantined, remember};
+use super::repair::repair;
+use super::stored;
+use super::transit::Transit;
+
+/// How many times a write opens a board whose keys expire while being opened.
+const OPEN_ATTEMPTS: usize = 3;
+
+/// Above this many increments, repeated members are found through a map.
+const LINEAR_LOOKUP_MAX: usize = 8;
+
+/// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
+pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let Increments { pairs, at } = parse(rest)?;
+    let now = now_ms();
+    let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
+    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    // Opening a key can expire it lazily (or a part of the board) and queue a lifecycle
+    // job that would undo this write: such an attempt writes nothing, lets the jobs run and
+    // starts over on the keys as they are now.
+    for _ in 0..OPEN_ATTEMPTS {
+        flush_jobs(ctx);
+        if let Some(reply) = apply(ctx, name, &pairs, now, ts)? {
+            return Ok(reply);
+        }
+    }
+    Err(Error::TryAgain(
+        "the leaderboard's keys keep expiring while it is opened".into(),
+    ))
+}
+
+/// A parsed INCRBY.
+struct Increments<'a> {
+    /// `(increment, member)`, in order.
+    pairs: Vec<(i64, &'a [u8])>,
+    /// The `AT` timestamp, if given.
+    at: Option<i64>,
+}
+
+fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
+    let mut args = Args::new(rest);
+    let mut pairs: Vec<(i64, &[u8])> = Vec::with_capacity(rest.len() / 2);
+    let mut at = None;
+    while !args.is_done() {
+        if args.eat_keyword("AT") {
+            set_once(&mut at, args.next_i64()?)?;
+            if !args.is_done() {
+                return Err(Error::Syntax);
+            }
+            break;
+        }
+        let increment = args.next_i64()?;
+        let member = args.next_bytes()?;
+        if increment <= 0 {
+            return Err(Error::Invalid(
+                "increment must be a positive integer".into(),
+            ));
+        }
+        if increment > MAX_TOTAL {
+            return Err(Error::Overflow);
+        }
+        pairs.push((increment, member));
+    }
+    if pairs.is_empty() {
+        return Err(Error::Syntax);
+    }
+    Ok(Increments { pairs, at })
+}
+
+/// The keys of one INCRBY, opened for writing and checked.
+struct Target {
+    zset: Key,
+    meta_name: Vec<u8>,
+    meta_hash: Key,
+    meta: Meta,
+    /// How the meta hash holds the meta (`None`: a new board, nothing stored yet).
+    stored_as: Option<MetaLayout>,
+    /// The slot the write goes to.
+    index: i64,
+    slot_name: Vec<u8>,
+    slot: Key,
+    /// Slot hashes that left the window and still hold counts (see `board`).
+    pending: Vec<Key>,
+}
+
+/// INCRBY on a parsed command: `Ok(None)` if opening the keys queued a lifecycle job
+/// (nothing was written).
+fn apply(
+    ctx: &Context,
+    name: &RedisString,
+    pairs: &[(i64, &[u8])],
+    now: i64,
+    ts: i64,
+) -> Result<Option<Reply>> {
+    let flags = ctx.get_flags();
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let acl = Acl::of(ctx)?;
+    let Some(mut target) = open_target(ctx, &acl, name, now, ts, &transit)? else {
+        return Ok(None);
+    };
+    prepare(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
+    let (changes, replies) = compute_changes(pairs, &target)?;
+    write(ctx, name.as_slice(), target, &changes);
+    Ok(Some(match replies.as_slice() {
+        [single] => Reply::Int(*single),
+        _ => Reply::Array(replies.into_iter().map(Reply::Int).collect()),
+    }))
+}
+
+/// Opens and checks every key of the write: the sorted set, the meta hash (a new board
+/// gets the configured defaults), the slot hash of `ts` and the pending slots. `Ok(None)`
+/// if an open queued a lifecycle job.
+fn open_target(
+    ctx: &Context,
+    acl: &Acl,
+    name: &RedisString,
+    now: i64,
+    ts: i64,
+    transit: &Transit,
+) -> Result<Option<Target>> {
+    let key_name = name.as_slice();
+    let zset = Key::open(ctx, name, true);
+    if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+        return Err(Error::WrongType);
+    }
+    let meta_name = meta_key(key_name);
+    let meta_hash = acl.open(ctx, &meta_name, true)?;
+    if has_jobs() {
+        return Ok(None);
+    }
+    let (meta, stored_as) = match stored::load(&meta_hash)? {
+        Some((meta, layout)) => (meta, Some(layout)),
+        None if zset.kind() == KeyKind::Zset => {
+            // A plain sorted set, or a leaderboard whose meta hash a reshard has moved
+            // already (or not yet).
+            transit.missing()?;
+            return Err(Error::WrongType);
+        }
+        None => {
+            // A new leaderboard, unless a reshard has its meta hash on the other node.
+            transit.missing()?;
+            let (window, slot) = (config::RANK_WINDOW.ms(), config::RANK_SLOT.ms());
+            validate_settings(window, slot)?;
+            (Meta::new(window, slot), None)
+        }
+    };
+    let index = slot_index(ts, meta.slot);
+    if index < meta.first_kept(now) {
+        return Err(Error::OutsideKeptRange);
+    }
+    let slot_name = slot_key(key_name, index);
+    let slot = acl.open(ctx, &slot_name, true)?;
+    let pending = open_pending(ctx, acl, key_name, &meta, now, transit)?;
+    if has_jobs() {
+        return Ok(None);
+    }
+    Ok(Some(Target {
+        zset,
+        meta_name,
+        meta_hash,
+        meta,
+        stored_as,
+        index,
+        slot_name,
+        slot,
+        pending,
+    }))
+}
+
+/// Makes the board ready for the write: a quarantined board is rebuilt (and that is
+/// saved and replicated at once, whatever follows), then the write must fit the range
+/// and must not create a slot hash that may exist on another node.
+fn prepare(
+    ctx: &Context,
+    acl: &Acl,
+    key_name: &[u8],
+    target: &mut Target,
+    now: i64,
+    transit: &Transit,
+) -> Result<()> {
+    if let Some(layout) = target.stored_as {
+        if is_quarantined(selected_db(ctx), key_name) {
+            let meta = &mut target.meta;
+            repair(ctx, acl, &target.zset, key_name, meta, now, transit)?;
+            target.pending.clear();
+            let mut effects = Effects::new();
+            stored::write_range(
+                &target.meta_hash,
+                &target.meta_name,
+                meta,
+                layout,
+                &mut effects,
+            );
+            effects.emit(ctx);
+            target.stored_as = Some(MetaLayout::Current);
+        }
+    }
+    let (meta, index) = (target.meta, target.index);
+    let mut stretched = meta;
+    if stretched.note_write(index) && !stretched.span_fits() {
+        // Expiry is far behind (the server was down for a long time): the timer catches
+        // up within moments; a meta spanning more than two windows is not a leaderboard.
+        return Err(Error::TryAgain(
+            "this leaderboard's expiry is catching up, retry in a moment".into(),
+        ));
+    }
+    match target.slot.kind() {
+        KeyKind::Hash => Ok(()),
+        // Meta is here and every existing slot hash has an index in `lo ..= hi`: outside,
+        // the hash exists nowhere and may be created (the usual case: a new slot). Inside,
+        // it is a gap or, during a reshard, on the other node.
+        KeyKind::Empty if (meta.lo..=meta.hi).contains(&index) => transit.missing(),
+        KeyKind::Empty => Ok(()),
+        _ => Err(Error::WrongType),
+    }
+}
+
+/// One member of an INCRBY: its string, and its slot count, total and pending counts
+/// after the increments.
+struct Change<'a> {
+    member: RStr,
+    bytes: &'a [u8],
+    slot_count: i64,
+    total: i64,
+    pending: i64,
+}
+
+/// The new values of every member (a member may appear several times) and the reply to
+/// each increment: the member's exact window total after it.
+fn compute_changes<'a>(
+    pairs: &[(i64, &'a [u8])],
+    target: &Target,
+) -> Result<(Vec<Change<'a>>, Vec<i64>)> {
+    let mut changes: Vec<Change> = Vec::with_capacity(pairs.len());
+    let mut index_of: HashMap<&[u8], usize> = HashMap::new();
+    let mut replies = Vec::with_capacity(pairs.len());
+    let by_map = pairs.len() > LINEAR_LOOKUP_MAX;
+    for &(increment, member) in pairs {
+        let found = if by_map {
+            index_of.get(member).copied()
+        } else {
+            changes.iter().position(|c| c.bytes == member)
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                changes.push(current_values(target, member)?);
+                if by_map {
+                    index_of.insert(member, changes.len() - 1);
+                }
+                changes.len() - 1
+            }
+        };
+        let change = changes.get_mut(at).ok_or(Error::Syntax)?;
+        change.slot_count = change.slot_count.saturating_add(increment);
+        change.total = change.total.saturating_add(increment);
+        if change.total > MAX_TOTAL {
+            return Err(Error::Overflow);
+        }
+        replies.push(change.total.saturating_sub(change.pending));
+    }
+    Ok((changes, replies))
+}
+
+/// `member`'s stored values before the write.
+fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
+    let rstr = RStr::new(member).ok_or(Error::WrongType)?;
+    let slot_count = target
+        .slot
+        .hget_i64_str(&rstr)
+        .flatten()
+        .unwrap_or(0)
+        .max(0);
+    let total = target.zset.zscore(&rstr).map_or(0, score_to_total).max(0);
+    let pending = target
+        .pending
+        .iter()
+        .map(|p| p.hget_i64_str(&rstr).flatten().unwrap_or(0))
+        .fold(0i64, i64::saturating_add);
+    Ok(Change {
+        member: rstr,
+        bytes: member,
+        slot_count,
+        total,
+        pending,
+    })
+}
+
+/// Writes the new values and the meta (if its range changed, the board is new or its
+/// meta is still in the four-number layout), then replicates the absolute values:
+/// `HSET meta ...`, `HSET slot member count ...`, `ZADD key total member ...`.
+fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change]) {
+    for change in changes {
+        target.slot.hset_i64_str(&change.member, change.slot_count);
+        target.zset.zadd(&change.member, change.total as f64);
+    }
+    let mut effects = Effects::new();
+    let range_changed = target.meta.note_write(target.index);
+    let meta = target.meta;
+    match target.stored_as {
+        None => stored::write_all(&target.meta_hash, &target.meta_name, &meta, &mut effects),
+        Some(layout) if range_changed || layout != MetaLayout::Current => stored::write_range(
+            &target.meta_hash,
+            &target.meta_name,
+            &meta,
+            layout,
+            &mut effects,
+        ),
+        Some(_) => {}
+    }
+    if range_changed || target.stored_as.is_none() {
+        if let Some(due) = meta.next_due() {
+            expiry::schedule(ctx, &target.meta_name, due);
+        }
+    }
+    effects.command(c"HSET").arg(&target.slot_name);
+    for change in changes {
+        effects.arg(change.bytes).int(change.slot_count);
+    }
+    effects.command(c"ZADD").arg(key_name);
+    for change in changes {
+        effects.int(change.total).arg(change.bytes);
+    }
+    effects.emit(ctx);
+    remember(selected_db(ctx), key_name, meta);
+}

@@ -1,0 +1,112 @@
+//! TSRANK.*: sliding-window leaderboards on native keys (layout: `crate::rank`).
+//!
+//! Every command parses and checks all of its arguments and ACL permissions before the
+//! first write. Writes go through the key API and are replicated only as
+//! `crate::replicate::Effects` with absolute values (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`,
+//! `UNLINK`, `RENAME`). Reads on a primary are exact even while an expired slot is still
+//! being subtracted (see `crate::rank`).
+//!
+//! Files, by concern (each says what it owns and may not touch):
+//! * this one: the family entry, the cluster check, TSRANK.CREATE;
+//! * `stored`: the meta hash's `_tally` and `_slots` fields, both layouts;
+//! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO;
+//! * `incrby`: TSRANK.INCRBY; `repair`: rebuilding a quarantined board before a write;
+//! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
+//! * `lifecycle`: the board's keys following DEL/RENAME/EXPIRE of `key`, parts lost to
+//!   expiry or eviction, native edits and the quarantine they cause; `registry`: what is
+//!   known of boards in memory; `transit`: is the board's cluster slot moving.
+//!
+//! May not touch (this file): other families' keys; raw module calls.
+//!
+//! Resharding (cluster): MIGRATE moves a board's keys in batches, so for a while they sit
+//! on two nodes. A command that finds a key of the board missing (main key without meta,
+//! meta-less new board, a slot hash that meta's `lo ..= hi` says may exist) asks whether
+//! the slot is MIGRATING or IMPORTING here, and if so answers TRYAGAIN without writing
+//! (`transit::Transit`). A new slot hash outside `lo ..= hi` exists nowhere and is created freely:
+//! the common write path never asks. The expiry timer leaves such a board alone until the
+//! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
+
+mod board;
+mod drain;
+mod incrby;
+mod lifecycle;
+mod read;
+mod registry;
+mod repair;
+mod stored;
+mod transit;
+
+use redis_module::{Context, ContextFlags, RedisString};
+
+use crate::args::{set_once, Args};
+use crate::config;
+use crate::error::{Error, Result};
+use crate::rank::{has_hash_tag, meta_key, validate_settings, Meta};
+use crate::replicate::Effects;
+use crate::reply::Reply;
+use crate::server::selected_db;
+use crate::store::acl::Acl;
+use crate::store::{Key, KeyKind};
+
+pub use drain::expire;
+pub use incrby::incrby;
+pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
+pub use read::{info, rank, score, top};
+
+use lifecycle::flush_jobs;
+use registry::remember;
+use transit::Transit;
+
+/// This family, for the layer around the families.
+pub const FAMILY: super::Family = super::Family {
+    word: crate::layout::RANK,
+    expire,
+    on_keyspace_event,
+};
+
+/// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
+fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
+    if flags.contains(ContextFlags::CLUSTER) && !has_hash_tag(name) {
+        return Err(Error::Invalid(
+            "in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
+pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let (mut window, mut slot) = (None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "WINDOW" => set_once(&mut window, args.next_duration()?)?,
+            "SLOT" => set_once(&mut slot, args.next_duration()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let window = window.unwrap_or_else(|| config::RANK_WINDOW.ms());
+    let slot = slot.unwrap_or_else(|| config::RANK_SLOT.ms());
+    validate_settings(window, slot)?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let meta_name = meta_key(name.as_slice());
+    // Touch both keys first: a lazy expiry queues a lifecycle job, run before writing.
+    drop(Key::open(ctx, name, false));
+    drop(acl.open(ctx, &meta_name, false)?);
+    flush_jobs(ctx);
+    let meta_hash = acl.open(ctx, &meta_name, true)?;
+    let zset = Key::open(ctx, name, true);
+    if zset.kind() != KeyKind::Empty || meta_hash.kind() != KeyKind::Empty {
+        return Err(Error::KeyExists);
+    }
+    // During a reshard the meta hash may exist on the other node.
+    Transit::new(ctx, &flags, name.as_slice()).missing()?;
+    let meta = Meta::new(window, slot);
+    let mut effects = Effects::new();
+    stored::write_all(&meta_hash, &meta_name, &meta, &mut effects);
+    effects.emit(ctx);
+    remember(selected_db(ctx), name.as_slice(), meta);
+    Ok(Reply::Ok)
+}

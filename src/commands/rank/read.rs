@@ -1,0 +1,228 @@
+//! The read commands: TSRANK.TOP, TSRANK.SCORE, TSRANK.RANK and TSRANK.INFO. Exact on a
+//! primary even while an expired slot is still being subtracted (see `crate::rank`).
+//!
+//! Owns: the answers. May not touch: writes of any kind (opens every key read-only, the
+//! derived keys through the caller's [`Acl`]).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use redis_module::{Context, ContextFlags, RedisString, RedisValue};
+
+use crate::args::set_once;
+use crate::args::Args;
+use crate::error::{Error, Result};
+use crate::rank::{ahead, rank_adjusted, slot_key, sort_totals, top_adjusted};
+use crate::reply::Reply;
+use crate::server::now_ms;
+use crate::store::acl::Acl;
+use crate::store::{KeyKind, RStr};
+use crate::window::slot_start;
+
+use super::board::{pending_in, walk, window_totals, Board};
+use super::check_cluster;
+use super::transit::Transit;
+
+/// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
+pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let count = args.next_i64()?;
+    let (mut offset, mut withscores, mut window) = (None, None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "OFFSET" => set_once(&mut offset, args.next_i64()?)?,
+            "WITHSCORES" => set_once(&mut withscores, true)?,
+            "WINDOW" => set_once(&mut window, args.next_duration()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let offset = offset.unwrap_or(0);
+    if count < 0 || offset < 0 {
+        return Err(Error::NotInteger);
+    }
+    let now = now_ms();
+    let (acl, transit, board) = open_for_read(ctx, name, now)?;
+    let Some(mut board) = board else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let meta = board.meta;
+    let sub_slots = match window {
+        Some(dur) => Some(meta.sub_window_slots(dur)?).filter(|&d| d < meta.slots()),
+        None => None,
+    };
+    let (offset, count) = (offset as usize, count as usize);
+    let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
+        let totals = window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
+        sort_totals(totals)
+            .into_iter()
+            .skip(offset)
+            .take(count)
+            .collect()
+    } else if let Some(totals) = &board.computed {
+        sort_totals(totals.iter().map(|(m, t)| (m.clone(), *t)))
+            .into_iter()
+            .skip(offset)
+            .take(count)
+            .collect()
+    } else if board.pending.is_empty() {
+        // The common case: the sorted set is exact, read it as ZREVRANGE does.
+        board
+            .walk()
+            .take_while(|(_, total)| *total > 0)
+            .skip(offset)
+            .take(count)
+            .collect()
+    } else {
+        let want = offset.saturating_add(count).min(board.zset.len());
+        let (zset, pending) = (&mut board.zset, &board.pending);
+        let adjust = |member: &[u8], raw: i64| match RStr::new(member) {
+            Some(m) => raw.saturating_sub(pending_in(pending, &m)),
+            None => raw,
+        };
+        top_adjusted(walk(zset), want, adjust)
+            .into_iter()
+            .skip(offset)
+            .collect()
+    };
+    let resp3 = ctx.get_flags().contains(ContextFlags::FLAGS_RESP3);
+    let mut out = Vec::with_capacity(rows.len() * if withscores.is_some() { 2 } else { 1 });
+    for (member, total) in rows {
+        match (withscores.is_some(), resp3) {
+            (false, _) => out.push(Reply::Bulk(member)),
+            (true, true) => out.push(Reply::Array(vec![Reply::Bulk(member), Reply::Int(total)])),
+            (true, false) => {
+                out.push(Reply::Bulk(member));
+                out.push(Reply::Int(total));
+            }
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// The common start of the read commands: cluster check, the caller's ACL, the transit
+/// probe and the board at `name` (`None`: no leaderboard there).
+fn open_for_read<'a>(
+    ctx: &'a Context,
+    name: &'a RedisString,
+    now: i64,
+) -> Result<(Acl, Transit<'a>, Option<Board>)> {
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let board = Board::open_read(ctx, &acl, name, now, &transit)?;
+    Ok((acl, transit, board))
+}
+
+/// TSRANK.SCORE key member
+pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let [member] = rest else {
+        return Err(Error::Arity("tsrank.score".into()));
+    };
+    let (_, _, board) = open_for_read(ctx, name, now_ms())?;
+    let Some(board) = board else {
+        return Ok(Reply::Nil);
+    };
+    let total = board.total_of(member);
+    Ok(if total > 0 {
+        Reply::Int(total)
+    } else {
+        Reply::Nil
+    })
+}
+
+/// TSRANK.RANK key member
+pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let [member] = rest else {
+        return Err(Error::Arity("tsrank.rank".into()));
+    };
+    let (_, _, board) = open_for_read(ctx, name, now_ms())?;
+    let Some(mut board) = board else {
+        return Ok(Reply::Nil);
+    };
+    let total = board.total_of(member);
+    if total <= 0 {
+        return Ok(Reply::Nil);
+    }
+    if let Some(totals) = &board.computed {
+        let ahead_of_member = totals
+            .iter()
+            .filter(|(m, t)| ahead((**t, m), (total, member)) == Ordering::Greater)
+            .count();
+        return Ok(Reply::Int(ahead_of_member as i64));
+    }
+    if board.pending.is_empty() {
+        // Exact sorted set: ZREVRANK is O(log n).
+        let args: [&[u8]; 2] = [name.as_slice(), member];
+        if let Ok(RedisValue::Integer(rank)) = ctx.call("ZREVRANK", &args[..]) {
+            return Ok(Reply::Int(rank));
+        }
+    }
+    let (zset, pending) = (&mut board.zset, &board.pending);
+    let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
+        Some(m) => raw.saturating_sub(pending_in(pending, &m)),
+        None => raw,
+    };
+    Ok(Reply::Int(rank_adjusted(
+        walk(zset),
+        (total, member),
+        adjust,
+    )))
+}
+
+/// TSRANK.INFO key
+pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if !rest.is_empty() {
+        return Err(Error::Arity("tsrank.info".into()));
+    }
+    let now = now_ms();
+    let (acl, transit, board) = open_for_read(ctx, name, now)?;
+    let Some(board) = board else {
+        // No main key and no meta here: during a reshard the meta hash of a board without
+        // totals may still be on the other node.
+        transit.missing()?;
+        return Ok(Reply::Nil);
+    };
+    let meta = board.meta;
+    let mut members = match &board.computed {
+        Some(totals) => totals.len() as i64,
+        None => board.zset.len() as i64,
+    };
+    if !board.pending.is_empty() {
+        // Members whose whole total is still pending are no longer in the window.
+        let mut seen: HashMap<Vec<u8>, ()> = HashMap::new();
+        for slot in &board.pending {
+            slot.hscan(|member, _| {
+                seen.insert(member.to_vec(), ());
+            });
+        }
+        for member in seen.keys() {
+            let in_zset = RStr::new(member).is_some_and(|m| board.zset.zscore(&m).is_some());
+            if in_zset && board.total_of(member) <= 0 {
+                members -= 1;
+            }
+        }
+    }
+    let (mut live, mut oldest) = (0i64, None);
+    if let Some((start, end)) = meta.live_range(now) {
+        for index in start..=end {
+            let slot_name = slot_key(&board.base, index);
+            match acl.open(ctx, &slot_name, false)?.kind() {
+                KeyKind::Hash => {
+                    live += 1;
+                    oldest = oldest.or(Some(slot_start(index, meta.slot)));
+                }
+                // A gap, or on the other node during a reshard.
+                KeyKind::Empty => transit.missing()?,
+                _ => {}
+            }
+        }
+    }
+    Ok(Reply::Map(vec![
+        ("window", Reply::Int(meta.window)),
+        ("slot", Reply::Int(meta.slot)),
+        ("members", Reply::Int(members)),
+        ("slots", Reply::Int(live)),
+        ("oldest", oldest.map_or(Reply::Nil, Reply::Int)),
+    ]))
+}

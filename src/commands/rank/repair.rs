@@ -1,0 +1,78 @@
+//! Rebuilding a quarantined leaderboard before a write: its totals become the sums of its
+//! live slot hashes and the slots that left the window go.
+//!
+//! Owns: that rebuild. May not touch: the meta hash (the caller saves the new range via
+//! `stored`; `lifecycle` clears `_edited`); replicates only through [`Effects`].
+
+use redis_module::Context;
+
+use crate::error::Result;
+use crate::rank::{slot_key, Meta};
+use crate::replicate::Effects;
+use crate::server::selected_db;
+use crate::store::acl::Acl;
+use crate::store::{Key, KeyKind, RStr};
+
+use super::board::window_totals;
+use super::lifecycle::mark_edited;
+use super::registry::lift_quarantine;
+use super::transit::Transit;
+
+/// Members per replicated `ZADD` of a rebuild (a board may have millions).
+const ZADD_CHUNK: usize = 256;
+
+/// Rebuilds the quarantined board `key_name` (sorted set `zset`, meta `meta`, whose range
+/// is updated here): the totals become the sums of the live slot hashes, slots that left
+/// the window are deleted, and the board leaves quarantine. The caller holds write
+/// permission on every key touched (checked here for the slots). Costs one pass over the
+/// board's stored data, once.
+pub(super) fn repair(
+    ctx: &Context,
+    acl: &Acl,
+    zset: &Key,
+    key_name: &[u8],
+    meta: &mut Meta,
+    now: i64,
+    transit: &Transit,
+) -> Result<()> {
+    let totals = window_totals(ctx, acl, key_name, meta, meta.slots(), now, transit)?;
+    let mut gone = Vec::new();
+    if let Some((start, end)) = meta.pending_range(now) {
+        for index in start..=end {
+            let name = slot_key(key_name, index);
+            let slot = acl.open(ctx, &name, true)?;
+            if slot.kind() == KeyKind::Hash {
+                slot.delete();
+                gone.push(name);
+            }
+        }
+        meta.lo = end.saturating_add(1);
+        if meta.hi < meta.lo {
+            *meta = Meta::new(meta.window, meta.slot);
+        }
+    }
+    zset.delete();
+    let mut effects = Effects::new();
+    effects.command(c"DEL").arg(key_name);
+    let rows: Vec<(i64, &Vec<u8>)> = totals
+        .iter()
+        .filter_map(|(member, &total)| {
+            let m = RStr::new(member)?;
+            zset.zadd(&m, total as f64);
+            Some((total, member))
+        })
+        .collect();
+    for chunk in rows.chunks(ZADD_CHUNK) {
+        effects.command(c"ZADD").arg(key_name);
+        for &(total, member) in chunk {
+            effects.int(total).arg(member);
+        }
+    }
+    for name in &gone {
+        effects.command(c"DEL").arg(name);
+    }
+    effects.emit(ctx);
+    lift_quarantine(selected_db(ctx), key_name);
+    mark_edited(ctx, key_name, false);
+    Ok(())
+}

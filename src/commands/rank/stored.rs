@@ -1,0 +1,85 @@
+//! The meta hash of a leaderboard as stored (`key|meta`, layout in `crate::rank`): reading
+//! `_tally` and `_slots` (or the older four-number `_tally`), and writing them back in the
+//! current layout, recorded as effects.
+//!
+//! Owns: the `_tally` and `_slots` fields of meta hashes. May not touch: other keys or
+//! fields (`_edited` belongs to `lifecycle`), the registry, replication other than
+//! through the caller's [`Effects`].
+
+use crate::error::{Error, Result};
+use crate::layout::{MARKER_FIELD, RANK_SLOTS_FIELD};
+use crate::rank::{Meta, MetaLayout};
+use crate::replicate::Effects;
+use crate::store::{Key, KeyKind, RStr};
+
+thread_local! {
+    /// The field names, built once (every command reads them).
+    static MARKER: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
+    static SLOTS: Option<RStr> = RStr::new(RANK_SLOTS_FIELD.as_bytes());
+}
+
+/// The leaderboard meta held by `key` and the layout it is stored in; `None` if `key` is
+/// not a hash holding a valid meta.
+pub(super) fn read(key: &Key) -> Option<(Meta, MetaLayout)> {
+    if key.kind() != KeyKind::Hash {
+        return None;
+    }
+    MARKER.with(|marker_field| {
+        SLOTS.with(|slots_field| {
+            let (marker_field, slots_field) = (marker_field.as_ref()?, slots_field.as_ref()?);
+            key.hget_with(marker_field, |marker| {
+                key.hget_with(slots_field, |slots| Meta::from_fields(marker, Some(slots)))
+                    .unwrap_or_else(|| Meta::from_fields(marker, None))
+            })
+            .flatten()
+        })
+    })
+}
+
+/// The meta of a leaderboard from its meta hash: `None` if the key is missing, WRONGTYPE
+/// if it is something else (another type, a hash without a valid meta).
+pub(super) fn load(key: &Key) -> Result<Option<(Meta, MetaLayout)>> {
+    match key.kind() {
+        KeyKind::Empty => Ok(None),
+        KeyKind::Hash => read(key).map(Some).ok_or(Error::WrongType),
+        _ => Err(Error::WrongType),
+    }
+}
+
+/// Writes the whole meta in the current layout (a new board, a meta put back) and
+/// records the write.
+pub(super) fn write_all(key: &Key, name: &[u8], meta: &Meta, effects: &mut Effects) {
+    let (marker, slots) = (meta.marker(), meta.slots_value());
+    key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+    key.hset(RANK_SLOTS_FIELD.as_bytes(), slots.as_bytes());
+    effects
+        .command(c"HSET")
+        .arg(name)
+        .arg(MARKER_FIELD.as_bytes())
+        .arg(marker.as_bytes())
+        .arg(RANK_SLOTS_FIELD.as_bytes())
+        .arg(slots.as_bytes());
+}
+
+/// Writes the slot range of a meta read in `layout` and records the write. `_tally` never
+/// changes after CREATE, except once: a meta still in the four-number layout is rewritten
+/// whole (both fields in one `HSET`, so a replica or AOF never sees a mix).
+pub(super) fn write_range(
+    key: &Key,
+    name: &[u8],
+    meta: &Meta,
+    layout: MetaLayout,
+    effects: &mut Effects,
+) {
+    if layout == MetaLayout::FourNumberMarker {
+        write_all(key, name, meta, effects);
+        return;
+    }
+    let slots = meta.slots_value();
+    key.hset(RANK_SLOTS_FIELD.as_bytes(), slots.as_bytes());
+    effects
+        .command(c"HSET")
+        .arg(name)
+        .arg(RANK_SLOTS_FIELD.as_bytes())
+        .arg(slots.as_bytes());
+}
