@@ -405,9 +405,9 @@ fn save(
     counter: &mut Counter,
     old_tracks: Option<&[Track]>,
     is_new: bool,
-    mut effects: HashEffects,
-    mirror: Option<&mut Mirror>,
+    slots: &mut HashSlots,
 ) -> bool {
+    let mut effects = std::mem::take(&mut slots.effects);
     let deleted = counter.stored_slots() == 0 && !is_new;
     if deleted {
         key.delete();
@@ -423,7 +423,7 @@ fn save(
             key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
             effects.set(STATE_FIELD, state);
         }
-        if let Some(mirror) = mirror {
+        if let Some(mirror) = slots.mirror.as_deref_mut() {
             mirror.counter = Some(counter.clone());
         }
     }
@@ -508,7 +508,6 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
         let reply = counter.incrby(slots, now, ts, increment)?;
         let mut deleted = false;
         if increment != 0 {
-            let effects = std::mem::take(&mut slots.effects);
             deleted = save(
                 ctx,
                 &key,
@@ -516,8 +515,7 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
                 &mut counter,
                 old_tracks.as_deref(),
                 is_new,
-                effects,
-                slots.mirror.as_deref_mut(),
+                slots,
             );
         }
         Ok((reply, deleted))
@@ -663,9 +661,8 @@ pub fn expire(
         let mut within_budget = || monotonic_us() < deadline_us;
         let trimmed = counter.trim_within(slots, now, &mut within_budget);
         expiry::count_expired(trimmed.removed as u64);
-        let effects = std::mem::take(&mut slots.effects);
         let changed =
-            !effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
+            !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
         let deleted = changed
             && save(
                 ctx,
@@ -674,8 +671,7 @@ pub fn expire(
                 &mut counter,
                 old_tracks.as_deref(),
                 false,
-                effects,
-                slots.mirror.as_deref_mut(),
+                slots,
             );
         (trimmed, deleted)
     });
