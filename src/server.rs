@@ -67,6 +67,7 @@ required_api! {
     RedisModule_KeyType,
     RedisModule_Milliseconds,
     RedisModule_MonotonicMicroseconds,
+    RedisModule_NotifyKeyspaceEvent,
     RedisModule_OpenKey,
     RedisModule_RegisterInfoFunc,
     RedisModule_Replicate,

@@ -91,10 +91,21 @@ pub fn marker_of(key: &Key) -> Option<Vec<u8>> {
 /// follow their main key and their parts. Opens no key (an open here can expire one
 /// lazily, whose event would then be lost).
 pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
+    if is_tally_event(event) {
+        // tally's own writes keep its caches and schedule in step themselves.
+        return;
+    }
     crate::expiry::on_keyspace_event(ctx, class, event, key);
     for family in &FAMILIES {
         (family.on_keyspace_event)(ctx, class, event, key);
     }
+}
+
+/// The keyspace events tally fires for its own write commands (`tscounter.incrby`, ...).
+pub fn is_tally_event(event: &str) -> bool {
+    ["tscounter.", "tsrank.", "stats."]
+        .iter()
+        .any(|prefix| event.starts_with(prefix))
 }
 
 /// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and

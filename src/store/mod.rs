@@ -18,7 +18,9 @@ use std::os::raw::{c_char, c_int};
 use std::ptr;
 
 use redis_module::raw;
-use redis_module::{Context, RedisString};
+use std::ffi::CStr;
+
+use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::server::api;
 pub use crate::server::borrowed_bytes;
@@ -66,6 +68,30 @@ impl Drop for RStr {
     fn drop(&mut self) {
         // SAFETY: we own the string (created with a NULL context) and free it once.
         unsafe { api!(RedisModule_FreeString)(ptr::null_mut(), self.0) };
+    }
+}
+
+/// Fires the keyspace event `event` of class `class` on the key `name` (clients see it when
+/// `notify-keyspace-events` includes the class; modules always do).
+pub fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, name: &RedisString) {
+    // SAFETY: live context, NUL-terminated event name, a live key name string.
+    unsafe {
+        api!(RedisModule_NotifyKeyspaceEvent)(ctx.ctx, class.bits(), event.as_ptr(), name.inner)
+    };
+}
+
+/// [`notify`] for a key named by bytes (a derived or declared key other than the first).
+pub fn notify_bytes(ctx: &Context, class: NotifyEvent, event: &CStr, name: &[u8]) {
+    if let Some(name) = RStr::new(name) {
+        // SAFETY: as above.
+        unsafe {
+            api!(RedisModule_NotifyKeyspaceEvent)(
+                ctx.ctx,
+                class.bits(),
+                event.as_ptr(),
+                name.as_ptr(),
+            )
+        };
     }
 }
 

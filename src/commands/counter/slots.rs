@@ -1,40 +1,23 @@
-//! TSCOUNTER.*: multi-resolution counters on one native hash per counter.
-//! Parse every argument, then compute with the pure `crate::counter` logic over the hash,
-//! then reply; writes are replicated as HSET/HDEL/DEL effects.
+//! A counter's hash as the pure counter logic sees it: [`HashSlots`] (reads through the
+//! mirror when there is one, writes recorded as effects), loading the counter from its
+//! `_tally`/`_state` (or its mirror), and saving it after a change.
 //!
-//! Owns: the TSCOUNTER commands and the counter's expiry visit. May not touch: raw module
-//! calls (through `store`, `replicate`, `server`), other families.
+//! Owns: the counter's fields in its hash and the caches of parsed values. May not touch:
+//! raw module calls, command parsing.
 
-use redis_module::{Context, NotifyEvent, RedisString};
+use redis_module::Context;
 
-use crate::args::{parse_duration, parse_i64, set_once, Args};
-use crate::config;
+use crate::args::parse_i64;
+use crate::commands::mirror::{self, Build, Mirror};
 use crate::counter::{
-    parse_resolutions, parse_slot_field, push_slot_field, Counter, Resolution, SlotStore, Track,
-    STATE_FIELD,
+    parse_slot_field, push_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD,
 };
 use crate::error::{Error, Result};
-use crate::expiry::{self, Visit};
+use crate::expiry;
 use crate::layout::{self, MARKER_FIELD};
 use crate::replicate::HashEffects;
-use crate::reply::Reply;
-use crate::server::{monotonic_us, now_ms, selected_db};
+use crate::server::{now_ms, selected_db};
 use crate::store::{Key, KeyKind, RStr};
-
-use super::mirror::{self, Build, Mirror};
-use crate::window::effective_time;
-
-/// This family, for the layer around the families.
-pub const FAMILY: super::Family = super::Family {
-    word: layout::COUNTER,
-    expire,
-    on_keyspace_event: forget_mirror,
-};
-
-/// Any event on a key may change it behind the read cache: drop its mirror.
-fn forget_mirror(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
-    mirror::forget(selected_db(ctx), key);
-}
 
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
 const META_FIELDS: usize = 2;
@@ -48,9 +31,9 @@ struct SlotName {
     rstr: RStr,
 }
 
-struct HashSlots<'a> {
+pub(super) struct HashSlots<'a> {
     key: &'a Key,
-    effects: HashEffects,
+    pub(super) effects: HashEffects,
     mirror: Option<&'a mut Mirror>,
     /// True while the key does not exist: reads need not ask the hash (most writes to a
     /// large population of counters create them).
@@ -114,7 +97,7 @@ impl<'a> HashSlots<'a> {
     }
 
     /// Keeps a counter read from valid stored fields with the mirror, for the next command.
-    fn remember_counter(&mut self, loaded: &Loaded) {
+    pub(super) fn remember_counter(&mut self, loaded: &Loaded) {
         if let Some(mirror) = self.mirror.as_deref_mut() {
             if mirror.counter.is_none() && !loaded.state_rebuilt {
                 mirror.counter = Some(loaded.counter.clone());
@@ -230,7 +213,7 @@ const MIRROR_MIN_SLOTS: usize = 16;
 /// Runs `f` over the counter's slots, through its mirror when there is one. Reads
 /// (`Build::Always`) create the mirror of a large counter; writes (`Build::IfHot`) of a
 /// hot one.
-fn with_slots<T>(
+pub(super) fn with_slots<T>(
     ctx: &Context,
     key: &Key,
     name: &[u8],
@@ -310,18 +293,23 @@ fn with_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<Counter
 }
 
 /// A counter as read from its hash.
-struct Loaded {
-    counter: Counter,
+pub(super) struct Loaded {
+    pub(super) counter: Counter,
     /// The stored `_state` was missing or unusable and the bookkeeping was rebuilt: it must
     /// be written back.
-    state_rebuilt: bool,
+    pub(super) state_rebuilt: bool,
 }
 
 /// Rebuilds bookkeeping from the hash when it cannot be trusted at all. With more stored
 /// fields than `scan_limit`, a conservative guess replaces the walk: nothing older than the
 /// kept range, and up to `samples` slots per resolution; trimming heals that guess (see
 /// `Counter::trim_within`).
-fn rebuild(key: &Key, resolutions: Vec<Resolution>, now: i64, scan_limit: usize) -> Counter {
+pub(super) fn rebuild(
+    key: &Key,
+    resolutions: Vec<Resolution>,
+    now: i64,
+    scan_limit: usize,
+) -> Counter {
     let mut counter = Counter::new(resolutions);
     if key.len() <= scan_limit {
         key.hscan(|field, _| {
@@ -344,7 +332,7 @@ fn rebuild(key: &Key, resolutions: Vec<Resolution>, now: i64, scan_limit: usize)
 /// hash with a counter's `_tally` marker. Whatever else a user did to the hash, the
 /// counter stays readable: a missing or unusable `_state` is rebuilt from the slot fields
 /// (one walk of the hash, when it has at most `scan_limit` fields).
-fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
+pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
         KeyKind::Hash => {
@@ -382,7 +370,12 @@ fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
 
 /// Reads a counter for a command: from its mirror when it has a valid one, else from its
 /// hash (a rebuild may walk the whole hash, bounded by its data).
-fn load_for_command(ctx: &Context, key: &Key, name: &[u8], now: i64) -> Result<Option<Loaded>> {
+pub(super) fn load_for_command(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    now: i64,
+) -> Result<Option<Loaded>> {
     if key.kind() == KeyKind::Hash {
         if let Some(counter) = mirror::cached_counter(selected_db(ctx), name, key.len()) {
             return Ok(Some(Loaded {
@@ -398,7 +391,7 @@ fn load_for_command(ctx: &Context, key: &Key, name: &[u8], now: i64) -> Result<O
 /// replicates the effects and schedules the next trim. `old_tracks` is the bookkeeping as
 /// stored (`None`: the stored `_state` is unusable and must be rewritten). Returns true if
 /// the key was deleted: the caller then calls `forget_deleted` (no keyspace event fires).
-fn save(
+pub(super) fn save(
     ctx: &Context,
     key: &Key,
     name: &[u8],
@@ -434,260 +427,4 @@ fn save(
         expiry::schedule(ctx, name, due);
     }
     deleted
-}
-
-/// Parses `[AT ts]` (the only option of INCRBY/INCR/SUM) and resolves it against `now`.
-fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
-    let mut at = None;
-    while !args.is_done() {
-        match args.next_keyword()?.as_str() {
-            "AT" => set_once(&mut at, args.next_i64()?)?,
-            _ => return Err(Error::Syntax),
-        }
-    }
-    effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)
-}
-
-/// TSCOUNTER.CREATE key [RESOLUTIONS res:samples [res:samples ...]]
-pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let resolutions = if args.is_done() {
-        config::COUNTER_RESOLUTIONS.get_list()
-    } else {
-        if !args.eat_keyword("RESOLUTIONS") || args.is_done() {
-            return Err(Error::Syntax);
-        }
-        parse_resolutions(&rest[1..])?
-    };
-    let key = Key::open(ctx, name, true);
-    if key.kind() != KeyKind::Empty {
-        return Err(Error::KeyExists);
-    }
-    let counter = Counter::new(resolutions);
-    let mut counter = counter;
-    let (marker, state) = (counter.marker(), counter.state(now_ms()));
-    key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
-    key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
-    let mut effects = HashEffects::default();
-    effects.set(MARKER_FIELD, marker);
-    effects.set(STATE_FIELD, state);
-    effects.emit(ctx, name.as_slice());
-    Ok(Reply::Ok)
-}
-
-/// TSCOUNTER.INCRBY key increment [AT ts]
-pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let increment = args.next_i64()?;
-    add(ctx, name, increment, &mut args)
-}
-
-/// TSCOUNTER.INCR key [AT ts]
-pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    add(ctx, name, 1, &mut Args::new(rest))
-}
-
-fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
-    let now = now_ms();
-    let ts = parse_at(args, now)?;
-    let key = Key::open(ctx, name, true);
-    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
-    let is_new = loaded.is_none();
-    let (mut counter, old_tracks) = match loaded {
-        Some(Loaded {
-            counter,
-            state_rebuilt,
-        }) => {
-            let old = (!state_rebuilt).then(|| counter.tracks.clone());
-            (counter, old)
-        }
-        None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
-    };
-    let build = if is_new { Build::Never } else { Build::IfHot };
-    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
-        let reply = counter.incrby(slots, now, ts, increment)?;
-        let mut deleted = false;
-        if increment != 0 {
-            deleted = save(
-                ctx,
-                &key,
-                name.as_slice(),
-                &mut counter,
-                old_tracks.as_deref(),
-                is_new,
-                slots,
-            );
-        }
-        Ok((reply, deleted))
-    })?;
-    if deleted {
-        super::forget_deleted(ctx, name.as_slice());
-    }
-    Ok(Reply::Int(reply))
-}
-
-/// TSCOUNTER.SUM key window [window ...] [AT ts]
-pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let windows = args
-        .values_until(1, &["AT"])
-        .iter()
-        .map(|w| parse_duration(w))
-        .collect::<Result<Vec<i64>>>()?;
-    let now = now_ms();
-    let t = parse_at(&mut args, now)?;
-    let key = Key::open(ctx, name, false);
-    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
-    let sums = match loaded {
-        Some(loaded) => with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
-            slots.remember_counter(&loaded);
-            loaded.counter.sum(slots, now, t, &windows)
-        })?,
-        None => {
-            // A missing key answers as an empty counter with the default resolutions, so a
-            // window no default resolution spans is still an error.
-            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
-            for &window in &windows {
-                empty.resolution_for(window)?;
-            }
-            vec![0; windows.len()]
-        }
-    };
-    Ok(match sums.as_slice() {
-        [single] => Reply::Int(*single),
-        _ => Reply::Array(sums.into_iter().map(Reply::Int).collect()),
-    })
-}
-
-/// TSCOUNTER.RANGE key resolution [FROM ts] [TO ts] [EMPTY]
-pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let res_ms = args.next_duration()?;
-    let (mut from, mut to, mut empty) = (None, None, None);
-    while !args.is_done() {
-        match args.next_keyword()?.as_str() {
-            "FROM" => set_once(&mut from, args.next_i64()?)?,
-            "TO" => set_once(&mut to, args.next_i64()?)?,
-            "EMPTY" => set_once(&mut empty, true)?,
-            _ => return Err(Error::Syntax),
-        }
-    }
-    let key = Key::open(ctx, name, false);
-    let Some(loaded) = load_for_command(ctx, &key, name.as_slice(), now_ms())? else {
-        return Ok(Reply::Array(Vec::new()));
-    };
-    let rows = with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
-        slots.remember_counter(&loaded);
-        let counter = &loaded.counter;
-        counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
-    })?;
-    Ok(Reply::pairs(rows.into_iter().map(|(start, count)| {
-        (Reply::Int(start), Reply::Int(count))
-    })))
-}
-
-/// TSCOUNTER.INFO key
-pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if !rest.is_empty() {
-        return Err(Error::Arity("tscounter.info".into()));
-    }
-    let key = Key::open(ctx, name, false);
-    let Some(Loaded { counter, .. }) = load_for_command(ctx, &key, name.as_slice(), now_ms())?
-    else {
-        return Ok(Reply::Nil);
-    };
-    let (mut first, mut last, mut slots) = (None::<i64>, None::<i64>, 0i64);
-    key.hscan(|field, _| {
-        if let Some((res_ms, index)) = parse_slot_field(field) {
-            let start = crate::window::slot_start(index, res_ms);
-            first = Some(first.map_or(start, |f| f.min(start)));
-            last = Some(last.map_or(start, |l| l.max(start)));
-            slots += 1;
-        }
-    });
-    drop(key);
-    let opt = |v: Option<i64>| v.map_or(Reply::Nil, Reply::Int);
-    let resolutions = counter
-        .resolutions
-        .iter()
-        .map(|r| (Reply::Int(r.ms), Reply::Int(r.samples)));
-    Ok(Reply::Map(vec![
-        ("resolutions", Reply::pairs(resolutions)),
-        ("slots", Reply::Int(slots)),
-        ("first", opt(first)),
-        ("last", opt(last)),
-        (
-            "memory",
-            Reply::Int(super::memory_usage(ctx, name.as_slice())),
-        ),
-    ]))
-}
-
-/// The timer rebuilds a lost `_state` by walking the hash only up to this many fields (a
-/// fraction of a tick); larger hashes get a conservative guess that trimming heals.
-const TIMER_REBUILD_MAX_FIELDS: usize = 2048;
-
-/// Timer visit: trims a counter nobody writes to any more, within the tick's deadline
-/// (`deadline_us`, monotonic µs). `read_key` is open for reading only: the key is reopened
-/// for writing only when the visit has something to change, so a visit that changes
-/// nothing does not invalidate `WATCH` or client-side caching.
-pub fn expire(
-    ctx: &Context,
-    read_key: Key,
-    name: &[u8],
-    _marker: &[u8],
-    now: i64,
-    deadline_us: u64,
-) -> Visit {
-    let Ok(Some(Loaded {
-        mut counter,
-        state_rebuilt,
-    })) = load(&read_key, now, TIMER_REBUILD_MAX_FIELDS)
-    else {
-        return Visit::Done;
-    };
-    let has_work = with_slots(ctx, &read_key, name, Build::Never, |slots| {
-        counter.has_trim_work(slots, now)
-    });
-    if !has_work && !state_rebuilt {
-        return due_visit(&counter);
-    }
-    drop(read_key);
-    let Some(key) = Key::open_bytes(ctx, name, true) else {
-        return Visit::Done;
-    };
-    let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
-    let (trimmed, deleted) = with_slots(ctx, &key, name, Build::Never, |slots| {
-        let mut within_budget = || monotonic_us() < deadline_us;
-        let trimmed = counter.trim_within(slots, now, &mut within_budget);
-        expiry::count_expired(trimmed.removed as u64);
-        let changed =
-            !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
-        let deleted = changed
-            && save(
-                ctx,
-                &key,
-                name,
-                &mut counter,
-                old_tracks.as_deref(),
-                false,
-                slots,
-            );
-        (trimmed, deleted)
-    });
-    if deleted {
-        super::forget_deleted(ctx, name);
-        return Visit::Done;
-    }
-    if !trimmed.finished {
-        return Visit::Unfinished;
-    }
-    due_visit(&counter)
-}
-
-fn due_visit(counter: &Counter) -> Visit {
-    match counter.next_due() {
-        Some(due) => Visit::DueAt(due),
-        None => Visit::Done,
-    }
 }

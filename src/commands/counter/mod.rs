@@ -1,0 +1,297 @@
+//! TSCOUNTER.*: multi-resolution counters on one native hash per counter.
+//! Parse every argument, then compute with the pure `crate::counter` logic over the hash,
+//! then reply; writes are replicated as HSET/HDEL/DEL effects.
+//!
+//! Owns: the TSCOUNTER commands and the counter's expiry visit. May not touch: raw module
+//! calls (through `store`, `replicate`, `server`), other families.
+
+use redis_module::{Context, NotifyEvent, RedisString};
+
+use crate::args::{parse_duration, set_once, Args};
+use crate::config;
+use crate::counter::{parse_resolutions, parse_slot_field, Counter, STATE_FIELD};
+use crate::error::{Error, Result};
+use crate::expiry::{self, Visit};
+use crate::layout::{self, MARKER_FIELD};
+use crate::replicate::HashEffects;
+use crate::reply::Reply;
+use crate::server::{monotonic_us, now_ms, selected_db};
+use crate::store::{notify, Key, KeyKind};
+
+mod slots;
+
+use super::mirror::{self, Build};
+use crate::window::effective_time;
+use slots::{load, load_for_command, save, with_slots, Loaded};
+
+/// This family, for the layer around the families.
+pub const FAMILY: super::Family = super::Family {
+    word: layout::COUNTER,
+    expire,
+    on_keyspace_event: forget_mirror,
+};
+
+/// Any event on a key may change it behind the read cache: drop its mirror.
+fn forget_mirror(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
+    mirror::forget(selected_db(ctx), key);
+}
+
+/// Parses `[AT ts]` (the only option of INCRBY/INCR/SUM) and resolves it against `now`.
+fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
+    let mut at = None;
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "AT" => set_once(&mut at, args.next_i64()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)
+}
+
+/// TSCOUNTER.CREATE key [RESOLUTIONS res:samples [res:samples ...]]
+pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let resolutions = if args.is_done() {
+        config::COUNTER_RESOLUTIONS.get_list()
+    } else {
+        if !args.eat_keyword("RESOLUTIONS") || args.is_done() {
+            return Err(Error::Syntax);
+        }
+        parse_resolutions(&rest[1..])?
+    };
+    let key = Key::open(ctx, name, true);
+    if key.kind() != KeyKind::Empty {
+        return Err(Error::KeyExists);
+    }
+    let counter = Counter::new(resolutions);
+    let mut counter = counter;
+    let (marker, state) = (counter.marker(), counter.state(now_ms()));
+    key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
+    key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
+    let mut effects = HashEffects::default();
+    effects.set(MARKER_FIELD, marker);
+    effects.set(STATE_FIELD, state);
+    effects.emit(ctx, name.as_slice());
+    notify(ctx, NotifyEvent::HASH, c"tscounter.create", name);
+    Ok(Reply::Ok)
+}
+
+/// TSCOUNTER.INCRBY key increment [AT ts]
+pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let increment = args.next_i64()?;
+    add(ctx, name, increment, &mut args)
+}
+
+/// TSCOUNTER.INCR key [AT ts]
+pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    add(ctx, name, 1, &mut Args::new(rest))
+}
+
+fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
+    let now = now_ms();
+    let ts = parse_at(args, now)?;
+    let key = Key::open(ctx, name, true);
+    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
+    let is_new = loaded.is_none();
+    let (mut counter, old_tracks) = match loaded {
+        Some(Loaded {
+            counter,
+            state_rebuilt,
+        }) => {
+            let old = (!state_rebuilt).then(|| counter.tracks.clone());
+            (counter, old)
+        }
+        None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
+    };
+    let build = if is_new { Build::Never } else { Build::IfHot };
+    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
+        let reply = counter.incrby(slots, now, ts, increment)?;
+        let mut deleted = false;
+        if increment != 0 {
+            deleted = save(
+                ctx,
+                &key,
+                name.as_slice(),
+                &mut counter,
+                old_tracks.as_deref(),
+                is_new,
+                slots,
+            );
+        }
+        Ok((reply, deleted))
+    })?;
+    if deleted {
+        super::forget_deleted(ctx, name.as_slice());
+    }
+    if increment != 0 {
+        notify(ctx, NotifyEvent::HASH, c"tscounter.incrby", name);
+    }
+    Ok(Reply::Int(reply))
+}
+
+/// TSCOUNTER.SUM key window [window ...] [AT ts]
+pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let windows = args
+        .values_until(1, &["AT"])
+        .iter()
+        .map(|w| parse_duration(w))
+        .collect::<Result<Vec<i64>>>()?;
+    let now = now_ms();
+    let t = parse_at(&mut args, now)?;
+    let key = Key::open(ctx, name, false);
+    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
+    let sums = match loaded {
+        Some(loaded) => with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
+            slots.remember_counter(&loaded);
+            loaded.counter.sum(slots, now, t, &windows)
+        })?,
+        None => {
+            // A missing key answers as an empty counter with the default resolutions, so a
+            // window no default resolution spans is still an error.
+            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
+            for &window in &windows {
+                empty.resolution_for(window)?;
+            }
+            vec![0; windows.len()]
+        }
+    };
+    Ok(match sums.as_slice() {
+        [single] => Reply::Int(*single),
+        _ => Reply::Array(sums.into_iter().map(Reply::Int).collect()),
+    })
+}
+
+/// TSCOUNTER.RANGE key resolution [FROM ts] [TO ts] [EMPTY]
+pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let res_ms = args.next_duration()?;
+    let (mut from, mut to, mut empty) = (None, None, None);
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "FROM" => set_once(&mut from, args.next_i64()?)?,
+            "TO" => set_once(&mut to, args.next_i64()?)?,
+            "EMPTY" => set_once(&mut empty, true)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let key = Key::open(ctx, name, false);
+    let Some(loaded) = load_for_command(ctx, &key, name.as_slice(), now_ms())? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let rows = with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
+        slots.remember_counter(&loaded);
+        let counter = &loaded.counter;
+        counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
+    })?;
+    Ok(Reply::pairs(rows.into_iter().map(|(start, count)| {
+        (Reply::Int(start), Reply::Int(count))
+    })))
+}
+
+/// TSCOUNTER.INFO key
+pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if !rest.is_empty() {
+        return Err(Error::Arity("tscounter.info".into()));
+    }
+    let key = Key::open(ctx, name, false);
+    let Some(Loaded { counter, .. }) = load_for_command(ctx, &key, name.as_slice(), now_ms())?
+    else {
+        return Ok(Reply::Nil);
+    };
+    let (mut first, mut last, mut slots) = (None::<i64>, None::<i64>, 0i64);
+    key.hscan(|field, _| {
+        if let Some((res_ms, index)) = parse_slot_field(field) {
+            let start = crate::window::slot_start(index, res_ms);
+            first = Some(first.map_or(start, |f| f.min(start)));
+            last = Some(last.map_or(start, |l| l.max(start)));
+            slots += 1;
+        }
+    });
+    drop(key);
+    let opt = |v: Option<i64>| v.map_or(Reply::Nil, Reply::Int);
+    let resolutions = counter
+        .resolutions
+        .iter()
+        .map(|r| (Reply::Int(r.ms), Reply::Int(r.samples)));
+    Ok(Reply::Map(vec![
+        ("resolutions", Reply::pairs(resolutions)),
+        ("slots", Reply::Int(slots)),
+        ("first", opt(first)),
+        ("last", opt(last)),
+        (
+            "memory",
+            Reply::Int(super::memory_usage(ctx, name.as_slice())),
+        ),
+    ]))
+}
+
+/// The timer rebuilds a lost `_state` by walking the hash only up to this many fields (a
+/// fraction of a tick); larger hashes get a conservative guess that trimming heals.
+const TIMER_REBUILD_MAX_FIELDS: usize = 2048;
+
+/// Timer visit: trims a counter nobody writes to any more, within the tick's deadline
+/// (`deadline_us`, monotonic µs). `read_key` is open for reading only: the key is reopened
+/// for writing only when the visit has something to change, so a visit that changes
+/// nothing does not invalidate `WATCH` or client-side caching.
+pub fn expire(
+    ctx: &Context,
+    read_key: Key,
+    name: &[u8],
+    _marker: &[u8],
+    now: i64,
+    deadline_us: u64,
+) -> Visit {
+    let Ok(Some(Loaded {
+        mut counter,
+        state_rebuilt,
+    })) = load(&read_key, now, TIMER_REBUILD_MAX_FIELDS)
+    else {
+        return Visit::Done;
+    };
+    let has_work = with_slots(ctx, &read_key, name, Build::Never, |slots| {
+        counter.has_trim_work(slots, now)
+    });
+    if !has_work && !state_rebuilt {
+        return due_visit(&counter);
+    }
+    drop(read_key);
+    let Some(key) = Key::open_bytes(ctx, name, true) else {
+        return Visit::Done;
+    };
+    let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
+    let (trimmed, deleted) = with_slots(ctx, &key, name, Build::Never, |slots| {
+        let mut within_budget = || monotonic_us() < deadline_us;
+        let trimmed = counter.trim_within(slots, now, &mut within_budget);
+        expiry::count_expired(trimmed.removed as u64);
+        let changed =
+            !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
+        let deleted = changed
+            && save(
+                ctx,
+                &key,
+                name,
+                &mut counter,
+                old_tracks.as_deref(),
+                false,
+                slots,
+            );
+        (trimmed, deleted)
+    });
+    if deleted {
+        super::forget_deleted(ctx, name);
+        return Visit::Done;
+    }
+    if !trimmed.finished {
+        return Visit::Unfinished;
+    }
+    due_visit(&counter)
+}
+
+fn due_visit(counter: &Counter) -> Visit {
+    match counter.next_due() {
+        Some(due) => Visit::DueAt(due),
+        None => Visit::Done,
+    }
+}
