@@ -30,6 +30,7 @@ pub static COMMANDS: &[Command] = command_table! {
     c"tscounter.sum" => counter::sum, -3, c"readonly", &[first_key(READ)], c"read";
     c"tscounter.range" => counter::range, -3, c"readonly", &[first_key(READ)], c"read";
     c"tscounter.info" => counter::info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"tscounter.limit" => counter::limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
     c"tsrank.create" => rank::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
     c"tsrank.incrby" => rank::incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
     c"tsrank.top" => rank::top, -3, c"readonly", &[first_key(READ)], c"read";

@@ -7,7 +7,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::args::{parse_duration, set_once, Args};
+use crate::args::{parse_duration, parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{parse_resolutions, parse_slot_field, Counter, STATE_FIELD};
 use crate::error::{Error, Result};
@@ -22,7 +22,7 @@ mod slots;
 
 use super::mirror::{self, Build};
 use crate::window::effective_time;
-use slots::{load, load_for_command, save, with_slots, Loaded};
+use slots::{load, load_for_command, save, with_slots, HashSlots, Loaded};
 
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
@@ -91,6 +91,25 @@ pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
 fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
     let now = now_ms();
     let ts = parse_at(args, now)?;
+    let reply = write(ctx, name, now, |counter, slots| {
+        let reply = counter.incrby(slots, now, ts, increment)?;
+        Ok((reply, increment != 0))
+    })?;
+    if increment != 0 {
+        notify(ctx, NotifyEvent::HASH, c"tscounter.incrby", name);
+    }
+    Ok(Reply::Int(reply))
+}
+
+/// A write to the counter at `name` (created with the default resolutions if missing):
+/// `change` computes over its slots and says whether it changed them; then the
+/// bookkeeping is saved, the effects replicated and the next trim scheduled.
+fn write<T>(
+    ctx: &Context,
+    name: &RedisString,
+    now: i64,
+    change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
+) -> Result<T> {
     let key = Key::open(ctx, name, true);
     let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
     let is_new = loaded.is_none();
@@ -106,10 +125,9 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     };
     let build = if is_new { Build::Never } else { Build::IfHot };
     let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
-        let reply = counter.incrby(slots, now, ts, increment)?;
-        let mut deleted = false;
-        if increment != 0 {
-            deleted = save(
+        let (reply, changed) = change(&mut counter, slots)?;
+        let deleted = changed
+            && save(
                 ctx,
                 &key,
                 name.as_slice(),
@@ -118,16 +136,96 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
                 is_new,
                 slots,
             );
-        }
         Ok((reply, deleted))
     })?;
     if deleted {
         super::forget_deleted(ctx, name.as_slice());
     }
-    if increment != 0 {
-        notify(ctx, NotifyEvent::HASH, c"tscounter.incrby", name);
+    Ok(reply)
+}
+
+/// TSCOUNTER.LIMIT key increment window max [window max ...] [AT ts]
+pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let increment = args.next_i64()?;
+    if increment < 0 {
+        return Err(Error::NotInteger);
     }
-    Ok(Reply::Int(reply))
+    let pair_args = args.values_until(0, &["AT"]);
+    if pair_args.is_empty()
+        || !pair_args.len().is_multiple_of(2)
+        || pair_args.len() / 2 > crate::limit::MAX_LIMITS
+    {
+        return Err(Error::Syntax);
+    }
+    let mut limits = Vec::with_capacity(pair_args.len() / 2);
+    for pair in pair_args.chunks_exact(2) {
+        let (window, max) = (pair.first(), pair.get(1));
+        let window = parse_duration(window.copied().unwrap_or_default())?;
+        let max = parse_i64(max.copied().unwrap_or_default())?;
+        if max < 0 {
+            return Err(Error::NotInteger);
+        }
+        limits.push((window, max));
+    }
+    let now = now_ms();
+    let ts = parse_at(&mut args, now)?;
+    let key = Key::open(ctx, name, false);
+    if increment == 0 || key.kind() != KeyKind::Hash {
+        // A check only, or a key that may not exist: decide without writing (a refusal
+        // must not create the key).
+        let decision = decide_read_only(ctx, &key, name, now, ts, increment, &limits)?;
+        if !decision.allowed || increment == 0 {
+            return Ok(limit_reply(decision));
+        }
+    }
+    drop(key);
+    let decision = write(ctx, name, now, |counter, slots| {
+        let decision = crate::limit::decide(counter, slots, now, ts, increment, &limits)?;
+        if decision.allowed {
+            counter.incrby(slots, now, ts, increment)?;
+        }
+        let applied = decision.allowed;
+        Ok((decision, applied))
+    })?;
+    if decision.allowed {
+        notify(ctx, NotifyEvent::HASH, c"tscounter.limit", name);
+    }
+    Ok(limit_reply(decision))
+}
+
+/// LIMIT's decision on the stored counter (or an empty one with the default resolutions
+/// for a missing key), without writing anything.
+fn decide_read_only(
+    ctx: &Context,
+    key: &Key,
+    name: &RedisString,
+    now: i64,
+    ts: i64,
+    increment: i64,
+    limits: &[(i64, i64)],
+) -> Result<crate::limit::Decision> {
+    match load_for_command(ctx, key, name.as_slice(), now)? {
+        Some(loaded) => with_slots(ctx, key, name.as_slice(), Build::Always, |slots| {
+            slots.remember_counter(&loaded);
+            crate::limit::decide(&loaded.counter, slots, now, ts, increment, limits)
+        }),
+        None => {
+            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
+            with_slots(ctx, key, name.as_slice(), Build::Never, |slots| {
+                crate::limit::decide(&empty, slots, now, ts, increment, limits)
+            })
+        }
+    }
+}
+
+/// `[allowed, retry_after_ms, [sum, ...]]`, the same in RESP2 and RESP3.
+fn limit_reply(decision: crate::limit::Decision) -> Reply {
+    Reply::Array(vec![
+        Reply::Int(i64::from(decision.allowed)),
+        Reply::Int(decision.retry_after_ms),
+        Reply::Array(decision.sums.into_iter().map(Reply::Int).collect()),
+    ])
 }
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
