@@ -356,6 +356,20 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
         (vec!["TSCOUNTER.SUM", "c", "1m", "1h", "AT", "5"], vec!["c"]),
         (
             vec![
+                "TSCOUNTER.LIMIT",
+                "c",
+                "1",
+                "5s",
+                "5",
+                "1h",
+                "100",
+                "AT",
+                "5",
+            ],
+            vec!["c"],
+        ),
+        (
+            vec![
                 "TSCOUNTER.RANGE",
                 "c",
                 "1s",
@@ -506,6 +520,30 @@ fn counters_route_reshard_and_fail_over(kind: &ServerKind) {
         let key = format!("hits:{i}");
         let v = cc_cmd(&mut cc, &["TSCOUNTER.SUM", &key, "1h"]);
         assert_eq!(v, Ok(v_int(i as i64 + 1)), "{k}: {key}");
+    }
+    // LIMIT routes like every counter command: a check, then an applied increment.
+    for i in 0..n.min(20) {
+        let key = format!("hits:{i}");
+        let total = i as i64 + 1;
+        let check = cc_cmd(&mut cc, &["TSCOUNTER.LIMIT", &key, "0", "1h", "1000"]);
+        assert_eq!(
+            check,
+            Ok(v_arr(vec![v_int(1), v_int(0), v_arr(vec![v_int(total)])])),
+            "{k}: {key}"
+        );
+        let max = (total + 1).to_string();
+        let applied = cc_cmd(&mut cc, &["TSCOUNTER.LIMIT", &key, "1", "1h", &max]);
+        assert_eq!(
+            applied,
+            Ok(v_arr(vec![
+                v_int(1),
+                v_int(0),
+                v_arr(vec![v_int(total + 1)])
+            ])),
+            "{k}: {key}"
+        );
+        let undo = cc_cmd(&mut cc, &["TSCOUNTER.INCRBY", &key, "-1"]);
+        assert!(matches!(undo, Ok(Value::Int(_))), "{k}: {key}: {undo:?}");
     }
 
     // Reshard the 3 lowest slots of the first primary to the second one while a

@@ -210,6 +210,7 @@ const COUNTER_CMDS: &[&str] = &[
     "TSCOUNTER.SUM",
     "TSCOUNTER.RANGE",
     "TSCOUNTER.INFO",
+    "TSCOUNTER.LIMIT",
 ];
 const RANK_CMDS: &[&str] = &[
     "TSRANK.CREATE",
@@ -302,6 +303,23 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
             s(&mut v, "AT");
             let t = timestamp(rng);
             s(&mut v, &t);
+        }
+        "TSCOUNTER.LIMIT" => {
+            let x = num(rng);
+            s(&mut v, &x);
+            for _ in 0..1 + rng.below(4) {
+                let d = rng.pick(DURATIONS).to_string();
+                s(&mut v, &d);
+                if rng.chance(95) {
+                    let x = num(rng);
+                    s(&mut v, &x);
+                }
+            }
+            if rng.chance(40) {
+                s(&mut v, "AT");
+                let t = timestamp(rng);
+                s(&mut v, &t);
+            }
         }
         "TSCOUNTER.SUM" => {
             for _ in 0..1 + rng.below(4) {

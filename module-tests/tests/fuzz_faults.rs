@@ -157,6 +157,13 @@ impl Family {
 
     fn write(self, rng: &mut Rng, key: &str) -> Vec<String> {
         let mut v: Vec<String> = match self {
+            Family::Counter if rng.chance(20) => vec![
+                "TSCOUNTER.LIMIT".into(),
+                key.into(),
+                (rng.below(5) + 1).to_string(),
+                "50ms".into(),
+                (rng.below(50) + 10).to_string(),
+            ],
             Family::Counter => vec![
                 "TSCOUNTER.INCRBY".into(),
                 key.into(),

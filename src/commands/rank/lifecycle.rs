@@ -268,7 +268,9 @@ fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &s
             // A native edit (HSET, HDEL, DEL, RENAME, ...): maybe a forgery by a user who
             // may not touch the totals. The timer keeps its hands off from now on.
             quarantine_edited(ctx, db, base);
-            if let (true, Some(meta), "del" | "rename_from") = (is_meta, known, event) {
+            // A meta deleted, renamed away or stripped of its fields (HDEL `_tally`) is put
+            // back from the registry, so the board keeps answering.
+            if let (true, Some(meta)) = (is_meta, known) {
                 push_job(
                     ctx,
                     Job::RestoreMeta {
@@ -465,7 +467,14 @@ fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
     let Some(key) = Key::open_bytes(ctx, &name, true) else {
         return;
     };
-    if !zset_here || key.kind() != KeyKind::Empty {
+    // Put back a missing meta, or the fields of one a user broke; a valid meta (even a
+    // forged one: the quarantine handles it) stays as it is.
+    let broken = match key.kind() {
+        KeyKind::Empty => true,
+        KeyKind::Hash => stored::read(&key).is_none(),
+        _ => false,
+    };
+    if !zset_here || !broken {
         return;
     }
     let mut effects = Effects::new();
