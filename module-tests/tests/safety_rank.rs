@@ -263,6 +263,16 @@ fn native_edits_of_parts_keep_the_board_consistent(kind: &ServerKind) {
     sleep_ms(50);
     assert!(exists(&srv, "b|meta"), "{k}: meta not put back");
     assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "b", "m"]), v_int(4), "{k}");
+    // A meta stripped of its settings (the hash stays, with its other fields) is mended
+    // the same way.
+    assert_eq!(srv.cmd_value(&["HDEL", "b|meta", "_tally"]), v_int(1), "{k}");
+    sleep_ms(50);
+    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "b", "m"]), v_int(4), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "2", "WITHSCORES"]),
+        v_arr(vec![v_bulk("m"), v_int(4), v_bulk("n"), v_int(2)]),
+        "{k}"
+    );
     let mut c = srv.conn();
     let slots: Vec<String> = redis::cmd("KEYS").arg("b|slot|*").query(&mut c).unwrap();
     let slot = slots.first().cloned().unwrap_or_default();
