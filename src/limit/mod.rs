@@ -291,4 +291,3 @@ fn first_time_outside(mut walks: Vec<std::iter::Peekable<FailingTimes<'_>>>) -> 
 
 #[cfg(test)]
 mod tests;
-
