@@ -208,6 +208,10 @@ impl Sketch {
             }
             seen = seen.saturating_add(bucket.2);
             last = Some(bucket);
+            // The value (an `exp`) only for buckets that answer a fraction.
+            if pending.peek().is_some_and(|&(rank, _)| rank > seen) {
+                continue;
+            }
             let value = bucket_value(bucket);
             while let Some((_, at)) = pending.next_if(|&(rank, _)| rank <= seen) {
                 if let Some(slot) = out.get_mut(at) {
