@@ -17,12 +17,10 @@
 //! non-finite fields is rejected by [`Moments::decode`], so callers that must
 //! round-trip through storage should bound their input values.
 //!
-//! Stored form: [`Moments::encode`] writes a fixed 57-byte binary record (a tag byte,
-//! then the count and the six floats as little-endian bits): a STATS.ADD decodes and
-//! re-encodes it on every call, and formatting/parsing six shortest-form floats cost
-//! more than the rest of the update. Periods written before that (version 1) hold the
-//! text form `count sum sum_comp mean m2 min max`; [`Moments::decode`] reads both, and
-//! the next write to such a period stores it in binary (migrate on write).
+//! Stored forms: the text `count sum sum_comp mean m2 min max` ([`Moments::encode_text`],
+//! what STATS writes: the hash stays readable with HGET) and a fixed 57-byte binary
+//! record ([`Moments::encode`]: a tag byte, then the count and the six floats as
+//! little-endian bits, no float formatting). [`Moments::decode`] reads both.
 //!
 //! Owns: moments and their stored forms. May not touch: Redis (pure).
 
@@ -177,8 +175,7 @@ impl Moments {
     /// The version 1 stored form, compact readable text:
     /// `"count sum sum_comp mean m2 min max"`, space-separated. Each float is
     /// Rust's shortest round-trip form, plain or with an exponent (see
-    /// `push_f64`), so decode restores exact bits. Still read; written by
-    /// tests (old data) only.
+    /// `push_f64`), so decode restores exact bits.
     pub fn encode_text(&self) -> String {
         let floats = [
             self.sum,

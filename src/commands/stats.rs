@@ -476,7 +476,8 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             record.moments
         }
     };
-    let m_bytes = moments.encode();
+    // Text, so the hash stays readable with HGET (asserted by module-tests).
+    let m_bytes = moments.encode_text();
     let mut effects = HashEffects::default();
     if stored.is_none() {
         let marker = settings.marker();
@@ -488,7 +489,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     else {
         return Err(Error::Invalid("out of memory".into()));
     };
-    key.hset2([(&m_name, &m_bytes), (&q_name, &sketch_out)]);
+    key.hset2([(&m_name, m_bytes.as_bytes()), (&q_name, &sketch_out)]);
     effects.set(m_field, m_bytes);
     effects.set(q_field, &sketch_out);
     if new_period {

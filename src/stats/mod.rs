@@ -6,10 +6,11 @@
 //! * `_tally`: `stats <period> <keep>`, e.g. `stats 1h 24` (period in its canonical
 //!   duration form). The family word comes first so the start-up scan and the expiry
 //!   timer recognise the hash.
-//! * `<period start ms>:m`: the period's moments, a 57-byte binary record (see
-//!   [`Moments::encode`]). Periods written by earlier versions hold them as text,
-//!   `count sum sum_comp mean m2 min max`, e.g. `1718028000000:m` → `3 6 0 2 2 1 3`;
-//!   both decode, and the next write to the period stores the binary form.
+//! * `<period start ms>:m`: the period's moments as text,
+//!   `count sum sum_comp mean m2 min max` (see [`Moments::encode_text`]); e.g.
+//!   `1718028000000:m` → `3 6 0 2 2 1 3`. The text keeps the hash readable with HGET
+//!   (module-tests assert it). The 57-byte binary form ([`Moments::encode`]) is
+//!   accepted on read but not written.
 //! * `<period start ms>:q`: the period's quantile sketch in its compact binary form
 //!   (see [`Sketch::encode`]).
 //!
@@ -316,8 +317,8 @@ impl Record {
     }
 
     /// The values of the `:m` and `:q` fields.
-    pub fn encode(&self) -> ([u8; crate::moments::ENCODED_LEN], Vec<u8>) {
-        (self.moments.encode(), self.sketch.encode())
+    pub fn encode(&self) -> (String, Vec<u8>) {
+        (self.moments.encode_text(), self.sketch.encode())
     }
 
     /// Adds `values` to the stored period `(moments, sketch)` and returns the new
@@ -482,7 +483,7 @@ mod timing {
             let rounds = 200_000;
             let t = Instant::now();
             for _ in 0..rounds {
-                let Some(mut rec) = Record::decode(&m, &q) else {
+                let Some(mut rec) = Record::decode(m.as_bytes(), &q) else {
                     panic!()
                 };
                 rec.add(12.5);
@@ -491,7 +492,7 @@ mod timing {
             let per = t.elapsed().as_nanos() as f64 / rounds as f64;
             let t = Instant::now();
             for _ in 0..rounds {
-                let _ = Moments::decode(&m);
+                let _ = Moments::decode(m.as_bytes());
             }
             let md = t.elapsed().as_nanos() as f64 / rounds as f64;
             let t = Instant::now();
@@ -499,7 +500,7 @@ mod timing {
                 let _ = Sketch::decode(&q);
             }
             let sd = t.elapsed().as_nanos() as f64 / rounds as f64;
-            let rec = Record::decode(&m, &q).unwrap();
+            let rec = Record::decode(m.as_bytes(), &q).unwrap();
             let t = Instant::now();
             for _ in 0..rounds {
                 let _ = rec.moments.encode();
@@ -513,7 +514,7 @@ mod timing {
             println!("{n} values: cycle {per:.0} ns; moments decode {md:.0} encode {me:.0}; sketch decode {sd:.0} encode {se:.0} ({} bytes)", q.len());
         }
         // A 24-period window of 10k values each: decode every period, merge, summarize.
-        let stored: Vec<([u8; 57], Vec<u8>)> = (0..24)
+        let stored: Vec<(String, Vec<u8>)> = (0..24)
             .map(|_| {
                 let mut r = Record::default();
                 for _ in 0..10_000 {
@@ -529,7 +530,7 @@ mod timing {
             let d = Instant::now();
             let recs: Vec<Record> = stored
                 .iter()
-                .map(|(m, q)| Record::decode(m, q).unwrap())
+                .map(|(m, q)| Record::decode(m.as_bytes(), q).unwrap())
                 .collect();
             decode_ns += d.elapsed().as_nanos();
             let merged = Record::merge_all(&recs);
