@@ -17,11 +17,22 @@
 //! non-finite fields is rejected by [`Moments::decode`], so callers that must
 //! round-trip through storage should bound their input values.
 //!
-//! Owns: moments and their stored text. May not touch: Redis (pure).
+//! Stored forms: the text `count sum sum_comp mean m2 min max` ([`Moments::encode_text`],
+//! what STATS writes: the hash stays readable with HGET) and a fixed 57-byte binary
+//! record ([`Moments::encode`]: a tag byte, then the count and the six floats as
+//! little-endian bits, no float formatting). [`Moments::decode`] reads both.
+//!
+//! Owns: moments and their stored forms. May not touch: Redis (pure).
 
 use std::fmt::Write as _;
 
 use crate::args::{parse_finite_f64, parse_i64, push_f64};
+
+/// First byte of the binary form. The text form starts with a decimal digit, so the two
+/// never collide.
+pub const BINARY_TAG: u8 = 0x02;
+/// Length of the binary form: tag, count, sum, sum_comp, mean, m2, min, max.
+pub const ENCODED_LEN: usize = 1 + 8 * 7;
 
 /// Mergeable running moments (Welford / Chan et al. parallel merge).
 ///
@@ -141,10 +152,31 @@ impl Moments {
         self.variance().sqrt()
     }
 
-    /// Compact readable text: `"count sum sum_comp mean m2 min max"`,
-    /// space-separated. Each float is Rust's shortest round-trip form, plain
-    /// or with an exponent (see `push_f64`), so decode restores exact bits.
-    pub fn encode(&self) -> String {
+    /// The stored form: [`BINARY_TAG`], then `count` as u64 and `sum sum_comp mean m2
+    /// min max` as f64 bits, all little-endian. Exact bits, no formatting.
+    pub fn encode(&self) -> [u8; ENCODED_LEN] {
+        let mut out = [0u8; ENCODED_LEN];
+        let words = [
+            self.count,
+            self.sum.to_bits(),
+            self.sum_comp.to_bits(),
+            self.mean.to_bits(),
+            self.m2.to_bits(),
+            self.min.to_bits(),
+            self.max.to_bits(),
+        ];
+        out[0] = BINARY_TAG;
+        for (chunk, word) in out[1..].chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        out
+    }
+
+    /// The version 1 stored form, compact readable text:
+    /// `"count sum sum_comp mean m2 min max"`, space-separated. Each float is
+    /// Rust's shortest round-trip form, plain or with an exponent (see
+    /// `push_f64`), so decode restores exact bits.
+    pub fn encode_text(&self) -> String {
         let floats = [
             self.sum,
             self.sum_comp,
@@ -162,11 +194,38 @@ impl Moments {
         out
     }
 
-    /// Strict inverse of [`Moments::encode`]. Returns `None` for anything
-    /// that is not a consistent encoded state: invalid UTF-8, wrong field
-    /// count, empty fields, non-finite floats, negative `m2`, `min > max`,
-    /// mean outside `[min, max]`, or a count-0 record with non-zero fields.
+    /// Strict inverse of [`Moments::encode`] and [`Moments::encode_text`].
+    /// Returns `None` for anything that is not a consistent encoded state:
+    /// a binary form of the wrong length; text with invalid UTF-8, a wrong
+    /// field count or empty fields; non-finite floats, negative `m2`,
+    /// `min > max`, mean outside `[min, max]`, or a count-0 record with
+    /// non-zero fields.
     pub fn decode(bytes: &[u8]) -> Option<Moments> {
+        match bytes.split_first() {
+            Some((&BINARY_TAG, rest)) => Self::decode_binary(rest),
+            _ => Self::decode_text(bytes),
+        }
+    }
+
+    /// The binary form after its tag byte.
+    fn decode_binary(rest: &[u8]) -> Option<Moments> {
+        if rest.len() != ENCODED_LEN - 1 {
+            return None;
+        }
+        let mut words = [0u64; 7];
+        for (word, chunk) in words.iter_mut().zip(rest.chunks_exact(8)) {
+            *word = u64::from_le_bytes(chunk.try_into().ok()?);
+        }
+        let [count, floats @ ..] = words;
+        let floats = floats.map(f64::from_bits);
+        if floats.iter().any(|f| !f.is_finite()) {
+            return None;
+        }
+        Self::checked(count, floats)
+    }
+
+    /// The version 1 text form.
+    fn decode_text(bytes: &[u8]) -> Option<Moments> {
         let text = std::str::from_utf8(bytes).ok()?;
         let mut parts = text.split(' ');
         let count = u64::try_from(parse_i64(parts.next()?.as_bytes()).ok()?).ok()?;
@@ -177,6 +236,11 @@ impl Moments {
         if parts.next().is_some() {
             return None;
         }
+        Self::checked(count, floats)
+    }
+
+    /// The state of decoded fields (all finite), if consistent.
+    fn checked(count: u64, floats: [f64; Self::FIELDS - 1]) -> Option<Moments> {
         let [sum, sum_comp, mean, m2, min, max] = floats;
         let m = Moments {
             count,
@@ -502,7 +566,14 @@ mod tests {
             cases.push(of(&xs));
         }
         for m in cases {
-            let text = m.encode();
+            let binary = m.encode();
+            let back = Moments::decode(&binary);
+            assert_eq!(back.as_ref(), Some(&m), "{binary:?}");
+            if let Some(b) = back {
+                assert_eq!(b.encode(), binary, "binary round trip is bit-exact");
+            }
+            // The version 1 text form still decodes to the same bits.
+            let text = m.encode_text();
             let back = Moments::decode(text.as_bytes());
             assert_eq!(back.as_ref(), Some(&m), "{text}");
             // Bit-exact too (PartialEq treats -0.0 == 0.0).
@@ -512,9 +583,55 @@ mod tests {
                 assert_eq!(b.m2.to_bits(), m.m2.to_bits(), "{text}");
             }
         }
-        assert_eq!(Moments::new().encode(), "0 0 0 0 0 0 0");
-        assert_eq!(of(&[1.0, 3.0]).encode(), "2 4 0 2 2 1 3");
-        assert!(of(&[1e300]).encode().len() < 40);
+        assert_eq!(Moments::new().encode_text(), "0 0 0 0 0 0 0");
+        assert_eq!(of(&[1.0, 3.0]).encode_text(), "2 4 0 2 2 1 3");
+        assert!(of(&[1e300]).encode_text().len() < 40);
+        let two = of(&[1.0, 3.0]).encode();
+        assert_eq!(two.len(), ENCODED_LEN);
+        assert_eq!(two[0], BINARY_TAG);
+        assert_eq!(two[1..9], 2u64.to_le_bytes());
+    }
+
+    /// A version 1 period (text, as stored before the binary form) decodes to the
+    /// moments that wrote it, and re-encodes in binary.
+    #[test]
+    fn old_text_form_still_reads() {
+        let m = Moments::decode(b"2 4 0 2 2 1 3");
+        assert_eq!(m, Some(of(&[1.0, 3.0])));
+        let migrated = m.map(|m| m.encode());
+        assert_eq!(migrated.map(|b| b[0]), Some(BINARY_TAG));
+        assert_eq!(
+            migrated.and_then(|b| Moments::decode(&b)),
+            Some(of(&[1.0, 3.0]))
+        );
+    }
+
+    #[test]
+    fn binary_garbage_is_none() {
+        let valid = of(&[1.0, 3.0]).encode();
+        let set = |at: usize, word: u64| {
+            let mut b = valid;
+            b[at..at + 8].copy_from_slice(&word.to_le_bytes());
+            b
+        };
+        let bad: Vec<Vec<u8>> = vec![
+            vec![BINARY_TAG],
+            valid[..ENCODED_LEN - 1].to_vec(),
+            [&valid[..], &[0]].concat(),
+            set(1 + 8, f64::NAN.to_bits()).to_vec(), // sum NaN
+            set(1 + 8 * 5, f64::INFINITY.to_bits()).to_vec(), // min inf
+            set(1 + 8 * 4, (-1.0f64).to_bits()).to_vec(), // negative m2
+            set(1 + 8 * 6, 0.5f64.to_bits()).to_vec(), // max < min
+            set(1 + 8 * 3, 9.0f64.to_bits()).to_vec(), // mean outside [min, max]
+            set(1, 0).to_vec(),                      // count 0 with values
+        ];
+        for b in bad {
+            assert_eq!(Moments::decode(&b), None, "{b:?}");
+        }
+        assert_eq!(
+            Moments::decode(&Moments::new().encode()),
+            Some(Moments::new())
+        );
     }
 
     #[test]
@@ -556,8 +673,16 @@ mod tests {
     fn decode_random_bytes_never_panics() {
         let mut rng = Rng(1);
         let alphabet = b"0123456789 .-+eEinfNa\x00\xff";
-        let valid = of(&[1.5, -2.0, 1e9]).encode().into_bytes();
+        let valid = of(&[1.5, -2.0, 1e9]).encode_text().into_bytes();
+        let binary = of(&[1.5, -2.0, 1e9]).encode();
         for _ in 0..5000 {
+            let mut mutated = binary;
+            let pos = rng.below(ENCODED_LEN as i64) as usize;
+            mutated[pos] = rng.below(256) as u8;
+            if let Some(m) = Moments::decode(&mutated) {
+                assert!(m.sum.is_finite() && m.m2 >= 0.0 && m.min <= m.max);
+            }
+            let _ = Moments::decode(&binary[..rng.below(ENCODED_LEN as i64) as usize]);
             let len = rng.below(40);
             let bytes: Vec<u8> = (0..len)
                 .map(|_| alphabet[rng.below(alphabet.len() as i64) as usize])

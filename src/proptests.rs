@@ -328,10 +328,14 @@ proptest! {
         for v in &values {
             m.add(*v);
         }
-        let text = m.encode();
+        let binary = m.encode();
+        let back = Moments::decode(&binary);
+        prop_assert!(back.is_some(), "{:?}", binary);
+        prop_assert_eq!(back.map(|b| b.encode()), Some(binary));
+        let text = m.encode_text();
         let back = Moments::decode(text.as_bytes());
         prop_assert!(back.is_some(), "{}", text);
-        prop_assert_eq!(back.map(|b| b.encode()), Some(text));
+        prop_assert_eq!(back.map(|b| b.encode_text()), Some(text));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! Owns: the STATS commands and the stats expiry visit. May not touch: raw module calls
 //! (through `store`, `replicate`, `server`, `cmdinfo`), other families.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
 
@@ -49,31 +50,130 @@ fn default_settings() -> Settings {
 fn load(key: &Key) -> Result<Option<Settings>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
-        KeyKind::Hash => {
-            let marker = key.hget(MARKER_FIELD.as_bytes()).ok_or(Error::WrongType)?;
-            Settings::from_marker(&marker)
-                .map(Some)
-                .ok_or(Error::WrongType)
-        }
+        KeyKind::Hash => MARKER_NAME
+            .with(|marker_name| {
+                key.hget_with(marker_name.as_ref()?, settings_of_marker)
+                    .flatten()
+            })
+            .map(Some)
+            .ok_or(Error::WrongType),
         _ => Err(Error::WrongType),
     }
 }
 
-/// The stored record of period `index`, if it is stored and valid.
-fn get_record(key: &Key, settings: &Settings, index: i64) -> Option<Record> {
-    let start = settings.start(index);
-    let moments = key.hget(field(start, Part::Moments).as_bytes())?;
-    let sketch = key.hget(field(start, Part::Sketch).as_bytes())?;
-    Record::decode(&moments, &sketch)
+thread_local! {
+    /// `_tally` as a module string, made once (every ADD reads it).
+    static MARKER_NAME: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
+    /// The last marker parsed and its settings: most objects share theirs, so a write
+    /// parses a marker only when it differs from the previous one.
+    static LAST_MARKER: RefCell<Option<(Vec<u8>, Settings)>> = const { RefCell::new(None) };
 }
 
-/// The stored records of periods `lo..=hi`, oldest first. Probes the fields one by one
-/// when the range is shorter than the hash, else reads the hash in one scan.
+/// Settings of a `_tally` value (see [`Settings::from_marker`]), remembering the last.
+fn settings_of_marker(marker: &[u8]) -> Option<Settings> {
+    LAST_MARKER.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((bytes, settings)) = last.as_ref() {
+            if bytes.as_slice() == marker {
+                return Some(*settings);
+            }
+        }
+        let settings = Settings::from_marker(marker)?;
+        *last = Some((marker.to_vec(), settings));
+        Some(settings)
+    })
+}
+
+/// The settings of the last object whose marker was parsed, if any.
+fn last_settings() -> Option<Settings> {
+    LAST_MARKER.with(|last| last.borrow().as_ref().map(|(_, s)| *s))
+}
+
+/// One read of the marker and of the fields of the period containing `ts` under
+/// `assumed` settings. Returns the object's settings (WRONGTYPE without a valid marker)
+/// and, when they equal `assumed`, the period's moments with `values` added (the new
+/// sketch encoding in `sketch_out`), or `None` for a missing or damaged period.
+fn read_period(
+    key: &Key,
+    assumed: &Settings,
+    ts: i64,
+    values: &[f64],
+    sketch_out: &mut Vec<u8>,
+) -> Result<(Settings, Option<crate::moments::Moments>)> {
+    let start = assumed.start(assumed.index(ts));
+    let (m_field, q_field) = (field(start, Part::Moments), field(start, Part::Sketch));
+    let (Some(m_name), Some(q_name)) =
+        (RStr::new(m_field.as_bytes()), RStr::new(q_field.as_bytes()))
+    else {
+        return Err(Error::WrongType);
+    };
+    MARKER_NAME.with(|marker_name| {
+        let marker_name = marker_name.as_ref().ok_or(Error::WrongType)?;
+        key.hget3_with([marker_name, &m_name, &q_name], |[marker, m, q]| {
+            let settings = marker
+                .and_then(settings_of_marker)
+                .ok_or(Error::WrongType)?;
+            if settings != *assumed {
+                return Ok((settings, None));
+            }
+            let previous = match (m, q) {
+                (Some(m), Some(q)) => Record::add_encoded(m, q, values, sketch_out),
+                _ => None,
+            };
+            Ok((settings, previous))
+        })
+    })
+}
+
+/// The stored record of period `index`, if it is stored and valid.
+/// Both fields are read with one `HashGet` (the third field asked is the marker,
+/// whose value is not needed here) and decoded without a copy.
+fn get_record(key: &Key, settings: &Settings, index: i64) -> Option<Record> {
+    with_period_fields(key, settings, index, |m, q| Record::decode(m?, q?)).flatten()
+}
+
+/// Calls `f` with the stored `:m` and `:q` values of period `index` (one `HashGet`).
+fn with_period_fields<T>(
+    key: &Key,
+    settings: &Settings,
+    index: i64,
+    f: impl FnOnce(Option<&[u8]>, Option<&[u8]>) -> T,
+) -> Option<T> {
+    let start = settings.start(index);
+    let m_name = RStr::new(field(start, Part::Moments).as_bytes())?;
+    let q_name = RStr::new(field(start, Part::Sketch).as_bytes())?;
+    MARKER_NAME.with(|marker_name| {
+        let marker_name = marker_name.as_ref()?;
+        Some(key.hget3_with([marker_name, &m_name, &q_name], |[_, m, q]| f(m, q)))
+    })
+}
+
+/// The stored records of periods `lo..=hi`, oldest first (see [`load_raw_periods`]).
 fn load_periods(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Vec<(i64, Record)> {
+    load_raw_periods(key, settings, lo, hi)
+        .into_iter()
+        .filter_map(|(index, m, q)| Record::decode(&m, &q).map(|r| (index, r)))
+        .collect()
+}
+
+/// The stored `:m` and `:q` values of periods `lo..=hi` that have both, oldest first.
+/// Probes the fields period by period when the range is shorter than the hash, else
+/// reads the hash in one scan.
+fn load_raw_periods(
+    key: &Key,
+    settings: &Settings,
+    lo: i64,
+    hi: i64,
+) -> Vec<(i64, Vec<u8>, Vec<u8>)> {
     let span = hi.saturating_sub(lo).saturating_add(1);
     if span.saturating_mul(2) < key.len() as i64 {
         return (lo..=hi)
-            .filter_map(|index| get_record(key, settings, index).map(|r| (index, r)))
+            .filter_map(|index| {
+                with_period_fields(key, settings, index, |m, q| {
+                    Some((index, m?.to_vec(), q?.to_vec()))
+                })
+                .flatten()
+            })
             .collect();
     }
     type Fields = (Option<Vec<u8>>, Option<Vec<u8>>);
@@ -97,20 +197,21 @@ fn load_periods(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Vec<(i64, R
     found
         .into_iter()
         .filter_map(|(index, fields)| match fields {
-            (Some(m), Some(q)) => Record::decode(&m, &q).map(|r| (index, r)),
+            (Some(m), Some(q)) => Some((index, m, q)),
             _ => None,
         })
         .collect()
 }
 
-/// The merged record of the latest `periods` periods at `now`.
+/// The merged record of the latest `periods` periods at `now`. One period is decoded
+/// as is; a window's sketches are summed straight from their encodings.
 fn load_window(key: &Key, settings: &Settings, now: i64, periods: i64) -> Record {
     let (lo, hi) = settings.window_range(now, periods);
-    let records: Vec<Record> = load_periods(key, settings, lo, hi)
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
-    Record::merge_all(&records)
+    if lo == hi {
+        return get_record(key, settings, hi).unwrap_or_default();
+    }
+    let raw = load_raw_periods(key, settings, lo, hi);
+    Record::merge_encoded(raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())))
 }
 
 /// What one scan of the hash found about its periods at `now`.
@@ -321,7 +422,27 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
 
     let key = Key::open(ctx, name, true);
-    let stored = load(&key)?;
+    let exists = match key.kind() {
+        KeyKind::Empty => false,
+        KeyKind::Hash => true,
+        _ => return Err(Error::WrongType),
+    };
+    // The field names depend on the period, which the marker holds: guess the settings
+    // of the last object seen, so the marker and both fields come in one read, and read
+    // again only if the guess was wrong. Nothing is written until every check passed.
+    let mut sketch_out = Vec::new();
+    let (stored, previous) = if exists {
+        let guess = last_settings().unwrap_or_else(default_settings);
+        match read_period(&key, &guess, ts, &values, &mut sketch_out)? {
+            (settings, previous) if settings == guess => (Some(settings), previous),
+            (settings, _) => {
+                let (_, previous) = read_period(&key, &settings, ts, &values, &mut sketch_out)?;
+                (Some(settings), previous)
+            }
+        }
+    } else {
+        (None, None)
+    };
     let mut rank = match &report {
         Some(r) => {
             // The statistics hash cannot also be the ranking zset.
@@ -343,26 +464,34 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let start = settings.start(index);
     let (m_field, q_field) = (field(start, Part::Moments), field(start, Part::Sketch));
     // A missing or damaged period (a user's HSET/HDEL) starts afresh.
-    let previous = match (key.hget(m_field.as_bytes()), key.hget(q_field.as_bytes())) {
-        (Some(m), Some(q)) => Record::decode(&m, &q),
-        _ => None,
-    };
     let new_period = previous.is_none();
-    let mut record = previous.unwrap_or_default();
-    for &v in &values {
-        record.add(v);
-    }
-    let (m_text, q_bytes) = record.encode();
+    let moments = match previous {
+        Some(moments) => moments,
+        None => {
+            let mut record = Record::default();
+            for &v in &values {
+                record.add(v);
+            }
+            sketch_out = record.sketch.encode();
+            record.moments
+        }
+    };
+    // Text, so the hash stays readable with HGET (asserted by module-tests).
+    let m_bytes = moments.encode_text();
     let mut effects = HashEffects::default();
     if stored.is_none() {
         let marker = settings.marker();
         key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
         effects.set(MARKER_FIELD, marker);
     }
-    key.hset(m_field.as_bytes(), m_text.as_bytes());
-    key.hset(q_field.as_bytes(), &q_bytes);
-    effects.set(m_field, m_text);
-    effects.set(q_field, q_bytes);
+    let (Some(m_name), Some(q_name)) =
+        (RStr::new(m_field.as_bytes()), RStr::new(q_field.as_bytes()))
+    else {
+        return Err(Error::Invalid("out of memory".into()));
+    };
+    key.hset2([(&m_name, m_bytes.as_bytes()), (&q_name, &sketch_out)]);
+    effects.set(m_field, m_bytes);
+    effects.set(q_field, &sketch_out);
     if new_period {
         // The timer drops the periods as they leave; it visits the key when the oldest
         // stored one leaves (its visits keep that time). This period leaves at the
@@ -374,11 +503,9 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     effects.emit(ctx, name.as_slice());
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
-        report_mean(ctx, rank, r, record.moments.mean);
+        report_mean(ctx, rank, r, moments.mean);
     }
-    Ok(Reply::Int(
-        i64::try_from(record.count()).unwrap_or(i64::MAX),
-    ))
+    Ok(Reply::Int(i64::try_from(moments.count).unwrap_or(i64::MAX)))
 }
 
 /// Tells Redis where STATS.ADD's keys are: `key`, and `rankkey` after REPORT.

@@ -332,3 +332,107 @@ fn decode_never_panics_on_garbage() {
     }
     assert!(tried > 5000);
 }
+
+/// Splicing one value into the encoding gives the bytes of decode, add, encode.
+#[test]
+fn add_to_encoded_equals_decode_add_encode() {
+    let mut rng = Rng(77);
+    let mut out = Vec::new();
+    for round in 0..2000 {
+        let n = rng.below(40);
+        let xs: Vec<f64> = (0..n)
+            .map(|_| match rng.below(4) {
+                0 => 0.0,
+                1 => -rng.lognormal(),
+                _ => rng.lognormal() * 10f64.powi(rng.below(5) as i32),
+            })
+            .collect();
+        let s = of(&xs);
+        let bytes = s.encode();
+        let v = match rng.below(5) {
+            0 => 0.0,
+            1 => -rng.lognormal(),
+            2 => xs.first().copied().unwrap_or(1.0),
+            3 => 1e300,
+            _ => rng.lognormal() * 1e3,
+        };
+        let mut expected = s.clone();
+        expected.add(v);
+        assert_eq!(
+            add_to_encoded(&bytes, v, 1, &mut out),
+            Some(s.count()),
+            "round {round}"
+        );
+        assert_eq!(out, expected.encode(), "round {round}: {xs:?} + {v}");
+    }
+    assert_eq!(
+        add_to_encoded(&Sketch::new().encode(), f64::NAN, 1, &mut out),
+        None
+    );
+    assert_eq!(
+        add_to_encoded(&Sketch::new().encode(), 1.0, 0, &mut out),
+        None
+    );
+}
+
+#[test]
+fn add_to_encoded_rejects_garbage_without_panic() {
+    let mut rng = Rng(78);
+    let valid = of(&[1.0, -2.0, 0.0, 5.0, 1e9]).encode();
+    let mut out = Vec::new();
+    for cut in 0..valid.len() {
+        assert_eq!(add_to_encoded(&valid[..cut], 3.0, 1, &mut out), None);
+    }
+    assert_eq!(
+        add_to_encoded(&[&valid[..], &[0]].concat(), 3.0, 1, &mut out),
+        None
+    );
+    for _ in 0..20_000 {
+        let len = rng.below(24) as usize;
+        let mut bytes: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+        if let Some(b) = bytes.first_mut() {
+            *b = VERSION;
+        }
+        let v = rng.normal() * 100.0;
+        match add_to_encoded(&bytes, v, 1, &mut out) {
+            // Whatever it accepts, decode accepts too, with the same result.
+            Some(count) => {
+                let mut s = Sketch::decode(&bytes).expect("accepted bytes decode");
+                assert_eq!(s.count(), count);
+                s.add(v);
+                assert_eq!(out, s.encode());
+            }
+            None => assert!(Sketch::decode(&bytes).is_none()),
+        }
+    }
+}
+
+/// Summing encodings in a growing dense range equals merging the decoded sketches.
+#[test]
+fn dense_merge_equals_merge_all() {
+    let mut rng = Rng(79);
+    for _ in 0..50 {
+        let sketches: Vec<Sketch> = (0..rng.below(30))
+            .map(|_| {
+                let scale = 10f64.powi(rng.below(8) as i32 - 3);
+                of(&(0..rng.below(200))
+                    .map(|_| {
+                        if rng.below(3) == 0 {
+                            -rng.lognormal() * scale
+                        } else {
+                            rng.lognormal() * scale
+                        }
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .collect();
+        let mut dense = DenseMerge::default();
+        for s in &sketches {
+            assert!(dense.add_encoded_if_count(&s.encode(), s.count()));
+            // Damaged or disagreeing input adds nothing.
+            assert!(!dense.add_encoded_if_count(&s.encode(), s.count() + 1));
+            assert!(!dense.add_encoded_if_count(&[VERSION, 0, 1], 0));
+        }
+        assert_eq!(dense.finish(), Sketch::merge_all(&sketches));
+    }
+}

@@ -7,8 +7,10 @@
 //!   duration form). The family word comes first so the start-up scan and the expiry
 //!   timer recognise the hash.
 //! * `<period start ms>:m`: the period's moments as text,
-//!   `count sum sum_comp mean m2 min max` (see [`Moments::encode`]); e.g.
-//!   `1718028000000:m` → `3 6 0 2 2 1 3`.
+//!   `count sum sum_comp mean m2 min max` (see [`Moments::encode_text`]); e.g.
+//!   `1718028000000:m` → `3 6 0 2 2 1 3`. The text keeps the hash readable with HGET
+//!   (module-tests assert it). The 57-byte binary form ([`Moments::encode`]) is
+//!   accepted on read but not written.
 //! * `<period start ms>:q`: the period's quantile sketch in its compact binary form
 //!   (see [`Sketch::encode`]).
 //!
@@ -44,12 +46,69 @@ pub enum Part {
 }
 
 /// Name of the field holding `part` of the period starting at `start` (ms).
-pub fn field(start: i64, part: Part) -> String {
+pub fn field(start: i64, part: Part) -> FieldName {
     let suffix = match part {
         Part::Moments => MOMENTS_SUFFIX,
         Part::Sketch => SKETCH_SUFFIX,
     };
-    format!("{start}{suffix}")
+    let mut name = FieldName {
+        bytes: [0; 22],
+        len: 0,
+    };
+    let mut n = start.unsigned_abs();
+    let mut reversed = [0u8; 20];
+    let mut count = 0;
+    loop {
+        if let Some(d) = reversed.get_mut(count) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if start < 0 {
+        name.push(b'-');
+    }
+    for &d in reversed.iter().take(count).rev() {
+        name.push(d);
+    }
+    for &b in suffix.as_bytes() {
+        name.push(b);
+    }
+    name
+}
+
+/// A period's field name, built on the stack (a write names two per call).
+#[derive(Clone, Copy)]
+pub struct FieldName {
+    /// Sign, up to 19 digits and the 2-byte suffix.
+    bytes: [u8; 22],
+    len: usize,
+}
+
+impl FieldName {
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or(&[])
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+}
+
+impl AsRef<[u8]> for FieldName {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
 }
 
 /// Inverse of [`field`]: the period start and the part, or `None` for any other field.
@@ -259,7 +318,73 @@ impl Record {
 
     /// The values of the `:m` and `:q` fields.
     pub fn encode(&self) -> (String, Vec<u8>) {
-        (self.moments.encode(), self.sketch.encode())
+        (self.moments.encode_text(), self.sketch.encode())
+    }
+
+    /// Adds `values` to the stored period `(moments, sketch)` and returns the new
+    /// moments and writes the new sketch encoding to `sketch_out`, without decoding the
+    /// sketch when there are few values (each is spliced into the encoded buckets).
+    /// `None` when the stored fields do not form a valid record (same rule as
+    /// [`Record::decode`]).
+    pub fn add_encoded(
+        moments: &[u8],
+        sketch: &[u8],
+        values: &[f64],
+        sketch_out: &mut Vec<u8>,
+    ) -> Option<Moments> {
+        /// Beyond this many values, one decode and encode is cheaper than splicing each.
+        const SPLICE_MAX: usize = 8;
+        let mut m = Moments::decode(moments)?;
+        if values.len() > SPLICE_MAX {
+            let mut record = Record::decode(moments, sketch)?;
+            for &v in values {
+                record.add(v);
+            }
+            *sketch_out = record.sketch.encode();
+            return Some(record.moments);
+        }
+        let mut scratch = Vec::new();
+        let mut current: &[u8] = sketch;
+        let mut first = true;
+        for &v in values {
+            let before = crate::sketch::add_to_encoded(current, v, 1, sketch_out)?;
+            if first && before != m.count {
+                return None;
+            }
+            first = false;
+            m.add(v);
+            std::mem::swap(&mut scratch, sketch_out);
+            current = &scratch;
+        }
+        if first {
+            // No values: only validate.
+            Record::decode(moments, sketch)?;
+            *sketch_out = sketch.to_vec();
+        } else {
+            std::mem::swap(&mut scratch, sketch_out);
+        }
+        Some(m)
+    }
+
+    /// Merges the stored periods `(moments, sketch)` of a window, oldest first, without
+    /// decoding each sketch into its own stores; periods that do not decode (or whose
+    /// fields disagree on the count) are skipped, as [`Record::decode`] would.
+    pub fn merge_encoded<'a>(periods: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Record {
+        let mut moments = Moments::new();
+        let mut dense = crate::sketch::DenseMerge::default();
+        for (m, q) in periods {
+            let Some(pm) = Moments::decode(m) else {
+                continue;
+            };
+            if !dense.add_encoded_if_count(q, pm.count) {
+                continue;
+            }
+            moments.merge(&pm);
+        }
+        Record {
+            moments,
+            sketch: dense.finish(),
+        }
     }
 
     /// Rebuilds a record from its two fields; `None` unless both decode and agree on the
@@ -310,6 +435,11 @@ impl Record {
         if m.count == 0 {
             return None;
         }
+        // One walk of the sketch for the three fractions.
+        let [p50, p90, p99] = match self.quantiles(&[0.5, 0.9, 0.99])[..] {
+            [a, b, c] => [a, b, c],
+            _ => return None,
+        };
         Some(Summary {
             count: m.count,
             sum: m.sum(),
@@ -317,9 +447,9 @@ impl Record {
             max: m.max,
             mean: m.mean,
             stddev: m.stddev(),
-            p50: self.quantile(0.5)?,
-            p90: self.quantile(0.9)?,
-            p99: self.quantile(0.99)?,
+            p50: p50?,
+            p90: p90?,
+            p99: p99?,
         })
     }
 }
