@@ -265,7 +265,11 @@ fn native_edits_of_parts_keep_the_board_consistent(kind: &ServerKind) {
     assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "b", "m"]), v_int(4), "{k}");
     // A meta stripped of its settings (the hash stays, with its other fields) is mended
     // the same way.
-    assert_eq!(srv.cmd_value(&["HDEL", "b|meta", "_tally"]), v_int(1), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["HDEL", "b|meta", "_tally"]),
+        v_int(1),
+        "{k}"
+    );
     sleep_ms(50);
     assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "b", "m"]), v_int(4), "{k}");
     assert_eq!(

@@ -421,9 +421,12 @@ fn windows_and_ranges_across_periods(kind: &ServerKind) {
         assert_eq!(field(&info, "period"), v_int(HOUR), "{k}");
         assert_eq!(field(&info, "keep"), v_int(24), "{k}");
         assert_eq!(field(&info, "periods"), v_int(4), "{k}");
-        // The hash is readable with plain commands.
-        let m: String = srv.query(&["HGET", "w", &format!("{}:m", base - 2 * HOUR)]);
-        assert!(m.starts_with("4 10 "), "{k}: {m}");
+        // The moments field is the 57-byte binary form: tag 2, count, sum, ...
+        let m: Vec<u8> = srv.query(&["HGET", "w", &format!("{}:m", base - 2 * HOUR)]);
+        assert_eq!(m.len(), 57, "{k}: {m:?}");
+        assert_eq!(m[0], 2, "{k}: {m:?}");
+        assert_eq!(m[1..9], 4u64.to_le_bytes(), "{k}: count");
+        assert_eq!(m[9..17], 10f64.to_bits().to_le_bytes(), "{k}: sum");
         let marker: String = srv.query(&["HGET", "w", "_tally"]);
         assert_eq!(marker, "stats 1h 24", "{k}");
     });

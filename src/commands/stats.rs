@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
 
-use redis_module::{Context, RedisString};
+use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_finite_f64, parse_i64, push_f64, set_once, Args};
 use crate::cmdinfo;
@@ -23,7 +23,7 @@ use crate::server::now_ms;
 use crate::stats::{
     check_quantile, check_value, field, parse_field, parse_keep, Part, Record, Settings, Summary,
 };
-use crate::store::{Key, KeyKind, RStr};
+use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
 
 /// This family, for the layer around the families.
@@ -364,6 +364,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let mut effects = HashEffects::default();
     effects.set(MARKER_FIELD, marker);
     effects.emit(ctx, name.as_slice());
+    notify(ctx, NotifyEvent::HASH, c"stats.create", name);
     Ok(Reply::Ok)
 }
 
@@ -476,8 +477,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             record.moments
         }
     };
-    // Text, so the hash stays readable with HGET (asserted by module-tests).
-    let m_bytes = moments.encode_text();
+    let m_bytes = moments.encode();
     let mut effects = HashEffects::default();
     if stored.is_none() {
         let marker = settings.marker();
@@ -489,7 +489,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     else {
         return Err(Error::Invalid("out of memory".into()));
     };
-    key.hset2([(&m_name, m_bytes.as_bytes()), (&q_name, &sketch_out)]);
+    key.hset2([(&m_name, &m_bytes), (&q_name, &sketch_out)]);
     effects.set(m_field, m_bytes);
     effects.set(q_field, &sketch_out);
     if new_period {
@@ -501,6 +501,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         expiry::schedule(ctx, name.as_slice(), settings.leaves_at(index));
     }
     effects.emit(ctx, name.as_slice());
+    notify(ctx, NotifyEvent::HASH, c"stats.add", name);
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
         report_mean(ctx, rank, r, moments.mean);
@@ -594,6 +595,7 @@ fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
         }
     }
     effects.emit(ctx);
+    notify_bytes(ctx, NotifyEvent::ZSET, c"zadd", report.rankkey);
 }
 
 /// STATS.GET key [WINDOW dur]

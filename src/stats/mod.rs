@@ -6,11 +6,12 @@
 //! * `_tally`: `stats <period> <keep>`, e.g. `stats 1h 24` (period in its canonical
 //!   duration form). The family word comes first so the start-up scan and the expiry
 //!   timer recognise the hash.
-//! * `<period start ms>:m`: the period's moments as text,
-//!   `count sum sum_comp mean m2 min max` (see [`Moments::encode_text`]); e.g.
-//!   `1718028000000:m` → `3 6 0 2 2 1 3`. The text keeps the hash readable with HGET
-//!   (module-tests assert it). The 57-byte binary form ([`Moments::encode`]) is
-//!   accepted on read but not written.
+//! * `<period start ms>:m`: the period's moments in their 57-byte binary form
+//!   ([`Moments::encode`]: tag byte 2, then count, sum, sum_comp, mean, m2, min and max as
+//!   little-endian 64-bit words): no float is formatted or parsed per ADD. Periods written
+//!   by earlier versions hold the text form `count sum sum_comp mean m2 min max`
+//!   ([`Moments::encode_text`]); they are read as they are and rewritten in binary by the
+//!   next ADD to the period.
 //! * `<period start ms>:q`: the period's quantile sketch in its compact binary form
 //!   (see [`Sketch::encode`]).
 //!
@@ -317,8 +318,8 @@ impl Record {
     }
 
     /// The values of the `:m` and `:q` fields.
-    pub fn encode(&self) -> (String, Vec<u8>) {
-        (self.moments.encode_text(), self.sketch.encode())
+    pub fn encode(&self) -> (Vec<u8>, Vec<u8>) {
+        (self.moments.encode().to_vec(), self.sketch.encode())
     }
 
     /// Adds `values` to the stored period `(moments, sketch)` and returns the new
@@ -483,7 +484,7 @@ mod timing {
             let rounds = 200_000;
             let t = Instant::now();
             for _ in 0..rounds {
-                let Some(mut rec) = Record::decode(m.as_bytes(), &q) else {
+                let Some(mut rec) = Record::decode(m.as_slice(), &q) else {
                     panic!()
                 };
                 rec.add(12.5);
@@ -492,7 +493,7 @@ mod timing {
             let per = t.elapsed().as_nanos() as f64 / rounds as f64;
             let t = Instant::now();
             for _ in 0..rounds {
-                let _ = Moments::decode(m.as_bytes());
+                let _ = Moments::decode(m.as_slice());
             }
             let md = t.elapsed().as_nanos() as f64 / rounds as f64;
             let t = Instant::now();
@@ -500,7 +501,7 @@ mod timing {
                 let _ = Sketch::decode(&q);
             }
             let sd = t.elapsed().as_nanos() as f64 / rounds as f64;
-            let rec = Record::decode(m.as_bytes(), &q).unwrap();
+            let rec = Record::decode(m.as_slice(), &q).unwrap();
             let t = Instant::now();
             for _ in 0..rounds {
                 let _ = rec.moments.encode();
@@ -514,7 +515,7 @@ mod timing {
             println!("{n} values: cycle {per:.0} ns; moments decode {md:.0} encode {me:.0}; sketch decode {sd:.0} encode {se:.0} ({} bytes)", q.len());
         }
         // A 24-period window of 10k values each: decode every period, merge, summarize.
-        let stored: Vec<(String, Vec<u8>)> = (0..24)
+        let stored: Vec<(Vec<u8>, Vec<u8>)> = (0..24)
             .map(|_| {
                 let mut r = Record::default();
                 for _ in 0..10_000 {
@@ -530,7 +531,7 @@ mod timing {
             let d = Instant::now();
             let recs: Vec<Record> = stored
                 .iter()
-                .map(|(m, q)| Record::decode(m.as_bytes(), q).unwrap())
+                .map(|(m, q)| Record::decode(m.as_slice(), q).unwrap())
                 .collect();
             decode_ns += d.elapsed().as_nanos();
             let merged = Record::merge_all(&recs);

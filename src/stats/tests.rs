@@ -161,7 +161,7 @@ fn record_encode_decode_round_trip() {
     for xs in cases {
         let r = of(&xs);
         let (m, q) = r.encode();
-        let back = Record::decode(m.as_bytes(), &q).unwrap();
+        let back = Record::decode(m.as_slice(), &q).unwrap();
         assert_eq!(back, r);
         assert_eq!(back.encode(), (m, q));
     }
@@ -172,7 +172,7 @@ fn record_encode_decode_round_trip() {
         r.add(-MAX_ABS_VALUE);
     }
     let (m, q) = r.encode();
-    assert!(Record::decode(m.as_bytes(), &q).is_some(), "{m}");
+    assert!(Record::decode(m.as_slice(), &q).is_some(), "{m:?}");
 }
 
 #[test]
@@ -181,9 +181,9 @@ fn record_decode_rejects_mismatch_and_garbage() {
     let b = of(&[1.0, 2.0]);
     let (am, _) = a.encode();
     let (_, bq) = b.encode();
-    assert_eq!(Record::decode(am.as_bytes(), &bq), None);
+    assert_eq!(Record::decode(am.as_slice(), &bq), None);
     assert_eq!(Record::decode(b"garbage", &bq), None);
-    assert_eq!(Record::decode(am.as_bytes(), b"garbage"), None);
+    assert_eq!(Record::decode(am.as_slice(), b"garbage"), None);
     assert_eq!(Record::decode(b"", b""), None);
 }
 
@@ -343,7 +343,7 @@ fn add_encoded_equals_decode_add_encode() {
             expected.add(v);
         }
         let mut out = Vec::new();
-        let got = Record::add_encoded(m.as_bytes(), &q, &values, &mut out);
+        let got = Record::add_encoded(m.as_slice(), &q, &values, &mut out);
         assert_eq!(got.as_ref(), Some(&expected.moments), "round {round}");
         assert_eq!(out, expected.sketch.encode(), "round {round}");
         // From the old text form of the moments: same result.
@@ -358,15 +358,15 @@ fn add_encoded_equals_decode_add_encode() {
     let (_, bq) = of(&[1.0, 2.0]).encode();
     let mut out = Vec::new();
     assert_eq!(
-        Record::add_encoded(am.as_bytes(), &bq, &[4.0], &mut out),
+        Record::add_encoded(am.as_slice(), &bq, &[4.0], &mut out),
         None
     );
     assert_eq!(
-        Record::add_encoded(am.as_bytes(), b"garbage", &[4.0], &mut out),
+        Record::add_encoded(am.as_slice(), b"garbage", &[4.0], &mut out),
         None
     );
     assert_eq!(Record::add_encoded(b"garbage", &bq, &[4.0], &mut out), None);
-    assert_eq!(Record::add_encoded(am.as_bytes(), &bq, &[], &mut out), None);
+    assert_eq!(Record::add_encoded(am.as_slice(), &bq, &[], &mut out), None);
 }
 
 /// A window merged from the encodings equals the merge of the decoded records, and
@@ -389,18 +389,18 @@ fn merge_encoded_equals_merge_all() {
         })
         .collect();
     let encoded: Vec<_> = records.iter().map(Record::encode).collect();
-    let merged = Record::merge_encoded(encoded.iter().map(|(m, q)| (m.as_bytes(), q.as_slice())));
+    let merged = Record::merge_encoded(encoded.iter().map(|(m, q)| (m.as_slice(), q.as_slice())));
     let expected = Record::merge_all(&records);
     assert_eq!(merged, expected);
     assert_eq!(merged.moments.encode(), expected.moments.encode());
     let (_, bad_q) = of(&[1.0]).encode();
     let with_damage = encoded
         .iter()
-        .map(|(m, q)| (m.as_bytes(), q.as_slice()))
+        .map(|(m, q)| (m.as_slice(), q.as_slice()))
         .chain([
-            (encoded[0].0.as_bytes(), &bad_q[..]),
+            (encoded[0].0.as_slice(), &bad_q[..]),
             (&b"junk"[..], &bad_q[..]),
-            (encoded[1].0.as_bytes(), &b"\x01"[..]),
+            (encoded[1].0.as_slice(), &b"\x01"[..]),
         ]);
     assert_eq!(Record::merge_encoded(with_damage), expected);
 }
