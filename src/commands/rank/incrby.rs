@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use redis_module::{Context, RedisString};
+use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
 use crate::config;
@@ -20,7 +20,7 @@ use crate::replicate::Effects;
 use crate::reply::Reply;
 use crate::server::{now_ms, selected_db};
 use crate::store::acl::Acl;
-use crate::store::{Key, KeyKind, RStr};
+use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
 use super::board::open_pending;
@@ -49,6 +49,8 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     for _ in 0..OPEN_ATTEMPTS {
         flush_jobs(ctx);
         if let Some(reply) = apply(ctx, name, &pairs, now, ts)? {
+            // One event per command, however many attempts it took.
+            notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
             return Ok(reply);
         }
     }
