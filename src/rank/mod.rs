@@ -243,8 +243,30 @@ pub fn slot_key(base: &[u8], index: i64) -> Vec<u8> {
     let mut name = Vec::with_capacity(base.len() + SLOT_INFIX.len() + 20);
     name.extend_from_slice(base);
     name.extend_from_slice(SLOT_INFIX);
-    name.extend_from_slice(index.to_string().as_bytes());
+    push_decimal(&mut name, index);
     name
+}
+
+/// Appends `n` in decimal (what `to_string` writes) without a temporary string: slot
+/// names are built on every INCRBY and by every read of the slots.
+fn push_decimal(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    let mut digits = [0u8; 20];
+    let mut rest = n.unsigned_abs();
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(d) = digits.get_mut(start) {
+            *d = b'0' + (rest % 10) as u8;
+        }
+        rest /= 10;
+        if rest == 0 || start == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(start..).unwrap_or_default());
 }
 
 /// The leaderboard whose meta hash is `meta`.

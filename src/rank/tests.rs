@@ -277,3 +277,12 @@ fn recent_range_keeps_to_the_window_and_the_stored_slots() {
     assert_eq!(meta.recent_range(95, 0), None);
     assert_eq!(Meta::new(40, 10).recent_range(95, 4), None);
 }
+
+#[test]
+fn slot_names_write_the_index_in_decimal() {
+    for index in [0i64, 7, 10, -1, -10, 478_617, i64::MAX, i64::MIN] {
+        let mut want = b"b|slot|".to_vec();
+        want.extend_from_slice(index.to_string().as_bytes());
+        assert_eq!(slot_key(b"b", index), want, "{index}");
+    }
+}
