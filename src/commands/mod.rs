@@ -37,6 +37,7 @@ pub static COMMANDS: &[Command] = command_table! {
     c"tsrank.score" => rank::score, 3, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.rank" => rank::rank, 3, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.info" => rank::info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.history" => rank::history, -3, c"readonly", &[first_key(READ)], c"read";
     c"stats.create" => stats::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
     c"stats.add" => stats::add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write";
     c"stats.get" => stats::get, -2, c"readonly", &[first_key(READ)], c"read";

@@ -16,7 +16,6 @@ use crate::rank::{meta_key, score_to_total, slot_key, Meta};
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
-use crate::window::slot_index;
 
 use super::lifecycle::resolve_base;
 use super::registry::{is_quarantined, known_meta, remember};
@@ -160,13 +159,11 @@ pub(super) fn window_totals(
     now: i64,
     transit: &Transit,
 ) -> Result<HashMap<Vec<u8>, i64>> {
-    let current = slot_index(now, meta.slot);
-    let first = current
-        .saturating_sub(slots - 1)
-        .max(meta.lo)
-        .max(meta.first_kept(now));
     let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
-    for index in first..=current.min(meta.hi) {
+    let Some((first, last)) = meta.recent_range(now, slots) else {
+        return Ok(totals);
+    };
+    for index in first..=last {
         let name = slot_key(base, index);
         let key = acl.open(ctx, &name, false)?;
         match key.kind() {

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use redis_module::{Context, RedisString};
+use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
 use crate::config;
@@ -20,7 +20,7 @@ use crate::replicate::Effects;
 use crate::reply::Reply;
 use crate::server::{now_ms, selected_db};
 use crate::store::acl::Acl;
-use crate::store::{Key, KeyKind, RStr};
+use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
 use super::board::open_pending;
@@ -42,13 +42,16 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let Increments { pairs, at } = parse(rest)?;
     let now = now_ms();
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
-    check_cluster(&ctx.get_flags(), name.as_slice())?;
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
     // Opening a key can expire it lazily (or a part of the board) and queue a lifecycle
     // job that would undo this write: such an attempt writes nothing, lets the jobs run and
     // starts over on the keys as they are now.
     for _ in 0..OPEN_ATTEMPTS {
         flush_jobs(ctx);
-        if let Some(reply) = apply(ctx, name, &pairs, now, ts)? {
+        if let Some(reply) = apply(ctx, &flags, name, &pairs, now, ts)? {
+            // One event per command, however many attempts it took.
+            notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
             return Ok(reply);
         }
     }
@@ -115,13 +118,13 @@ struct Target {
 /// (nothing was written).
 fn apply(
     ctx: &Context,
+    flags: &ContextFlags,
     name: &RedisString,
     pairs: &[(i64, &[u8])],
     now: i64,
     ts: i64,
 ) -> Result<Option<Reply>> {
-    let flags = ctx.get_flags();
-    let transit = Transit::new(ctx, &flags, name.as_slice());
+    let transit = Transit::new(ctx, flags, name.as_slice());
     let acl = Acl::of(ctx)?;
     let Some(mut target) = open_target(ctx, &acl, name, now, ts, &transit)? else {
         return Ok(None);

@@ -174,16 +174,10 @@ fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
     OWN_CALLS.with(|c| c.set(c.get().saturating_sub(1)));
 }
 
-/// Event names tally's own commands fire (`tsrank.incrby`, ...): not edits by a user.
-fn is_tally_event(event: &str) -> bool {
-    ["tsrank.", "tscounter.", "stats."]
-        .iter()
-        .any(|family| event.starts_with(family))
-}
-
-/// Keyspace events (every class tally subscribes to) on any key. Never opens a key.
+/// Keyspace events (every class tally subscribes to) on any key, except tally's own
+/// (`crate::commands::on_keyspace_event` drops those first). Never opens a key.
 pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
-    if OWN_CALLS.with(Cell::get) > 0 || is_tally_event(event) {
+    if OWN_CALLS.with(Cell::get) > 0 {
         return;
     }
     // Replicas and loads receive the primary's effects: they must not act themselves.

@@ -9,7 +9,7 @@
 //! Files, by concern (each says what it owns and may not touch):
 //! * this one: the family entry, the cluster check, TSRANK.CREATE;
 //! * `stored`: the meta hash's `_tally` and `_slots` fields, both layouts;
-//! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO;
+//! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //! * `incrby`: TSRANK.INCRBY; `repair`: rebuilding a quarantined board before a write;
 //! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
 //! * `lifecycle`: the board's keys following DEL/RENAME/EXPIRE of `key`, parts lost to
@@ -36,7 +36,7 @@ mod repair;
 mod stored;
 mod transit;
 
-use redis_module::{Context, ContextFlags, RedisString};
+use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
 use crate::config;
@@ -46,12 +46,12 @@ use crate::replicate::Effects;
 use crate::reply::Reply;
 use crate::server::selected_db;
 use crate::store::acl::Acl;
-use crate::store::{Key, KeyKind};
+use crate::store::{notify, Key, KeyKind};
 
 pub use drain::expire;
 pub use incrby::incrby;
 pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
-pub use read::{info, rank, score, top};
+pub use read::{history, info, rank, score, top};
 
 use lifecycle::flush_jobs;
 use registry::remember;
@@ -108,5 +108,6 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     stored::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);
     remember(selected_db(ctx), name.as_slice(), meta);
+    notify(ctx, NotifyEvent::ZSET, c"tsrank.create", name);
     Ok(Reply::Ok)
 }

@@ -1,4 +1,5 @@
-//! The read commands: TSRANK.TOP, TSRANK.SCORE, TSRANK.RANK and TSRANK.INFO. Exact on a
+//! The read commands: TSRANK.TOP, TSRANK.SCORE, TSRANK.RANK, TSRANK.INFO and
+//! TSRANK.HISTORY. Exact on a
 //! primary even while an expired slot is still being subtracted (see `crate::rank`).
 //!
 //! Owns: the answers. May not touch: writes of any kind (opens every key read-only, the
@@ -12,7 +13,7 @@ use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 use crate::args::set_once;
 use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::rank::{ahead, rank_adjusted, slot_key, sort_totals, top_adjusted};
+use crate::rank::{ahead, rank_adjusted, slot_key, sort_totals, top_adjusted, Meta};
 use crate::reply::Reply;
 use crate::server::now_ms;
 use crate::store::acl::Acl;
@@ -46,10 +47,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         return Ok(Reply::Array(Vec::new()));
     };
     let meta = board.meta;
-    let sub_slots = match window {
-        Some(dur) => Some(meta.sub_window_slots(dur)?).filter(|&d| d < meta.slots()),
-        None => None,
-    };
+    let sub_slots = sub_window(&meta, window)?.filter(|&d| d < meta.slots());
     let (offset, count) = (offset as usize, count as usize);
     let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
         let totals = window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
@@ -97,6 +95,59 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         }
     }
     Ok(Reply::Array(out))
+}
+
+/// The number of slots of `WINDOW dur` (TOP and HISTORY): a multiple of the board's SLOT,
+/// at most its WINDOW. `None`: no `WINDOW` given.
+fn sub_window(meta: &Meta, window: Option<i64>) -> Result<Option<i64>> {
+    window.map(|dur| meta.sub_window_slots(dur)).transpose()
+}
+
+/// TSRANK.HISTORY key member [WINDOW dur]: `member`'s non-zero counts per slot, oldest
+/// first, read from the slot hashes of the window (or of its latest `dur`). A slot that
+/// has left the window is never listed, even while its expiry is still running.
+pub fn history(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let [member, options @ ..] = rest else {
+        return Err(Error::Arity("tsrank.history".into()));
+    };
+    let mut args = Args::new(options);
+    let mut window = None;
+    while !args.is_done() {
+        match args.next_keyword()?.as_str() {
+            "WINDOW" => set_once(&mut window, args.next_duration()?)?,
+            _ => return Err(Error::Syntax),
+        }
+    }
+    let now = now_ms();
+    let (acl, transit, board) = open_for_read(ctx, name, now)?;
+    let Some(board) = board else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let meta = board.meta;
+    let slots = sub_window(&meta, window)?.unwrap_or_else(|| meta.slots());
+    let (Some((first, last)), Some(member)) = (meta.recent_range(now, slots), RStr::new(member))
+    else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let mut rows = Vec::new();
+    for index in first..=last {
+        let slot = acl.open(ctx, &slot_key(&board.base, index), false)?;
+        match slot.kind() {
+            KeyKind::Hash => {}
+            // A gap, or on the other node during a reshard.
+            KeyKind::Empty => {
+                transit.missing()?;
+                continue;
+            }
+            _ => continue,
+        }
+        // Values that are not positive integers (a user's edits) count as nothing, as
+        // in the totals.
+        if let Some(Some(count @ 1..)) = slot.hget_i64_str(&member) {
+            rows.push((Reply::Int(slot_start(index, meta.slot)), Reply::Int(count)));
+        }
+    }
+    Ok(Reply::pairs(rows))
 }
 
 /// The common start of the read commands: cluster check, the caller's ACL, the transit

@@ -16,7 +16,9 @@ pub(super) type BoardId = (c_int, Vec<u8>);
 
 thread_local! {
     // Commands, events and timers all run on Redis's main thread.
-    static BOARDS: RefCell<HashMap<BoardId, Meta>> = RefCell::new(HashMap::new());
+    /// By database, then base: a lookup by `&[u8]` needs no allocation (every INCRBY
+    /// and read remembers its board's meta).
+    static BOARDS: RefCell<HashMap<c_int, HashMap<Vec<u8>, Meta>>> = RefCell::new(HashMap::new());
     static QUARANTINE: RefCell<HashSet<BoardId>> = RefCell::new(HashSet::new());
     /// Resumable scans of slots being expired, by board: (slot index, cursor).
     static CURSORS: RefCell<HashMap<BoardId, (i64, HashCursor)>> =
@@ -25,12 +27,21 @@ thread_local! {
 
 /// Records the meta of a board tally just read or wrote.
 pub(super) fn remember(db: c_int, base: &[u8], meta: Meta) {
-    BOARDS.with(|b| b.borrow_mut().insert((db, base.to_vec()), meta));
+    BOARDS.with(|b| {
+        let mut boards = b.borrow_mut();
+        let in_db = boards.entry(db).or_default();
+        match in_db.get_mut(base) {
+            Some(known) => *known = meta,
+            None => {
+                in_db.insert(base.to_vec(), meta);
+            }
+        }
+    });
 }
 
 /// The last meta tally saw for the board at `base`.
 pub(super) fn known_meta(db: c_int, base: &[u8]) -> Option<Meta> {
-    BOARDS.with(|b| b.borrow().get(&(db, base.to_vec())).copied())
+    BOARDS.with(|b| b.borrow().get(&db)?.get(base).copied())
 }
 
 pub(super) fn is_quarantined(db: c_int, base: &[u8]) -> bool {
@@ -62,7 +73,7 @@ pub(super) fn save_cursor(board: BoardId, index: i64, cursor: HashCursor) {
 /// The board at `base` is gone: forget everything held about it in memory.
 pub(super) fn forget_board(db: c_int, base: &[u8]) {
     let id = (db, base.to_vec());
-    BOARDS.with(|b| b.borrow_mut().remove(&id));
+    BOARDS.with(|b| b.borrow_mut().get_mut(&db).map(|in_db| in_db.remove(base)));
     QUARANTINE.with(|q| q.borrow_mut().remove(&id));
     CURSORS.with(|c| c.borrow_mut().remove(&id));
 }
@@ -70,7 +81,7 @@ pub(super) fn forget_board(db: c_int, base: &[u8]) {
 /// Forgets the boards of database `db` (every database if `db` is -1).
 pub(super) fn forget_db(db: c_int) {
     let keep = |d: c_int| db >= 0 && d != db;
-    BOARDS.with(|b| b.borrow_mut().retain(|(d, _), _| keep(*d)));
+    BOARDS.with(|b| b.borrow_mut().retain(|d, _| keep(*d)));
     QUARANTINE.with(|q| q.borrow_mut().retain(|(d, _)| keep(*d)));
     CURSORS.with(|c| c.borrow_mut().retain(|(d, _), _| keep(*d)));
 }
@@ -80,10 +91,7 @@ pub(super) fn forget_db(db: c_int) {
 pub(super) fn swap_dbs(swap: impl Fn(c_int) -> c_int) {
     BOARDS.with(|m| {
         let old = std::mem::take(&mut *m.borrow_mut());
-        *m.borrow_mut() = old
-            .into_iter()
-            .map(|((d, k), v)| ((swap(d), k), v))
-            .collect();
+        *m.borrow_mut() = old.into_iter().map(|(d, v)| (swap(d), v)).collect();
     });
     QUARANTINE.with(|m| {
         let old = std::mem::take(&mut *m.borrow_mut());
