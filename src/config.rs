@@ -10,7 +10,7 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 use redis_module::configuration::ConfigurationContext;
 use redis_module::{ConfigurationValue, RedisError, RedisString};
 
-use crate::args::parse_duration;
+use crate::args::{parse_duration, parse_i64};
 use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
 
 pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
@@ -118,12 +118,10 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
             "max-future" | "rank-window" | "rank-slot" | "stats-period" => {
                 parse_duration(value.as_slice()).is_ok()
             }
-            "stats-keep" => value_text
-                .parse::<i64>()
-                .is_ok_and(|v| (1..=10_000).contains(&v)),
-            "expire-budget-us" => value_text
-                .parse::<i64>()
-                .is_ok_and(|v| (10..=1_000_000).contains(&v)),
+            "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=10_000).contains(&v)),
+            "expire-budget-us" => {
+                parse_i64(value.as_slice()).is_ok_and(|v| (10..=1_000_000).contains(&v))
+            }
             _ => return Err(format!("unknown config '{name}'")),
         };
         if !ok {
