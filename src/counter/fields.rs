@@ -1,0 +1,70 @@
+//! The text forms of a counter's settings and slot field names: `res:samples` lists and
+//! `<res>:<slot index>` fields, parsed and written without `core::fmt`.
+//!
+//! Owns: those text forms. May not touch: Redis (pure).
+
+use super::{Resolution, MAX_RESOLUTIONS, MAX_SAMPLES};
+use crate::args::{format_duration, parse_duration, parse_i64, push_duration_bytes, push_i64};
+use crate::error::{Error, Result};
+
+/// Parses `res:samples` tokens (`1s:120`); sorts them finest first.
+pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>> {
+    if tokens.is_empty() || tokens.len() > MAX_RESOLUTIONS {
+        return Err(Error::Invalid(format!(
+            "a counter has 1 to {MAX_RESOLUTIONS} resolutions"
+        )));
+    }
+    let mut out: Vec<Resolution> = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let token = token.as_ref();
+        // Any bad token (duration, samples, duplicate) is a bad resolution, reported with
+        // the contract's text for bad durations and resolutions.
+        let invalid = || Error::InvalidDuration(String::from_utf8_lossy(token).into_owned());
+        let colon = token.iter().position(|&b| b == b':').ok_or_else(invalid)?;
+        let (res, samples) = (&token[..colon], &token[colon + 1..]);
+        let ms = parse_duration(res)?;
+        let samples = parse_i64(samples).map_err(|_| invalid())?;
+        if !(1..=MAX_SAMPLES).contains(&samples) || out.iter().any(|r| r.ms == ms) {
+            return Err(invalid());
+        }
+        out.push(Resolution { ms, samples });
+    }
+    out.sort_by_key(|r| r.ms);
+    Ok(out)
+}
+
+/// Parses a whitespace-separated resolution list (config value, stored settings).
+pub fn parse_resolution_text(text: &str) -> Result<Vec<Resolution>> {
+    let tokens: Vec<&str> = text.split_ascii_whitespace().collect();
+    parse_resolutions(&tokens)
+}
+
+pub fn format_resolutions(resolutions: &[Resolution]) -> String {
+    resolutions
+        .iter()
+        .map(|r| format!("{}:{}", format_duration(r.ms), r.samples))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Name of the hash field holding slot `index` of the resolution `res_ms`.
+pub fn slot_field(res_ms: i64, index: i64) -> String {
+    let mut field = Vec::with_capacity(24);
+    push_slot_field(&mut field, res_ms, index);
+    String::from_utf8(field).unwrap_or_default()
+}
+
+/// Appends the name of slot `index` of resolution `res_ms` (see [`slot_field`]).
+pub fn push_slot_field(out: &mut Vec<u8>, res_ms: i64, index: i64) {
+    push_duration_bytes(out, res_ms);
+    out.push(b':');
+    push_i64(out, index);
+}
+
+/// Inverse of [`slot_field`]: `(res_ms, slot index)`, or `None` for any other field.
+pub fn parse_slot_field(field: &[u8]) -> Option<(i64, i64)> {
+    let colon = field.iter().position(|&b| b == b':')?;
+    let res_ms = parse_duration(&field[..colon]).ok()?;
+    let index = parse_i64(&field[colon + 1..]).ok()?;
+    Some((res_ms, index))
+}
