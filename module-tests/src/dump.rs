@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use redis::ConnectionLike as _;
 use redis::Value;
 
 use crate::commands::pipeline;
 use crate::info::parse_info;
-use crate::values::{items, server_error_text, value_bytes, value_text};
+use crate::server::Server;
+use crate::values::{items, q, value_bytes, value_text};
 
 /// Contents of one key, as captured by [`dump_keyspace`]. All byte strings
 /// are rendered losslessly with [`escape_bytes`] (valid UTF-8 stays readable).
@@ -73,24 +73,6 @@ fn flatten_pairs(v: Value) -> Vec<Value> {
             other => vec![other],
         })
         .collect()
-}
-
-pub(crate) fn q(conn: &mut redis::Connection, args: &[&[u8]]) -> Value {
-    let mut cmd = redis::Cmd::new();
-    for a in args {
-        cmd.arg(*a);
-    }
-    match conn.req_command(&cmd) {
-        Ok(Value::ServerError(e)) => panic!(
-            "{:?}: {}",
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a))
-                .collect::<Vec<_>>(),
-            server_error_text(&e)
-        ),
-        Ok(v) => v,
-        Err(e) => panic!("dump_keyspace: connection error: {e}"),
-    }
 }
 
 /// Captures every key of every non-empty DB (from `INFO keyspace`) with its
@@ -235,4 +217,11 @@ pub fn key_census(conn: &mut redis::Connection, db: u32) -> BTreeMap<Vec<u8>, Ke
             )
         })
         .collect()
+}
+
+impl Server {
+    /// [`dump_keyspace`] over a fresh RESP2 connection.
+    pub fn dump_keyspace(&self) -> BTreeMap<String, KeyDump> {
+        dump_keyspace(&mut self.conn())
+    }
 }

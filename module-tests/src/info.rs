@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::dump::q;
 use crate::server::Server;
+use crate::values::q;
 use crate::values::value_text;
 
 /// Parses `INFO` text (`k:v` lines; `#` headers ignored) into a map.
@@ -46,4 +46,16 @@ pub fn usec_per_call(srv: &Server, command: &str) -> f64 {
         .find_map(|kv| kv.strip_prefix("usec_per_call="))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no usec_per_call in {line}"))
+}
+
+impl Server {
+    /// `INFO <section>` parsed into `field -> value` (lines `k:v`).
+    pub fn info(&self, section: &str) -> HashMap<String, String> {
+        let mut c = self.conn();
+        let s: String = redis::cmd("INFO")
+            .arg(section)
+            .query(&mut c)
+            .unwrap_or_else(|e| panic!("{} INFO {section}: {e}", self.kind().name));
+        parse_info(&s)
+    }
 }

@@ -2,7 +2,7 @@
 //! binaries to test), [`ServerOptions`], [`Server`] (process, directory, connections,
 //! restarts) and the port / directory allocation behind them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
@@ -16,8 +16,6 @@ use std::time::{Duration, Instant, SystemTime};
 use redis::ConnectionLike as _;
 use redis::Value;
 
-use crate::dump::{dump_keyspace, KeyDump};
-use crate::info::parse_info;
 use crate::values::{error_text, server_error_text, v_ok};
 
 /// How long [`Server::start`] waits for the first `PING` to succeed.
@@ -834,21 +832,6 @@ impl Server {
         }
         redis::from_redis_value(v.clone())
             .unwrap_or_else(|e| panic!("{}: cannot convert {v:?}: {e}", self.kind.name))
-    }
-
-    /// `INFO <section>` parsed into `field -> value` (lines `k:v`).
-    pub fn info(&self, section: &str) -> HashMap<String, String> {
-        let mut c = self.conn();
-        let s: String = redis::cmd("INFO")
-            .arg(section)
-            .query(&mut c)
-            .unwrap_or_else(|e| panic!("{} INFO {section}: {e}", self.kind.name));
-        parse_info(&s)
-    }
-
-    /// [`dump_keyspace`] over a fresh RESP2 connection.
-    pub fn dump_keyspace(&self) -> BTreeMap<String, KeyDump> {
-        dump_keyspace(&mut self.conn())
     }
 
     // ----------------------------------------------------------- restarts

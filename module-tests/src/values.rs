@@ -1,6 +1,7 @@
 //! Expected replies (`v_int`, `v_bulk`, `v_err`, ...) and readers of actual replies
 //! (`value_text`, `error_text`, `map_pairs`, ...). See the table in the crate docs.
 
+use redis::ConnectionLike as _;
 use redis::Value;
 
 /// Expected integer reply: `Value::Int`.
@@ -147,5 +148,23 @@ pub(crate) fn items(v: Value) -> Vec<Value> {
         Value::Map(m) => m.into_iter().flat_map(|(k, v)| [k, v]).collect(),
         Value::Nil => Vec::new(),
         other => panic!("expected an aggregate reply, got {other:?}"),
+    }
+}
+
+pub(crate) fn q(conn: &mut redis::Connection, args: &[&[u8]]) -> Value {
+    let mut cmd = redis::Cmd::new();
+    for a in args {
+        cmd.arg(*a);
+    }
+    match conn.req_command(&cmd) {
+        Ok(Value::ServerError(e)) => panic!(
+            "{:?}: {}",
+            args.iter()
+                .map(|a| String::from_utf8_lossy(a))
+                .collect::<Vec<_>>(),
+            server_error_text(&e)
+        ),
+        Ok(v) => v,
+        Err(e) => panic!("dump_keyspace: connection error: {e}"),
     }
 }
