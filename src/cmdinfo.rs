@@ -18,7 +18,7 @@ use redis_module::{raw, Context, RedisString};
 
 use crate::error::{Error, Result};
 use crate::reply::{send_error, Reply};
-use crate::server::api;
+use crate::server::{api, borrowed_bytes};
 
 /// Where a command's key is found.
 pub enum KeyAt {
@@ -102,14 +102,28 @@ pub fn dispatch(
     body: Handler,
 ) -> c_int {
     let context = Context::new(ctx);
-    let args = redis_module::decode_args(ctx, argv, argc);
+    let argv: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
+        // SAFETY: the server passes `argc` live argument strings for this call.
+        Ok(len) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, len) },
+        _ => &[],
+    };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let Some(key) = args.get(1) else {
-            let name = args.first().map(|a| a.to_string_lossy());
-            return Err(Error::Arity(name.unwrap_or_default()));
+        let Some(&key) = argv.get(1) else {
+            // SAFETY: the argument strings live for this call.
+            let name = argv.first().map(|&a| unsafe { borrowed_bytes(a) });
+            let name = String::from_utf8_lossy(name.unwrap_or_default()).into_owned();
+            return Err(Error::Arity(name));
         };
-        let rest: Vec<&[u8]> = args.iter().skip(2).map(|a| a.as_slice()).collect();
-        body(&context, key, &rest)
+        // The key as the handlers take it (retained while the command runs); the other
+        // arguments are only read, borrowed from the server for this call.
+        let key = RedisString::new(std::ptr::NonNull::new(ctx), key);
+        // SAFETY: the argument strings live for this call.
+        let rest: Vec<&[u8]> = argv
+            .iter()
+            .skip(2)
+            .map(|&a| unsafe { borrowed_bytes(a) })
+            .collect();
+        body(&context, &key, &rest)
     }));
     match outcome {
         Ok(Ok(reply)) => reply.send(&context),

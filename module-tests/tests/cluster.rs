@@ -404,6 +404,10 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
             vec!["lb{x}"],
         ),
         (vec!["TSRANK.SCORE", "lb{x}", "a"], vec!["lb{x}"]),
+        (
+            vec!["TSRANK.HISTORY", "lb{x}", "a", "WINDOW", "1h"],
+            vec!["lb{x}"],
+        ),
         (vec!["TSRANK.RANK", "lb{x}", "a"], vec!["lb{x}"]),
         (vec!["TSRANK.INFO", "lb{x}"], vec!["lb{x}"]),
         (

@@ -219,6 +219,7 @@ const RANK_CMDS: &[&str] = &[
     "TSRANK.SCORE",
     "TSRANK.RANK",
     "TSRANK.INFO",
+    "TSRANK.HISTORY",
 ];
 const STATS_CMDS: &[&str] = &[
     "STATS.CREATE",
@@ -383,12 +384,17 @@ fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, &d);
             }
         }
-        "TSRANK.SCORE" | "TSRANK.RANK" => {
+        "TSRANK.SCORE" | "TSRANK.RANK" | "TSRANK.HISTORY" => {
             v.push(if rng.chance(80) {
                 format!("m{}", rng.below(30)).into_bytes()
             } else {
                 junk(rng)
             });
+            if cmd == "TSRANK.HISTORY" && rng.chance(40) {
+                s(&mut v, "WINDOW");
+                let d = rng.pick(DURATIONS).to_string();
+                s(&mut v, &d);
+            }
         }
         "STATS.GET" | "STATS.QUANTILE" => {
             if cmd == "STATS.QUANTILE" {

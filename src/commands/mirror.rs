@@ -19,10 +19,10 @@
 //! commands).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::os::raw::c_int;
 
-use crate::counter::Counter;
+use crate::counter::{Counter, OrderedSlots};
 
 /// At most this many slots are mirrored in all; past it every mirror is dropped and the
 /// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
@@ -35,7 +35,7 @@ pub const MAX_SLOTS_PER_MIRROR: usize = MAX_MIRRORED_SLOTS / 4;
 #[derive(Default)]
 pub struct Mirror {
     /// (resolution ms, slot index) -> count, for every stored slot.
-    pub slots: BTreeMap<(i64, i64), i64>,
+    pub slots: OrderedSlots,
     /// Field count of the hash when the mirror was last known to match it.
     pub fields: usize,
     /// The counter's settings and bookkeeping as last written by tally (its `_tally` and
@@ -88,33 +88,47 @@ pub fn with_mirror<T>(
         }
         let Mirrors { by_db, slots } = &mut *mirrors;
         let keys = by_db.entry(db).or_default();
-        let stale = keys.get(name).is_some_and(|m| m.fields != fields);
-        if stale {
-            if let Some(old) = keys.remove(name) {
-                *slots = slots.saturating_sub(old.slots.len());
-            }
-        }
-        let wanted = match build {
-            Build::Always => true,
-            Build::IfHot => is_hot(db, name),
-            Build::Never => false,
-        };
-        if wanted && !keys.contains_key(name) {
-            {
-                let mut mirror = Mirror {
-                    fields,
-                    ..Mirror::default()
-                };
-                load(&mut mirror);
-                if mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
-                    *slots += mirror.slots.len();
-                    keys.insert(name.to_vec(), mirror);
+        // The common case, one lookup: a valid mirror.
+        let valid = match keys.get_mut(name) {
+            Some(mirror) if mirror.fields == fields => Some(mirror),
+            Some(_) => {
+                // Stale: the hash changed behind it.
+                if let Some(old) = keys.remove(name) {
+                    *slots = slots.saturating_sub(old.slots.len());
                 }
+                None
             }
-        }
-        let before = keys.get(name).map_or(0, |m| m.slots.len());
-        let result = f(keys.get_mut(name));
-        let after = keys.get(name).map_or(0, |m| m.slots.len());
+            None => None,
+        };
+        let mirror = match valid {
+            Some(mirror) => Some(mirror),
+            None => {
+                let wanted = match build {
+                    Build::Always => true,
+                    Build::IfHot => is_hot(db, name),
+                    Build::Never => false,
+                };
+                let mut built = None;
+                if wanted {
+                    let mut mirror = Mirror {
+                        fields,
+                        ..Mirror::default()
+                    };
+                    load(&mut mirror);
+                    if mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
+                        *slots += mirror.slots.len();
+                        built = Some(keys.entry(name.to_vec()).or_insert(mirror));
+                    }
+                }
+                built
+            }
+        };
+        let Some(mirror) = mirror else {
+            return f(None);
+        };
+        let before = mirror.slots.len();
+        let result = f(Some(&mut *mirror));
+        let after = mirror.slots.len();
         *slots = (*slots + after).saturating_sub(before);
         if after > MAX_SLOTS_PER_MIRROR {
             // Grown past the limit by writes: this one goes, the others stay.

@@ -4,7 +4,7 @@
 //! Owns: those text forms. May not touch: Redis (pure).
 
 use super::{Resolution, MAX_RESOLUTIONS, MAX_SAMPLES};
-use crate::args::{format_duration, parse_duration, parse_i64, push_duration_bytes, push_i64};
+use crate::args::{parse_duration, parse_i64, push_duration_bytes, push_i64};
 use crate::error::{Error, Result};
 
 /// Parses `res:samples` tokens (`1s:120`); sorts them finest first.
@@ -40,11 +40,16 @@ pub fn parse_resolution_text(text: &str) -> Result<Vec<Resolution>> {
 }
 
 pub fn format_resolutions(resolutions: &[Resolution]) -> String {
-    resolutions
-        .iter()
-        .map(|r| format!("{}:{}", format_duration(r.ms), r.samples))
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut out = Vec::with_capacity(12 * resolutions.len());
+    for (i, r) in resolutions.iter().enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        push_duration_bytes(&mut out, r.ms);
+        out.push(b':');
+        push_i64(&mut out, r.samples);
+    }
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Name of the hash field holding slot `index` of the resolution `res_ms`.

@@ -69,6 +69,11 @@ pub trait SlotStore {
     fn probes_are_cheap(&mut self, probes: i64) -> bool {
         probes <= self.stored_slots() as i64
     }
+    /// The sum of the stored slots `lo ..= hi` of one resolution, if the store can give it
+    /// without listing them (an ordered in-memory copy); `None` otherwise.
+    fn range_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {
+        None
+    }
 }
 
 /// Stored slots of several `(res_ms, lo, hi)` spans, each oldest first: by probing when
@@ -436,6 +441,23 @@ impl Counter {
                 (hi - slots_covering(window, res.ms) + 1).max(first_kept(now, res.ms, res.samples));
             ranges.push((res.ms, lo, hi));
         }
+        // A store that sums ranges itself (a mirrored counter) answers each window directly.
+        let direct: Option<Vec<i128>> = ranges
+            .iter()
+            .map(|&(res_ms, lo, hi)| {
+                if lo > hi {
+                    Some(0)
+                } else {
+                    store.range_sum(res_ms, lo, hi)
+                }
+            })
+            .collect();
+        if let Some(sums) = direct {
+            return sums
+                .into_iter()
+                .map(|s| i64::try_from(s).map_err(|_| Error::Overflow))
+                .collect();
+        }
         // Every window of one resolution ends with the same slot, so the widest of them
         // covers the others: one ordered list of its stored slots and their prefix sums
         // answer every window with two binary searches.
@@ -545,10 +567,12 @@ impl Counter {
 }
 
 mod fields;
+mod ordered;
 pub use fields::{
     format_resolutions, parse_resolution_text, parse_resolutions, parse_slot_field,
     push_slot_field, slot_field,
 };
+pub use ordered::OrderedSlots;
 
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,7 @@ mod slots;
 
 use super::mirror::{self, Build};
 use crate::window::effective_time;
-use slots::{load, load_for_command, save, with_slots, HashSlots, Loaded};
+use slots::{load, load_for_command, read_counter, save, with_slots, HashSlots, Loaded};
 
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
@@ -205,11 +205,11 @@ fn decide_read_only(
     increment: i64,
     limits: &[(i64, i64)],
 ) -> Result<crate::limit::Decision> {
-    match load_for_command(ctx, key, name.as_slice(), now)? {
-        Some(loaded) => with_slots(ctx, key, name.as_slice(), Build::Always, |slots| {
-            slots.remember_counter(&loaded);
-            crate::limit::decide(&loaded.counter, slots, now, ts, increment, limits)
-        }),
+    let decision = read_counter(ctx, key, name.as_slice(), now, |counter, slots| {
+        crate::limit::decide(counter, slots, now, ts, increment, limits)
+    })?;
+    match decision {
+        Some(decision) => Ok(decision),
         None => {
             let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
             with_slots(ctx, key, name.as_slice(), Build::Never, |slots| {
@@ -239,12 +239,11 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let now = now_ms();
     let t = parse_at(&mut args, now)?;
     let key = Key::open(ctx, name, false);
-    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
-    let sums = match loaded {
-        Some(loaded) => with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
-            slots.remember_counter(&loaded);
-            loaded.counter.sum(slots, now, t, &windows)
-        })?,
+    let sums = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
+        counter.sum(slots, now, t, &windows)
+    })?;
+    let sums = match sums {
+        Some(sums) => sums,
         None => {
             // A missing key answers as an empty counter with the default resolutions, so a
             // window no default resolution spans is still an error.
@@ -275,14 +274,11 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
     }
     let key = Key::open(ctx, name, false);
-    let Some(loaded) = load_for_command(ctx, &key, name.as_slice(), now_ms())? else {
-        return Ok(Reply::Array(Vec::new()));
-    };
-    let rows = with_slots(ctx, &key, name.as_slice(), Build::Always, |slots| {
-        slots.remember_counter(&loaded);
-        let counter = &loaded.counter;
-        counter.range(slots, now_ms(), res_ms, from, to, empty.unwrap_or(false))
-    })?;
+    let now = now_ms();
+    let rows = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
+        counter.range(slots, now, res_ms, from, to, empty.unwrap_or(false))
+    })?
+    .unwrap_or_default();
     Ok(Reply::pairs(rows.into_iter().map(|(start, count)| {
         (Reply::Int(start), Reply::Int(count))
     })))

@@ -169,7 +169,7 @@ impl SlotStore for HashSlots<'_> {
 
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
         if let Some(mirror) = self.mirror.as_deref() {
-            for (&(res_ms, index), &count) in &mirror.slots {
+            for (&(res_ms, index), &count) in mirror.slots.iter() {
                 f(res_ms, index, count);
             }
             return;
@@ -197,6 +197,11 @@ impl SlotStore for HashSlots<'_> {
             }
             index += 1;
         }
+    }
+
+    fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
+        let mirror = self.mirror.as_deref_mut()?;
+        Some(mirror.slots.range_sum(res_ms, lo, hi))
     }
 
     fn probes_are_cheap(&mut self, probes: i64) -> bool {
@@ -370,6 +375,44 @@ pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Load
 
 /// Reads a counter for a command: from its mirror when it has a valid one, else from its
 /// hash (a rebuild may walk the whole hash, bounded by its data).
+/// Runs the read `f` over the counter at `name` (`None` for a missing key): through its
+/// mirror and the parsed counter kept with it when both are valid (one cache lookup,
+/// nothing read from the hash), else from the hash (building a mirror of a large counter,
+/// and keeping the parsed counter with it for the next read).
+pub(super) fn read_counter<T>(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    now: i64,
+    f: impl FnOnce(&Counter, &mut HashSlots) -> Result<T>,
+) -> Result<Option<T>> {
+    match key.kind() {
+        KeyKind::Empty => return Ok(None),
+        KeyKind::Hash => {}
+        _ => return Err(Error::WrongType),
+    }
+    let mut f = Some(f);
+    let cached = with_slots(ctx, key, name, Build::Always, |slots| {
+        let counter = slots.mirror.as_deref_mut()?.counter.take()?;
+        let result = f.take().map(|f| f(&counter, slots));
+        if let Some(mirror) = slots.mirror.as_deref_mut() {
+            mirror.counter = Some(counter);
+        }
+        result
+    });
+    if let Some(result) = cached {
+        return result.map(Some);
+    }
+    let (Some(loaded), Some(f)) = (load(key, now, usize::MAX)?, f) else {
+        return Ok(None);
+    };
+    with_slots(ctx, key, name, Build::Always, |slots| {
+        slots.remember_counter(&loaded);
+        f(&loaded.counter, slots)
+    })
+    .map(Some)
+}
+
 pub(super) fn load_for_command(
     ctx: &Context,
     key: &Key,
