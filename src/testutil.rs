@@ -1,5 +1,57 @@
 //! Helpers shared by the unit tests of the pure modules.
 
+use std::collections::BTreeMap;
+
+use crate::counter::SlotStore;
+
+/// A counter's slots in a plain ordered map. Range reads use the trait's default (one
+/// probe per position) unless made with [`MapStore::ordered`], which reads ranges from the
+/// map as the command layer's mirror does (needed for the widest spans).
+#[derive(Clone, Default)]
+pub struct MapStore(pub BTreeMap<(i64, i64), i64>, bool);
+
+impl MapStore {
+    pub fn ordered() -> MapStore {
+        MapStore(BTreeMap::new(), true)
+    }
+}
+
+impl SlotStore for MapStore {
+    fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
+        self.0.get(&(res_ms, index)).copied()
+    }
+    fn put(&mut self, res_ms: i64, index: i64, count: i64) {
+        assert_ne!(count, 0, "zero counts are never stored");
+        self.0.insert((res_ms, index), count);
+    }
+    fn remove(&mut self, res_ms: i64, index: i64) -> bool {
+        self.0.remove(&(res_ms, index)).is_some()
+    }
+    fn stored_slots(&mut self) -> usize {
+        self.0.len()
+    }
+    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+        // Reverse order, to prove callers do not rely on any order.
+        for (&(r, i), &c) in self.0.iter().rev() {
+            f(r, i, c);
+        }
+    }
+    fn ordered_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) {
+        if !self.1 {
+            let mut index = lo;
+            while index <= hi {
+                if let Some(count) = self.get(res_ms, index) {
+                    out.push((index, count));
+                }
+                index += 1;
+            }
+        } else if lo <= hi {
+            let slots = self.0.range((res_ms, lo)..=(res_ms, hi));
+            out.extend(slots.map(|(&(_, index), &count)| (index, count)));
+        }
+    }
+}
+
 /// splitmix64: a tiny seeded PRNG, so tests are reproducible from their seed and need no
 /// external crate. The same seed always gives the same sequence.
 pub struct Rng(pub u64);

@@ -1,33 +1,8 @@
 //! Unit tests of the parent module.
 
 use super::*;
-use crate::testutil::Rng;
+use crate::testutil::{MapStore, Rng};
 use std::collections::BTreeMap;
-
-#[derive(Default)]
-struct MapStore(BTreeMap<(i64, i64), i64>);
-
-impl SlotStore for MapStore {
-    fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
-        self.0.get(&(res_ms, index)).copied()
-    }
-    fn put(&mut self, res_ms: i64, index: i64, count: i64) {
-        assert_ne!(count, 0, "zero counts are never stored");
-        self.0.insert((res_ms, index), count);
-    }
-    fn remove(&mut self, res_ms: i64, index: i64) -> bool {
-        self.0.remove(&(res_ms, index)).is_some()
-    }
-    fn stored_slots(&mut self) -> usize {
-        self.0.len()
-    }
-    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
-        // Reverse order, to prove callers do not rely on any order.
-        for (&(r, i), &c) in self.0.iter().rev() {
-            f(r, i, c);
-        }
-    }
-}
 
 fn res(text: &str) -> Vec<Resolution> {
     parse_resolution_text(text).unwrap()
@@ -512,7 +487,7 @@ fn range_sums_agree_with_listed_slots() {
         let inc = rng.below(7) - 2;
         let _ = counter.incrby(&mut listed, now, ts, inc);
     }
-    let mut summing = Summing(MapStore(listed.0.clone()));
+    let mut summing = Summing(listed.clone());
     for _ in 0..500 {
         let windows: Vec<i64> = (0..1 + rng.below(5))
             .map(|_| 1 + rng.below(30 * 86_400_000))

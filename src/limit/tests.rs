@@ -2,39 +2,7 @@
 
 use super::*;
 use crate::counter::{parse_resolution_text, Resolution};
-use crate::testutil::Rng;
-use std::collections::BTreeMap;
-
-#[derive(Clone, Default)]
-struct MapStore(BTreeMap<(i64, i64), i64>);
-
-impl SlotStore for MapStore {
-    fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
-        self.0.get(&(res_ms, index)).copied()
-    }
-    fn put(&mut self, res_ms: i64, index: i64, count: i64) {
-        self.0.insert((res_ms, index), count);
-    }
-    fn remove(&mut self, res_ms: i64, index: i64) -> bool {
-        self.0.remove(&(res_ms, index)).is_some()
-    }
-    fn stored_slots(&mut self) -> usize {
-        self.0.len()
-    }
-    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
-        for (&(r, i), &c) in self.0.iter().rev() {
-            f(r, i, c);
-        }
-    }
-    // An ordered range read, as the command layer's mirror does (the trait's default
-    // probes `lo..=hi` one by one, too slow for the widest spans of these tests).
-    fn ordered_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) {
-        if lo <= hi {
-            let slots = self.0.range((res_ms, lo)..=(res_ms, hi));
-            out.extend(slots.map(|(&(_, index), &count)| (index, count)));
-        }
-    }
-}
+use crate::testutil::{MapStore, Rng};
 
 fn res(text: &str) -> Vec<Resolution> {
     parse_resolution_text(text).unwrap()
@@ -45,7 +13,7 @@ const T0: i64 = 1_700_000_000_000;
 /// A counter with `count` added at each `(ts, count)`, the clock at `now`.
 fn counter_with(text: &str, now: i64, events: &[(i64, i64)]) -> (Counter, MapStore) {
     let mut c = Counter::new(res(text));
-    let mut s = MapStore::default();
+    let mut s = MapStore::ordered();
     for &(ts, by) in events {
         c.incrby(&mut s, now, ts, by).unwrap();
     }
@@ -152,7 +120,7 @@ fn the_binding_window_need_not_be_the_first() {
 #[test]
 fn an_empty_counter_allows_up_to_the_max() {
     let c = Counter::new(res("1s:60 1m:60"));
-    let mut s = MapStore::default();
+    let mut s = MapStore::ordered();
     assert_eq!(
         decide(&c, &mut s, T0, T0, 5, &[(5_000, 5), (3_600_000, 7)]),
         Ok(decision(true, 0, &[5, 5]))
@@ -162,7 +130,7 @@ fn an_empty_counter_allows_up_to_the_max() {
 #[test]
 fn bad_arguments_are_errors() {
     let c = Counter::new(res("1s:60"));
-    let mut s = MapStore::default();
+    let mut s = MapStore::ordered();
     assert_eq!(
         decide(&c, &mut s, T0, T0, -1, &[(5_000, 5)]),
         Err(Error::NotInteger)
@@ -223,7 +191,7 @@ fn extreme_times_do_not_overflow() {
     for text in ["1ms:100000", "1ms:3 7ms:5 1d:2"] {
         let c = Counter::new(res(text));
         for at in [i64::MIN, i64::MIN + 1, -1, 0, i64::MAX - 1, i64::MAX] {
-            let mut s = MapStore::default();
+            let mut s = MapStore::ordered();
             let mut writer = c.clone();
             let _ = writer.incrby(&mut s, at, at, i64::MAX);
             let _ = writer.incrby(&mut s, at, at.saturating_sub(1), i64::MAX);
@@ -281,7 +249,7 @@ fn model_based_random_limits() {
             .map(|(ms, samples)| format!("{ms}ms:{samples}"))
             .collect();
         let mut c = Counter::new(res(&text.join(" ")));
-        let mut s = MapStore::default();
+        let mut s = MapStore::ordered();
         let widest = c.resolutions.iter().map(|r| r.span()).max().unwrap();
         let coarsest = c.resolutions.iter().map(|r| r.ms).max().unwrap();
         let mut now = T0 + rng.below(100_000) - 50_000;
