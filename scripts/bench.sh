@@ -238,6 +238,14 @@ return 1')
     prefill TSCOUNTER.INCR "c:__rand_int__"
     cli tscounter.create lim RESOLUTIONS $RING >/dev/null
     cli tscounter.create limbase RESOLUTIONS $RING >/dev/null
+    # Floors: the native writes an increment itself makes. A hash shaped like a hot
+    # counter (a marker, a state, 20 slot fields) takes HSET of 8 existing fields (one
+    # slot per default resolution + the state); a copy of the ring takes HSET of its 4.
+    local fields=(_tally "counter 1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120" _state "1795424401000 0:3 0:3 0:3 0:3 0:1 0:1 0:1")
+    for i in $(seq 1795424401 1795424420); do fields+=("1s:$i" 7); done
+    cli hset floor:hot "${fields[@]}" >/dev/null
+    cli copy ring floor:ring >/dev/null
+    FLOOR_RING_FIELDS=$(cli hkeys ring | grep -E '^(1s|1m|1h|1d):' | sort -t: -k2 -n | awk -F: '!seen[$1]++ {f[$1]=$0} {f[$1]=$0} END {for (r in f) print f[r]}' | tr '\n' ' ')
 }
 
 counter_rows() {
@@ -246,6 +254,10 @@ counter_rows() {
     tally tscounter.incr -- TSCOUNTER.INCR hot
     report "TSCOUNTER.INCR hot key, 7 res. / HINCRBY" "<=3" ">=0.50"
 
+    native hset -- HSET floor:hot 1s:1795424420 8 5s:359084884 1 1m:29923740 1 5m:5984748 1 1h:498729 1 5h:99745 1 1d:20780 1 _state "1795424401000 0:3 0:3 0:3 0:3 0:1 0:1 0:2"
+    tally tscounter.incr -- TSCOUNTER.INCR hot
+    report "TSCOUNTER.INCR hot / HSET of the 8 fields it sets" "" ""
+
     native hincrby -r 100000 -- HINCRBY "h:__rand_int__" f 1
     tally tscounter.incr -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
     report "TSCOUNTER.INCR 100k keys / HINCRBY 100k keys" "<=4" ""
@@ -253,6 +265,13 @@ counter_rows() {
     native hincrby -- HINCRBY bench:hash f 1
     tally tscounter.incr -- TSCOUNTER.INCR ring
     report "TSCOUNTER.INCR ring, 180 days / HINCRBY" "" ">=0.60"
+
+    local ring_hset=(HSET floor:ring)
+    for f in $FLOOR_RING_FIELDS; do ring_hset+=("$f" 2); done
+    ring_hset+=(_state x)
+    native hset -- "${ring_hset[@]}"
+    tally tscounter.incr -- TSCOUNTER.INCR ring
+    report "TSCOUNTER.INCR ring / HSET of the 5 fields it sets" "" ""
 
     native hget -- HGET bench:hash f
     tally tscounter.sum -- TSCOUNTER.SUM ring 5s 5m 5h 5d 180d
