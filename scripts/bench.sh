@@ -262,6 +262,10 @@ counter_rows() {
     tally tscounter.incr -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
     report "TSCOUNTER.INCR 100k keys / HINCRBY 100k keys" "<=4" ""
 
+    native hset -r 100000 -- HSET "fl:__rand_int__" 1s:1795424420 1 5s:359084884 1 1m:29923740 1 5m:5984748 1 1h:498729 1 5h:99745 1 1d:20780 1 _state "1795424401000 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
+    tally tscounter.incr -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
+    report "TSCOUNTER.INCR 100k keys / HSET of its 8 fields" "" ""
+
     native hincrby -- HINCRBY bench:hash f 1
     tally tscounter.incr -- TSCOUNTER.INCR ring
     report "TSCOUNTER.INCR ring, 180 days / HINCRBY" "" ">=0.60"
