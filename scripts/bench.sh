@@ -236,6 +236,7 @@ end
 return 1')
     prefill HINCRBY "h:__rand_int__" f 1
     prefill TSCOUNTER.INCR "c:__rand_int__"
+    prefill HSET "fl:__rand_int__" 1s:1795424420 1 5s:359084884 1 1m:29923740 1 5m:5984748 1 1h:498729 1 5h:99745 1 1d:20780 1 _state 1795424401000
     cli tscounter.create lim RESOLUTIONS $RING >/dev/null
     cli tscounter.create limbase RESOLUTIONS $RING >/dev/null
     # Floors: the native writes an increment itself makes. A hash shaped like a hot
