@@ -1,0 +1,350 @@
+//! Every error of the TSCOUNTER contract with its exact text, and "nothing written on
+//! error"; `AT` within the allowed future counts as now.
+
+use super::*;
+
+per_server!(errors_have_exact_text_and_change_nothing);
+fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    let c = b"c".as_slice();
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1s:60", "1m:60"]),
+        v_ok()
+    );
+    let t0 = server_ms(&srv);
+    let (ta, tb) = (t0 - 30_000, t0 - 1_000);
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "c", "5", "AT", &ta.to_string()]),
+        v_int(5)
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "c", "3", "AT", &tb.to_string()]),
+        v_int(3)
+    );
+    let before = hgetall(&srv, c);
+    let at = |t: i64| t.to_string();
+
+    // Wrong number of arguments: the server's own check (from the declared arity),
+    // whatever the case of the command name.
+    let arity = |name: &str| format!("ERR wrong number of arguments for '{name}' command");
+    for cmd in [
+        &["TSCOUNTER.CREATE"][..],
+        &["tscounter.incrby", "c"],
+        &["TSCOUNTER.INCR"],
+        &["TsCounter.Sum", "c"],
+        &["TSCOUNTER.RANGE", "c"],
+        &["TSCOUNTER.INFO"],
+        &["TSCOUNTER.INFO", "c", "extra"],
+    ] {
+        let name = cmd[0].to_ascii_lowercase();
+        assert_refused(&srv, c, cmd, &arity(&name));
+    }
+
+    // Not an integer (increment, AT, FROM, TO).
+    let not_int = "ERR value is not an integer or out of range";
+    for cmd in [
+        &["TSCOUNTER.INCRBY", "c", "abc"][..],
+        &["TSCOUNTER.INCRBY", "c", "1.5"],
+        &["TSCOUNTER.INCRBY", "c", ""],
+        &["TSCOUNTER.INCRBY", "c", "99999999999999999999"],
+        &["TSCOUNTER.INCRBY", "c", " 1"],
+        &["TSCOUNTER.INCR", "c", "AT", "x"],
+        &["TSCOUNTER.INCRBY", "c", "1", "AT", "1.5"],
+        &["TSCOUNTER.SUM", "c", "1m", "AT", "x"],
+        &["TSCOUNTER.RANGE", "c", "1s", "FROM", "x"],
+        &["TSCOUNTER.RANGE", "c", "1s", "TO", "1e3"],
+    ] {
+        assert_refused(&srv, c, cmd, not_int);
+    }
+
+    // Bad durations.
+    for (cmd, text) in [
+        (&["TSCOUNTER.SUM", "c", "5x"][..], "5x"),
+        (&["TSCOUNTER.SUM", "c", "1m", "5x"], "5x"),
+        (&["TSCOUNTER.SUM", "c", "0"], "0"),
+        (&["TSCOUNTER.SUM", "c", "-5s"], "-5s"),
+        (&["TSCOUNTER.SUM", "c", "1m", "FOO"], "FOO"),
+        (&["TSCOUNTER.RANGE", "c", "5x"], "5x"),
+        (&["TSCOUNTER.RANGE", "c", "0"], "0"),
+        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "5x:10"], "5x"),
+        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s"], "1s"),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "FOO"],
+            "FOO",
+        ),
+        // A bad resolution is reported like a bad duration, naming the token.
+        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:x"], "1s:x"),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "1000:3"],
+            "1000:3",
+        ),
+        (
+            &[
+                "TSCOUNTER.CREATE",
+                "n",
+                "RESOLUTIONS",
+                "1m:5",
+                "1s:5",
+                "60s:5",
+            ],
+            "60s:5",
+        ),
+        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"], "1s:0"),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:100001"],
+            "1s:100001",
+        ),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"],
+            "1s:-1",
+        ),
+    ] {
+        assert_refused(&srv, c, cmd, &format!("ERR invalid duration '{text}'"));
+        assert!(!exists(&srv, b"n"), "{k}");
+    }
+
+    // Bad resolution lists (CREATE n ...): nothing is created.
+    let seventeen: Vec<String> = (1..=17).map(|i| format!("{i}s:1")).collect();
+    let sixteen: Vec<String> = (1..=16).map(|i| format!("{i}s:1")).collect();
+    let mut create17 = vec![
+        "TSCOUNTER.CREATE".to_string(),
+        "n".into(),
+        "RESOLUTIONS".into(),
+    ];
+    create17.extend(seventeen);
+    for (cmd, err) in [
+        (
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS"]),
+            "ERR syntax error",
+        ),
+        (args(&create17), "ERR a counter has 1 to 16 resolutions"),
+        (args(&["TSCOUNTER.CREATE", "n", "FOO"]), "ERR syntax error"),
+    ] {
+        assert_refused(&srv, b"n", &cmd, err);
+    }
+    // The limits themselves are accepted.
+    let mut create16 = vec![
+        "TSCOUNTER.CREATE".to_string(),
+        "n16".into(),
+        "RESOLUTIONS".into(),
+    ];
+    create16.extend(sixteen);
+    assert_eq!(srv.cmd_value(&create16), v_ok(), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "n1", "resolutions", "1s:100000"]),
+        v_ok(),
+        "{k}"
+    );
+
+    // Unknown, repeated or incomplete options.
+    let (sa, sb) = (at(ta), at(tb));
+    for cmd in [
+        &["TSCOUNTER.INCR", "c", "FOO"][..],
+        &["TSCOUNTER.INCR", "c", "AT", &sa, "AT", &sb],
+        &["TSCOUNTER.INCR", "c", "AT"],
+        &["TSCOUNTER.INCRBY", "c", "1", "AT"],
+        &["TSCOUNTER.INCRBY", "c", "1", "FOO", "5"],
+        &["TSCOUNTER.INCRBY", "c", "1", "AT", &sa, "EXTRA"],
+        &["TSCOUNTER.SUM", "c", "1m", "AT", &sa, "AT", &sb],
+        &["TSCOUNTER.SUM", "c", "1m", "AT"],
+        &["TSCOUNTER.SUM", "c", "1m", "AT", &sa, "5m"],
+        &["TSCOUNTER.RANGE", "c", "1s", "FROM", "1", "FROM", "2"],
+        &["TSCOUNTER.RANGE", "c", "1s", "TO", "1", "TO", "2"],
+        &["TSCOUNTER.RANGE", "c", "1s", "EMPTY", "EMPTY"],
+        &["TSCOUNTER.RANGE", "c", "1s", "BOGUS"],
+        &["TSCOUNTER.RANGE", "c", "1s", "FROM"],
+        &["TSCOUNTER.RANGE", "c", "1s", "TO"],
+    ] {
+        assert_refused(&srv, c, cmd, "ERR syntax error");
+    }
+
+    // Wrong types: a string, a plain hash, a zset, a hash of another family, a
+    // damaged counter marker. CREATE on any of them: the key exists.
+    assert_eq!(srv.cmd_value(&["SET", "s", "v"]), v_ok());
+    assert_eq!(srv.cmd_value(&["HSET", "h", "f", "v"]), v_int(1));
+    assert_eq!(srv.cmd_value(&["HSET", "h2", "1s:5", "1"]), v_int(1));
+    assert_eq!(srv.cmd_value(&["ZADD", "z", "1", "m"]), v_int(1));
+    assert_eq!(
+        srv.cmd_value(&["HSET", "fam", "_tally", "stats 1h 24"]),
+        v_int(1)
+    );
+    assert_eq!(
+        srv.cmd_value(&["HSET", "fam2", "_tally", "rank 24h 1h"]),
+        v_int(1)
+    );
+    assert_eq!(
+        srv.cmd_value(&["HSET", "bad", "_tally", "counter garbage"]),
+        v_int(1)
+    );
+    assert_eq!(
+        srv.cmd_value(&["HSET", "bad2", "_tally", "counterx 1s:5"]),
+        v_int(1)
+    );
+    for key in ["s", "h", "h2", "z", "fam", "fam2", "bad", "bad2"] {
+        let kb = key.as_bytes();
+        for cmd in [
+            &["TSCOUNTER.INCRBY", key, "1"][..],
+            &["TSCOUNTER.INCRBY", key, "1", "AT", &sb],
+            &["TSCOUNTER.INCR", key],
+            &["TSCOUNTER.SUM", key, "1m"],
+            &["TSCOUNTER.SUM", key, "1m", "5m"],
+            &["TSCOUNTER.RANGE", key, "1s"],
+            &["TSCOUNTER.INFO", key],
+        ] {
+            assert_refused(&srv, kb, cmd, WRONGTYPE);
+        }
+        for cmd in [
+            &["TSCOUNTER.CREATE", key][..],
+            &["TSCOUNTER.CREATE", key, "RESOLUTIONS", "1s:5"],
+        ] {
+            assert_refused(&srv, kb, cmd, "ERR key already exists");
+        }
+    }
+    assert_refused(
+        &srv,
+        c,
+        &["TSCOUNTER.CREATE", "c"],
+        "ERR key already exists",
+    );
+    assert_refused(
+        &srv,
+        c,
+        &["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1s:60", "1m:60"],
+        "ERR key already exists",
+    );
+
+    // Overflow, both ways.
+    let max = i64::MAX.to_string();
+    let min = i64::MIN.to_string();
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "o", &max]),
+        v_int(i64::MAX)
+    );
+    let ovf = "ERR increment or decrement would overflow";
+    assert_refused(&srv, b"o", &["TSCOUNTER.INCRBY", "o", &max], ovf);
+    assert_refused(&srv, b"o", &["TSCOUNTER.INCR", "o"], ovf);
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "o2", &min]),
+        v_int(i64::MIN)
+    );
+    assert_refused(&srv, b"o2", &["TSCOUNTER.INCRBY", "o2", "-1"], ovf);
+    // SUM over slots whose total overflows is refused rather than wrapped.
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "o3", "RESOLUTIONS", "1s:60"]),
+        v_ok()
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "o3", &max, "AT", &sa]),
+        v_int(i64::MAX)
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "o3", &max, "AT", &sb]),
+        v_int(i64::MAX)
+    );
+    assert_refused(&srv, b"o3", &["TSCOUNTER.SUM", "o3", "1m", "AT", &sb], ovf);
+
+    // Timestamps out of range, on an existing and on a missing key.
+    let old = at(t0 - 2 * 3_600_000); // 1m:60 keeps one hour
+    let future = at(t0 + 10 * 60_000); // max-future defaults to 1m
+                                       // (The missing key would be created with the default resolutions: 1d:120.)
+    let very_old = at(t0 - 200 * 86_400_000);
+    for (key, old) in [("c", &old), ("missing", &very_old)] {
+        let kb = key.as_bytes();
+        for (cmd, err) in [
+            (&["TSCOUNTER.INCR", key, "AT", "1000"][..], OUTSIDE),
+            (&["TSCOUNTER.INCRBY", key, "7", "AT", old], OUTSIDE),
+            (&["TSCOUNTER.INCRBY", key, "0", "AT", old], OUTSIDE),
+            (&["TSCOUNTER.INCR", key, "AT", "-1"], OUTSIDE),
+            (&["TSCOUNTER.INCR", key, "AT", &min], OUTSIDE),
+            (&["TSCOUNTER.INCR", key, "AT", &future], FUTURE),
+            (&["TSCOUNTER.INCRBY", key, "1", "AT", &max], FUTURE),
+            (&["TSCOUNTER.SUM", key, "1m", "AT", &future], FUTURE),
+        ] {
+            assert_refused(&srv, kb, cmd, err);
+        }
+    }
+    assert!(!exists(&srv, b"missing"), "{k}");
+
+    // A window longer than any resolution keeps; a resolution the counter lacks.
+    for (cmd, err) in [
+        (
+            &["TSCOUNTER.SUM", "c", "2h"][..],
+            "ERR window '2h' is longer than any resolution keeps",
+        ),
+        (
+            &["TSCOUNTER.SUM", "c", "1m", "3600001"],
+            "ERR window '3600001ms' is longer than any resolution keeps",
+        ),
+        (
+            &["TSCOUNTER.SUM", "missing", "1000d"],
+            "ERR window '1000d' is longer than any resolution keeps",
+        ),
+        (
+            &["TSCOUNTER.RANGE", "c", "5s"],
+            "ERR the counter has no resolution '5s'",
+        ),
+        (
+            &["TSCOUNTER.RANGE", "c", "2000", "EMPTY"],
+            "ERR the counter has no resolution '2s'",
+        ),
+    ] {
+        assert_refused(&srv, cmd[1].as_bytes(), cmd, err);
+    }
+    // The longest window is fine.
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.SUM", "c", "1h", "AT", &sb]),
+        v_int(8),
+        "{k}"
+    );
+
+    // After all that, the counter is exactly as it was.
+    assert_eq!(hgetall(&srv, c), before, "{k}");
+    srv.assert_alive();
+}
+
+per_server!(at_within_max_future_counts_as_now);
+fn at_within_max_future_counts_as_now(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "f", "RESOLUTIONS", "1s:600"]),
+        v_ok()
+    );
+    let t0 = server_ms(&srv);
+    let ahead = t0 + 30_000;
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "f", "7", "AT", &ahead.to_string()]),
+        v_int(7)
+    );
+    let t1 = server_ms(&srv);
+    assert!(
+        t1 - t0 < 30_000,
+        "{k}: too slow to tell 'now' from the AT time"
+    );
+    let fields = slot_fields(&srv, b"f");
+    assert_eq!(fields.len(), 1, "{k}: {fields:?}");
+    let (field, count) = fields.iter().next().unwrap();
+    let index: i64 = field.strip_prefix("1s:").unwrap().parse().unwrap();
+    assert!(
+        slot(t0, 1000) <= index && index <= slot(t1, 1000),
+        "{k}: stored at {index}, not at the server's now ({t0}..{t1})"
+    );
+    assert_eq!(count, "7");
+    // Reads at a time within max-future are also reads at now.
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.SUM", "f", "5m", "AT", &ahead.to_string()]),
+        v_int(7)
+    );
+    assert_eq!(
+        srv.cmd_value(&[
+            "TSCOUNTER.SUM",
+            "f",
+            "5m",
+            "AT",
+            &(t0 + 10 * 60_000).to_string()
+        ]),
+        v_err(FUTURE),
+        "{k}"
+    );
+}

@@ -1,0 +1,161 @@
+//! The three families the fuzzer drives: their object names, how one is created, random
+//! writes, every read command, and one random command of the workload.
+
+use super::*;
+
+// ================================================================ families
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Family {
+    Counter,
+    Rank,
+    Stats,
+}
+
+impl Family {
+    pub(super) fn prefix(self) -> &'static str {
+        match self {
+            Family::Counter => "c",
+            Family::Rank => "b",
+            Family::Stats => "s",
+        }
+    }
+
+    /// The object names of the family's pool: `c:0..c:29` and `c:new0..c:new4`.
+    pub(super) fn names(self) -> Vec<String> {
+        let p = self.prefix();
+        (0..POOL)
+            .map(|i| format!("{p}:{i}"))
+            .chain((0..FRESH).map(|i| format!("{p}:new{i}")))
+            .collect()
+    }
+
+    /// A CREATE with small settings, or (one in ten) hour-long ones.
+    pub(super) fn create(self, rng: &mut Rng, key: &str) -> Vec<String> {
+        let long_lived = rng.chance(10);
+        match self {
+            Family::Counter => {
+                let mut v = vec!["TSCOUNTER.CREATE".into(), key.into(), "RESOLUTIONS".into()];
+                if long_lived {
+                    v.push("1m:10".into());
+                } else {
+                    const RES: &[&str] = &["50ms:20", "100ms:10", "200ms:5", "500ms:3", "1s:2"];
+                    let first = rng.below(RES.len() as i64) as usize;
+                    let n = 1 + rng.below(3) as usize;
+                    v.extend((first..(first + n).min(RES.len())).map(|i| RES[i].to_string()));
+                }
+                v
+            }
+            Family::Rank => {
+                let (window, slot) = if long_lived {
+                    (3_600_000, 60_000)
+                } else {
+                    let slot = *rng.pick(&[50, 100, 200, 500]);
+                    (slot * (1 + rng.below(8)), slot)
+                };
+                vec![
+                    "TSRANK.CREATE".into(),
+                    key.into(),
+                    "WINDOW".into(),
+                    window.to_string(),
+                    "SLOT".into(),
+                    slot.to_string(),
+                ]
+            }
+            Family::Stats => {
+                let (period, keep) = if long_lived {
+                    (3_600_000, 3)
+                } else {
+                    (*rng.pick(&[100, 200, 500, 1000]), 1 + rng.below(5))
+                };
+                vec![
+                    "STATS.CREATE".into(),
+                    key.into(),
+                    "PERIOD".into(),
+                    period.to_string(),
+                    "KEEP".into(),
+                    keep.to_string(),
+                ]
+            }
+        }
+    }
+
+    pub(super) fn write(self, rng: &mut Rng, key: &str) -> Vec<String> {
+        let mut v: Vec<String> = match self {
+            Family::Counter if rng.chance(20) => vec![
+                "TSCOUNTER.LIMIT".into(),
+                key.into(),
+                (rng.below(5) + 1).to_string(),
+                "50ms".into(),
+                (rng.below(50) + 10).to_string(),
+            ],
+            Family::Counter => vec![
+                "TSCOUNTER.INCRBY".into(),
+                key.into(),
+                (rng.below(5) + 1).to_string(),
+            ],
+            Family::Rank => {
+                let mut v = vec!["TSRANK.INCRBY".into(), key.into()];
+                for _ in 0..1 + rng.below(3) {
+                    v.push((1 + rng.below(4)).to_string());
+                    v.push(format!("m{}", rng.below(10)));
+                }
+                v
+            }
+            Family::Stats => {
+                let mut v = vec!["STATS.ADD".into(), key.into()];
+                for _ in 0..1 + rng.below(3) {
+                    v.push(format!("{:.3}", rng.lognormal()));
+                }
+                v
+            }
+        };
+        if rng.chance(60) {
+            v.push("AT".into());
+            v.push((local_ms() - rng.below(1500)).to_string());
+        }
+        v
+    }
+
+    /// Read commands that always succeed on a valid object of the family (or a missing
+    /// key): every error they answer is a defect.
+    pub(super) fn reads(self, key: &str) -> Vec<Vec<String>> {
+        let c = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match self {
+            Family::Counter => vec![c(&["TSCOUNTER.SUM", key, "1"]), c(&["TSCOUNTER.INFO", key])],
+            Family::Rank => vec![
+                c(&["TSRANK.TOP", key, "10", "WITHSCORES"]),
+                c(&["TSRANK.SCORE", key, "m1"]),
+                c(&["TSRANK.RANK", key, "m2"]),
+                c(&["TSRANK.INFO", key]),
+            ],
+            Family::Stats => vec![
+                c(&["STATS.GET", key]),
+                c(&["STATS.QUANTILE", key, "0.5", "0.99"]),
+                c(&["STATS.RANGE", key]),
+                c(&["STATS.INFO", key]),
+            ],
+        }
+    }
+
+    pub(super) fn one_command(self, rng: &mut Rng, names: &[String]) -> Vec<String> {
+        let key = rng.pick(names).clone();
+        match rng.below(100) {
+            0..=9 => self.create(rng, &key),
+            10..=64 => self.write(rng, &key),
+            _ => {
+                let reads = self.reads(&key);
+                rng.pick(&reads).clone()
+            }
+        }
+    }
+}
+
+/// The object a key belongs to: `b:3|slot|17` and `b:3|meta` belong to `b:3`.
+pub(super) fn owner(key: &str) -> &str {
+    key.split('|').next().unwrap_or(key)
+}
+
+pub(super) fn is_slot_hash(key: &str) -> bool {
+    key.contains("|slot|")
+}

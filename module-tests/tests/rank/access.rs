@@ -1,0 +1,81 @@
+//! ACL checked on the derived keys, and hash tags required in cluster mode.
+
+use super::*;
+
+per_server!(acl_is_checked_on_derived_keys);
+fn acl_is_checked_on_derived_keys(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    srv.cmd(&["TSRANK.INCRBY", "lb", "1", "a"]).expect("incr");
+    // u may use lb and its slot hashes but not lb|meta; v may use lb and lb|meta only.
+    let mut users = [
+        ("u", conn_as_user(&srv, "u", &["~lb", "~lb|slot|*"])),
+        ("v", conn_as_user(&srv, "v", &["~lb", "~lb|meta"])),
+        ("w", conn_as_user(&srv, "w", &["~lb*"])),
+    ];
+    let before = srv.dump_keyspace();
+    for (user, conn) in &mut users[..2] {
+        let user = *user;
+        for cmd in [
+            &["TSRANK.INCRBY", "lb", "1", "a"][..],
+            &["TSRANK.TOP", "lb", "10"][..],
+            &["TSRANK.SCORE", "lb", "a"][..],
+            &["TSRANK.INFO", "lb"][..],
+        ] {
+            let v = conn_value(conn, cmd);
+            let text = error_text(&v).unwrap_or_default();
+            if user == "v" && cmd[0] != "TSRANK.INCRBY" && cmd[0] != "TSRANK.INFO" {
+                // Reads that need no slot hash are allowed for v.
+                assert!(error_text(&v).is_none(), "{k} {user} {cmd:?}: {v:?}");
+                continue;
+            }
+            assert!(text.starts_with("NOPERM"), "{k} {user} {cmd:?}: {v:?}");
+        }
+    }
+    assert_eq!(srv.dump_keyspace(), before, "{k}: NOPERM wrote something");
+    assert_eq!(
+        conn_value(&mut users[2].1, &["TSRANK.INCRBY", "lb", "1", "a"]),
+        v_int(2),
+        "{k}"
+    );
+}
+
+per_server!(cluster_mode_requires_a_hash_tag);
+fn cluster_mode_requires_a_hash_tag(kind: &ServerKind) {
+    let srv = Server::start_with(kind, ServerOptions::new().cluster(true));
+    let slots: Vec<String> = (0..16384).map(|i| i.to_string()).collect();
+    let mut cmd = vec!["CLUSTER".to_string(), "ADDSLOTS".to_string()];
+    cmd.extend(slots);
+    assert_eq!(srv.cmd_value(&cmd), v_ok());
+    assert!(wait_until(Duration::from_secs(10), || {
+        value_text(&srv.cmd_value(&["CLUSTER", "INFO"]))
+            .unwrap_or_default()
+            .contains("cluster_state:ok")
+    }));
+    let err = "ERR in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot";
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "lb", "1", "a"]),
+        v_err(err),
+        "{}",
+        kind.name
+    );
+    assert_eq!(srv.cmd_value(&["TSRANK.TOP", "lb", "1"]), v_err(err));
+    assert_eq!(srv.cmd_value(&["TSRANK.CREATE", "lb{"]), v_err(err));
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{lb}", "1", "a"]),
+        v_int(1)
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "x{lb}y", "2", "a"]),
+        v_int(2)
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "x{lb}y", "1", "WITHSCORES"]),
+        v_arr(vec![v_bulk("a"), v_int(2)])
+    );
+    // Every key of a board is in one slot.
+    let slot_of = |key: &str| srv.query::<i64, _>(&["CLUSTER", "KEYSLOT", key]);
+    for key in keys(&srv, "x{lb}y*") {
+        assert_eq!(slot_of(&key), slot_of("x{lb}y"), "{key}");
+    }
+}
