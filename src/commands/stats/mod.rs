@@ -116,6 +116,8 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let mut effects = HashEffects::default();
     effects.set(MARKER_FIELD, marker);
     effects.emit(ctx, name.as_slice());
+    // The key was missing, so nothing should be cached for it: make sure.
+    cache::forget(selected_db(ctx), name.as_slice());
     notify(ctx, NotifyEvent::HASH, c"stats.create", name);
     Ok(Reply::Ok)
 }
