@@ -4,11 +4,47 @@
 //!
 //! Owns: the reply calls. May not touch: keys, command logic.
 
-use std::os::raw::{c_char, c_long};
+use std::cell::RefCell;
+use std::os::raw::{c_char, c_int, c_long};
 
 use redis_module::Context;
 
+use crate::args::push_f64;
 use crate::server::api;
+
+thread_local! {
+    /// The text of a RESP2 double, reused (a summary sends eight).
+    static DOUBLE_TEXT: RefCell<String> = RefCell::new(String::with_capacity(32));
+}
+
+/// The client's protocol, asked of the server when a reply first needs it.
+enum Protocol {
+    Unknown,
+    Resp2,
+    Resp3,
+}
+
+impl Protocol {
+    fn is_resp3(&mut self, ctx: &Context) -> bool {
+        if let Protocol::Unknown = self {
+            // SAFETY: reads a function-pointer static set during `RedisModule_Init`.
+            let get_flags = unsafe { redis_module::raw::RedisModule_GetContextFlags };
+            // Without the call (never on the supported servers) the server's own double
+            // reply is used, which is right in both protocols.
+            let resp3 = get_flags.is_none_or(|get_flags| {
+                // SAFETY: `ctx.ctx` is the live context of the current command.
+                let flags = unsafe { get_flags(ctx.ctx) };
+                flags & redis_module::raw::REDISMODULE_CTX_FLAGS_RESP3 as c_int != 0
+            });
+            *self = if resp3 {
+                Protocol::Resp3
+            } else {
+                Protocol::Resp2
+            };
+        }
+        matches!(self, Protocol::Resp3)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
@@ -35,6 +71,11 @@ impl Reply {
 
     /// Writes the reply to the client of `ctx`.
     pub fn send(&self, ctx: &Context) {
+        self.send_in(ctx, &mut Protocol::Unknown);
+    }
+
+    /// [`Reply::send`], with the client's protocol asked at most once per reply.
+    fn send_in(&self, ctx: &Context, protocol: &mut Protocol) {
         let c = ctx.ctx;
         // SAFETY (every call below): `c` is the live context of the current command; the
         // buffers passed with their lengths are valid for the call (the server copies
@@ -47,10 +88,28 @@ impl Reply {
             Reply::Int(v) => unsafe {
                 api!(RedisModule_ReplyWithLongLong)(c, *v);
             },
-            // SAFETY: as above.
-            Reply::Double(v) => unsafe {
-                api!(RedisModule_ReplyWithDouble)(c, *v);
-            },
+            Reply::Double(v) => {
+                if v.is_finite() && !protocol.is_resp3(ctx) {
+                    // RESP2 has no double: Redis would send `%.17g` text as a bulk
+                    // string, whose printf costs more than the rest of a STATS.GET.
+                    // The shortest text that reads back as the same double is as exact.
+                    DOUBLE_TEXT.with_borrow_mut(|text| {
+                        text.clear();
+                        push_f64(text, *v);
+                        // SAFETY: as above.
+                        unsafe {
+                            api!(RedisModule_ReplyWithStringBuffer)(
+                                c,
+                                text.as_ptr().cast::<c_char>(),
+                                text.len(),
+                            );
+                        }
+                    });
+                } else {
+                    // SAFETY: as above.
+                    unsafe { api!(RedisModule_ReplyWithDouble)(c, *v) };
+                }
+            }
             // SAFETY: as above.
             Reply::Bulk(bytes) => unsafe {
                 api!(RedisModule_ReplyWithStringBuffer)(
@@ -66,7 +125,7 @@ impl Reply {
             Reply::Array(items) => {
                 // SAFETY: as above.
                 unsafe { api!(RedisModule_ReplyWithArray)(c, items.len() as c_long) };
-                items.iter().for_each(|item| item.send(ctx));
+                items.iter().for_each(|item| item.send_in(ctx, protocol));
             }
             Reply::Map(fields) => {
                 // SAFETY: as above.
@@ -80,7 +139,7 @@ impl Reply {
                             name.len(),
                         )
                     };
-                    value.send(ctx);
+                    value.send_in(ctx, protocol);
                 }
             }
         }

@@ -139,12 +139,14 @@ pub const HOOKS: Hooks = Hooks {
 /// scan finds the tally objects again.
 fn flushed(db: c_int) {
     mirror::forget_all();
+    stats::forget_all();
     crate::expiry::forget_db(db);
     rank::forget_db(db);
 }
 
 fn swapped(a: c_int, b: c_int) {
     mirror::forget_all();
+    stats::forget_all();
     crate::expiry::swap_dbs(a, b);
     rank::swap_dbs(a, b);
     crate::expiry::request_scan();
@@ -152,6 +154,7 @@ fn swapped(a: c_int, b: c_int) {
 
 fn loading(ended: bool) {
     mirror::forget_all();
+    stats::forget_all();
     crate::expiry::forget_db(-1);
     rank::forget_all();
     if ended {

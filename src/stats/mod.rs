@@ -28,6 +28,8 @@ use crate::moments::Moments;
 use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
+pub mod cache;
+
 /// Largest `KEEP` (the config `tally.stats-keep` has the same bound).
 pub const MAX_KEEP: i64 = 10_000;
 /// Largest accepted magnitude of a value. The moments square deviations, so values near
@@ -386,6 +388,21 @@ impl Record {
             moments,
             sketch: dense.finish(),
         }
+    }
+
+    /// Merges one more stored period, newer than those merged so far: the result is
+    /// the same as [`Record::merge_encoded`] of them all (same validity rule, same
+    /// order of the moments), so a window can be built on a merge of its closed periods.
+    pub fn merge_encoded_period(&mut self, moments: &[u8], sketch: &[u8]) {
+        let Some(pm) = Moments::decode(moments) else {
+            return;
+        };
+        let mut dense = crate::sketch::DenseMerge::default();
+        if !dense.add_encoded_if_count(sketch, pm.count) {
+            return;
+        }
+        self.moments.merge(&pm);
+        self.sketch.merge(&dense.finish());
     }
 
     /// Rebuilds a record from its two fields; `None` unless both decode and agree on the

@@ -404,3 +404,44 @@ fn merge_encoded_equals_merge_all() {
         ]);
     assert_eq!(Record::merge_encoded(with_damage), expected);
 }
+
+/// A window built on the merge of its closed periods plus its newest period equals the
+/// merge of all of them, to the bit, whichever period is damaged.
+#[test]
+fn merge_encoded_period_extends_a_merge() {
+    let mut rng = Rng(12);
+    let mut encoded: Vec<(Vec<u8>, Vec<u8>)> = (0..6)
+        .map(|p| {
+            let n = rng.below(200) + 1;
+            of(&(0..n)
+                .map(|_| {
+                    if p % 3 == 0 {
+                        -rng.lognormal()
+                    } else {
+                        rng.lognormal() * 7.0
+                    }
+                })
+                .collect::<Vec<_>>())
+            .encode()
+        })
+        .collect();
+    let (_, bad_q) = of(&[1.0]).encode();
+    encoded.push((encoded[1].0.clone(), bad_q));
+    encoded.push((b"junk".to_vec(), encoded[2].1.clone()));
+    encoded.push((encoded[3].0.clone(), b"\x01".to_vec()));
+    encoded.push(of(&[3.5, -2.0, 0.0]).encode());
+    for newest in 0..encoded.len() {
+        let window: Vec<(&[u8], &[u8])> = encoded
+            .iter()
+            .take(newest + 1)
+            .map(|(m, q)| (m.as_slice(), q.as_slice()))
+            .collect();
+        let expected = Record::merge_encoded(window.iter().copied());
+        let mut extended = Record::merge_encoded(window.iter().take(newest).copied());
+        if let Some(&(m, q)) = window.last() {
+            extended.merge_encoded_period(m, q);
+        }
+        assert_eq!(extended, expected, "newest {newest}");
+        assert_eq!(extended.moments.encode(), expected.moments.encode());
+    }
+}

@@ -17,9 +17,9 @@ use crate::expiry::{self, Visit};
 use crate::layout::MARKER_FIELD;
 use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
-use crate::server::now_ms;
+use crate::server::{now_ms, selected_db};
 use crate::stats::{
-    check_quantile, check_value, field, parse_keep, Part, Record, Settings, Summary,
+    cache, check_quantile, check_value, field, parse_keep, Part, Record, Settings, Summary,
 };
 use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
@@ -32,8 +32,18 @@ use periods::*;
 pub const FAMILY: super::Family = super::Family {
     word: crate::layout::STATS,
     expire,
-    on_keyspace_event: |_, _, _, _| {},
+    on_keyspace_event: forget_cached,
 };
+
+/// Any event on a key may change it behind the read cache: drop its cached windows.
+fn forget_cached(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
+    cache::forget(selected_db(ctx), key);
+}
+
+/// `stats::forget_all` for the server hooks (flush, SWAPDB, loading).
+pub fn forget_all() {
+    cache::forget_all();
+}
 
 fn summary_map(s: &Summary) -> Reply {
     Reply::Map(vec![
@@ -106,6 +116,8 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let mut effects = HashEffects::default();
     effects.set(MARKER_FIELD, marker);
     effects.emit(ctx, name.as_slice());
+    // The key was missing, so nothing should be cached for it: make sure.
+    cache::forget(selected_db(ctx), name.as_slice());
     notify(ctx, NotifyEvent::HASH, c"stats.create", name);
     Ok(Reply::Ok)
 }
@@ -243,6 +255,8 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         expiry::schedule(ctx, name.as_slice(), settings.leaves_at(index));
     }
     effects.emit(ctx, name.as_slice());
+    // tally's own event reaches no hook: the read cache is told here.
+    cache::wrote(selected_db(ctx), name.as_slice(), index);
     notify(ctx, NotifyEvent::HASH, c"stats.add", name);
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
@@ -299,6 +313,8 @@ fn trim(ctx: &Context, key: &Key, name: &[u8], settings: &Settings, now: i64) ->
         }
     }
     drop(writer);
+    // The expiry's deletions fire no event the hooks see.
+    cache::forget(selected_db(ctx), name);
     if !effects.is_empty() {
         effects.emit(ctx, name);
     }
@@ -347,8 +363,17 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let Some(settings) = settings else {
         return Ok(Reply::Nil);
     };
-    let record = load_window(&key, &settings, now_ms(), periods);
-    Ok(record.summary().as_ref().map_or(Reply::Nil, summary_map))
+    let (lo, hi) = settings.window_range(now_ms(), periods);
+    let (db, name) = (selected_db(ctx), name.as_slice());
+    let summary = match cache::summary(db, name, &settings, lo, hi) {
+        Some(summary) => summary,
+        None => {
+            let summary = window_record(&key, db, name, &settings, lo, hi).summary();
+            cache::store_summary(db, name, settings, lo, hi, summary);
+            summary
+        }
+    };
+    Ok(summary.as_ref().map_or(Reply::Nil, summary_map))
 }
 
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
@@ -367,7 +392,8 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
     let Some(settings) = settings else {
         return Ok(Reply::Nil);
     };
-    let record = load_window(&key, &settings, now_ms(), periods);
+    let (lo, hi) = settings.window_range(now_ms(), periods);
+    let record = window_record(&key, selected_db(ctx), name.as_slice(), &settings, lo, hi);
     if record.count() == 0 {
         return Ok(Reply::Nil);
     }

@@ -6,11 +6,13 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::os::raw::c_int;
+use std::rc::Rc;
 
 use crate::config;
 use crate::error::{Error, Result};
 use crate::layout::MARKER_FIELD;
-use crate::stats::{field, parse_field, Part, Record, Settings};
+use crate::stats::{cache, field, parse_field, Part, Record, Settings};
 use crate::store::{Key, KeyKind, RStr};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
@@ -183,15 +185,38 @@ pub(super) fn load_raw_periods(
         .collect()
 }
 
-/// The merged record of the latest `periods` periods at `now`. One period is decoded
-/// as is; a window's sketches are summed straight from their encodings.
-pub(super) fn load_window(key: &Key, settings: &Settings, now: i64, periods: i64) -> Record {
-    let (lo, hi) = settings.window_range(now, periods);
-    if lo == hi {
+/// The merged record of periods `lo..=hi` of `name` in `db`. One period is decoded as
+/// is; a window is the merge of its closed periods `lo..hi` (from the read cache, else
+/// summed straight from their encodings and cached) plus its current period `hi`.
+pub(super) fn window_record(
+    key: &Key,
+    db: c_int,
+    name: &[u8],
+    settings: &Settings,
+    lo: i64,
+    hi: i64,
+) -> Record {
+    if lo >= hi {
         return get_record(key, settings, hi).unwrap_or_default();
     }
-    let raw = load_raw_periods(key, settings, lo, hi);
-    Record::merge_encoded(raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())))
+    let closed = match cache::closed(db, name, settings, lo, hi) {
+        Some(closed) => closed,
+        None => {
+            let raw = load_raw_periods(key, settings, lo, hi - 1);
+            let closed = Rc::new(Record::merge_encoded(
+                raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())),
+            ));
+            cache::store_closed(db, name, *settings, lo, hi, Rc::clone(&closed));
+            closed
+        }
+    };
+    let mut record = Record::clone(&closed);
+    with_period_fields(key, settings, hi, |m, q| {
+        if let (Some(m), Some(q)) = (m, q) {
+            record.merge_encoded_period(m, q);
+        }
+    });
+    record
 }
 
 /// What one scan of the hash found about its periods at `now`.
