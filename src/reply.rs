@@ -27,15 +27,9 @@ enum Protocol {
 impl Protocol {
     fn is_resp3(&mut self, ctx: &Context) -> bool {
         if let Protocol::Unknown = self {
-            // SAFETY: reads a function-pointer static set during `RedisModule_Init`.
-            let get_flags = unsafe { redis_module::raw::RedisModule_GetContextFlags };
-            // Without the call (never on the supported servers) the server's own double
-            // reply is used, which is right in both protocols.
-            let resp3 = get_flags.is_none_or(|get_flags| {
-                // SAFETY: `ctx.ctx` is the live context of the current command.
-                let flags = unsafe { get_flags(ctx.ctx) };
-                flags & redis_module::raw::REDISMODULE_CTX_FLAGS_RESP3 as c_int != 0
-            });
+            // SAFETY: `ctx.ctx` is the live context of the current command.
+            let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.ctx) };
+            let resp3 = flags & redis_module::raw::REDISMODULE_CTX_FLAGS_RESP3 as c_int != 0;
             *self = if resp3 {
                 Protocol::Resp3
             } else {

@@ -55,6 +55,7 @@ required_api! {
     RedisModule_FreeModuleUser,
     RedisModule_FreeString,
     RedisModule_GetCommand,
+    RedisModule_GetContextFlags,
     RedisModule_GetCurrentUserName,
     RedisModule_GetModuleUserFromUserName,
     RedisModule_GetSelectedDb,
