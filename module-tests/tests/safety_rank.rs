@@ -504,3 +504,58 @@ fn background_visits_do_not_make_idle_keys_look_used(kind: &ServerKind) {
         );
     }
 }
+
+per_server!(rebuilding_quarantined_boards_with_expired_slots_keeps_the_server_alive);
+/// The rebuild of a quarantined board deleted its expired slot hashes while the write
+/// still held read handles on them (opened to subtract what they still counted); closing
+/// those handles then read freed values. 300 boards, each edited natively (quarantined,
+/// so the timer leaves their slots), then written again after their slot left the window.
+fn rebuilding_quarantined_boards_with_expired_slots_keeps_the_server_alive(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    let boards = 300;
+    let mut cmds = Vec::new();
+    for i in 0..boards {
+        let b = format!("q:{i}");
+        cmds.push(strings(&[
+            "TSRANK.CREATE",
+            &b,
+            "WINDOW",
+            "300ms",
+            "SLOT",
+            "100ms",
+        ]));
+        cmds.push(strings(&["TSRANK.INCRBY", &b, "3", "m", "2", "n"]));
+    }
+    for r in pipeline(&mut conn, &cmds) {
+        assert!(error_text(&r).is_none(), "{k}: {r:?}");
+    }
+    let slots: Vec<String> = redis::cmd("KEYS")
+        .arg("q:*|slot|*")
+        .query(&mut conn)
+        .unwrap_or_default();
+    assert_eq!(slots.len(), boards, "{k}: one slot hash per board");
+    let edits: Vec<Vec<String>> = slots
+        .iter()
+        .map(|s| strings(&["HSET", s, "o", "1.0"]))
+        .collect();
+    pipeline(&mut conn, &edits);
+    sleep_ms(500);
+    let writes: Vec<Vec<String>> = (0..boards)
+        .map(|i| strings(&["TSRANK.INCRBY", &format!("q:{i}"), "1", "m"]))
+        .collect();
+    for r in pipeline(&mut conn, &writes) {
+        assert_eq!(r, v_int(1), "{k}: the expired slot no longer counts");
+    }
+    srv.assert_alive();
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("q:*|slot|*")
+        .query(&mut conn)
+        .unwrap_or_default();
+    assert_eq!(left.len(), boards, "{k}: only the new slots are left");
+    assert!(
+        !left.iter().any(|s| slots.contains(s)),
+        "{k}: old slots deleted"
+    );
+}

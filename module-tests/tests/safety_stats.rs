@@ -451,3 +451,44 @@ fn deleted_objects_leave_the_schedule(kind: &ServerKind) {
     assert!(tracked <= 5, "{}: {tracked} tracked", kind.name);
     srv.assert_alive();
 }
+
+per_server!(objects_expiring_whole_keep_the_server_alive);
+/// 5 x 1000 objects whose every period leaves at once: the timer unlinks each key. It used to
+/// do that through a second (write) handle while its read handle was still open, and the
+/// read handle's close then read the freed value (Valkey 9 crashed on it now and then).
+fn objects_expiring_whole_keep_the_server_alive(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    for round in 0..5 {
+        let cmds: Vec<Vec<String>> = (0..1000)
+            .flat_map(|i| {
+                let key = format!("gone:{round}:{i}");
+                [
+                    strings(&["STATS.CREATE", &key, "PERIOD", "100ms", "KEEP", "1"]),
+                    // REPORT allocates sorted-set nodes (score 1.0) among the freed values.
+                    strings(&[
+                        "STATS.ADD",
+                        &key,
+                        "1",
+                        "REPORT",
+                        "slowest",
+                        &format!("m:{round}:{i}"),
+                        "KEEP",
+                        "100000",
+                    ]),
+                ]
+            })
+            .collect();
+        for r in pipeline(&mut conn, &cmds) {
+            assert!(!is_error(&r), "{}: {r:?}", kind.name);
+        }
+        assert!(
+            wait_until(Duration::from_secs(10), || srv
+                .query::<i64, &str>(&["DBSIZE"])
+                == 1),
+            "{}: round {round}: objects do not expire",
+            kind.name
+        );
+        srv.assert_alive();
+    }
+}

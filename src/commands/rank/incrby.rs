@@ -211,9 +211,12 @@ fn prepare(
 ) -> Result<()> {
     if let Some(layout) = target.stored_as {
         if is_quarantined(selected_db(ctx), key_name) {
+            // The rebuild deletes the pending slot hashes: close our handles on them
+            // first (closing a handle whose value another handle freed reads freed
+            // memory). The rebuilt totals need no pending correction.
+            target.pending.clear();
             let meta = &mut target.meta;
             repair(ctx, acl, &target.zset, key_name, meta, now, transit)?;
-            target.pending.clear();
             let mut effects = Effects::new();
             stored::write_range(
                 &target.meta_hash,

@@ -289,14 +289,17 @@ fn report_key_positions(ctx: &Context, rest: &[&[u8]]) {
 }
 
 /// Deletes the periods no longer kept at `now`, and the key if that leaves none (an
-/// object never written to keeps its settings). `key` is only read; the key is opened
+/// object never written to keeps its settings). `key` is only read (and closed before the write); the key is opened
 /// for writing only when there is something to delete, so a visit that changes nothing
 /// does not touch it (WATCH, client-side caching). Returns when the next period leaves.
-fn trim(ctx: &Context, key: &Key, name: &[u8], settings: &Settings, now: i64) -> Option<i64> {
-    let inv = inventory(key, settings, now);
+fn trim(ctx: &Context, key: Key, name: &[u8], settings: &Settings, now: i64) -> Option<i64> {
+    let inv = inventory(&key, settings, now);
     if inv.stale.is_empty() {
         return inv.oldest_kept.map(|oldest| settings.leaves_at(oldest));
     }
+    // Close the read handle first: the writer may unlink the key, and closing a handle
+    // whose value another handle freed reads freed memory (Valkey 9 crashed on it).
+    drop(key);
     let Some(writer) = Key::open_bytes(ctx, name, true) else {
         return Some(now);
     };
@@ -475,7 +478,7 @@ pub fn expire(
     if crate::server::monotonic_us() >= deadline_us {
         return Visit::Unfinished;
     }
-    match trim(ctx, &key, name, &settings, now) {
+    match trim(ctx, key, name, &settings, now) {
         Some(due) => Visit::DueAt(due),
         None => Visit::Done,
     }
