@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 use std::os::raw::{c_char, c_int, c_long};
+use std::rc::Rc;
 
 use redis_module::Context;
 
@@ -45,6 +46,8 @@ pub enum Reply {
     Ok,
     Int(i64),
     Double(f64),
+    /// A double whose RESP2 text ([`push_f64`]) is formatted already (a cached summary).
+    ShownDouble(f64, Rc<str>),
     Bulk(Vec<u8>),
     Nil,
     Array(Vec<Reply>),
@@ -90,28 +93,21 @@ impl Reply {
                     DOUBLE_TEXT.with_borrow_mut(|text| {
                         text.clear();
                         push_f64(text, *v);
-                        // SAFETY: as above.
-                        unsafe {
-                            api!(RedisModule_ReplyWithStringBuffer)(
-                                c,
-                                text.as_ptr().cast::<c_char>(),
-                                text.len(),
-                            );
-                        }
+                        bulk(ctx, text.as_bytes());
                     });
                 } else {
-                    // SAFETY: as above.
-                    unsafe { api!(RedisModule_ReplyWithDouble)(c, *v) };
+                    double(ctx, *v);
                 }
             }
-            // SAFETY: as above.
-            Reply::Bulk(bytes) => unsafe {
-                api!(RedisModule_ReplyWithStringBuffer)(
-                    c,
-                    bytes.as_ptr().cast::<c_char>(),
-                    bytes.len(),
-                );
-            },
+            // The same, with the text formatted once for many replies.
+            Reply::ShownDouble(v, text) => {
+                if v.is_finite() && !protocol.is_resp3(ctx) {
+                    bulk(ctx, text.as_bytes());
+                } else {
+                    double(ctx, *v);
+                }
+            }
+            Reply::Bulk(bytes) => bulk(ctx, bytes),
             // SAFETY: as above.
             Reply::Nil => unsafe {
                 api!(RedisModule_ReplyWithNull)(c);
@@ -125,19 +121,30 @@ impl Reply {
                 // SAFETY: as above.
                 unsafe { api!(RedisModule_ReplyWithMap)(c, fields.len() as c_long) };
                 for (name, value) in fields {
-                    // SAFETY: as above.
-                    unsafe {
-                        api!(RedisModule_ReplyWithStringBuffer)(
-                            c,
-                            name.as_ptr().cast::<c_char>(),
-                            name.len(),
-                        )
-                    };
+                    bulk(ctx, name.as_bytes());
                     value.send_in(ctx, protocol);
                 }
             }
         }
     }
+}
+
+/// Sends `bytes` as a bulk string.
+fn bulk(ctx: &Context, bytes: &[u8]) {
+    // SAFETY: live context of the current command; the server copies the buffer.
+    unsafe {
+        api!(RedisModule_ReplyWithStringBuffer)(
+            ctx.ctx,
+            bytes.as_ptr().cast::<c_char>(),
+            bytes.len(),
+        )
+    };
+}
+
+/// Sends a double the protocol's way (RESP3 double, RESP2 `%.17g` bulk string).
+fn double(ctx: &Context, v: f64) {
+    // SAFETY: live context of the current command.
+    unsafe { api!(RedisModule_ReplyWithDouble)(ctx.ctx, v) };
 }
 
 /// Sends an error whose text starts with its code (`ERR ...`, `WRONGTYPE ...`).

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use super::{Record, Settings, Summary};
+use super::{Record, Settings, ShownSummary};
 
 /// Windows kept per key (a client reads a few window sizes); the oldest goes first.
 const WINDOWS_PER_KEY: usize = 4;
@@ -32,6 +32,8 @@ pub const BUDGET_BYTES: usize = 32 << 20;
 /// Estimated fixed cost of a key's entry and of one window, besides the name and sketch.
 const ENTRY_OVERHEAD: usize = 96;
 const WINDOW_OVERHEAD: usize = 160;
+/// Estimated bytes of a kept summary with its eight texts.
+const SUMMARY_BYTES: usize = 8 * 48 + 240;
 
 /// One window of one key.
 struct Window {
@@ -40,12 +42,13 @@ struct Window {
     /// Merge of the closed periods `lo..hi` (`None`: not known).
     closed: Option<Rc<Record>>,
     /// What GET answers for `lo..=hi` (`None`: not known; `Some(None)`: empty).
-    summary: Option<Option<Summary>>,
+    summary: Option<Option<Rc<ShownSummary>>>,
 }
 
 impl Window {
     fn weight(&self) -> usize {
         WINDOW_OVERHEAD
+            + self.summary.as_ref().map_or(0, |_| SUMMARY_BYTES)
             + self
                 .closed
                 .as_ref()
@@ -120,8 +123,8 @@ pub fn summary(
     settings: &Settings,
     lo: i64,
     hi: i64,
-) -> Option<Option<Summary>> {
-    with_cache(|cache| find(cache, db, name, settings, lo, hi)?.summary).flatten()
+) -> Option<Option<Rc<ShownSummary>>> {
+    with_cache(|cache| find(cache, db, name, settings, lo, hi)?.summary.clone()).flatten()
 }
 
 /// The cached merge of the closed periods `lo..hi` of window `lo..=hi` of `name`.
@@ -136,7 +139,7 @@ pub fn store_summary(
     settings: Settings,
     lo: i64,
     hi: i64,
-    summary: Option<Summary>,
+    summary: Option<Rc<ShownSummary>>,
 ) {
     store(db, name, settings, lo, hi, |w| w.summary = Some(summary));
 }
@@ -257,12 +260,14 @@ fn size() -> (usize, usize) {
 mod tests {
     use super::*;
 
-    fn summary_of(n: u64) -> Summary {
+    fn summary_of(n: u64) -> Rc<ShownSummary> {
         let mut r = Record::default();
         for i in 0..n {
             r.add(i as f64 + 1.0);
         }
-        r.summary().unwrap_or_else(|| unreachable!())
+        Rc::new(ShownSummary::new(
+            &r.summary().unwrap_or_else(|| unreachable!()),
+        ))
     }
 
     const S: Settings = Settings {

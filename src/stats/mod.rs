@@ -21,7 +21,9 @@
 //!
 //! Owns: stats arithmetic and its stored text. May not touch: Redis (pure).
 
-use crate::args::{format_duration, parse_duration, parse_i64};
+use std::rc::Rc;
+
+use crate::args::{format_duration, parse_duration, parse_i64, push_f64};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::moments::Moments;
@@ -277,6 +279,28 @@ pub struct Record {
     pub sketch: Sketch,
 }
 
+/// A [`Summary`] as GET sends it: the count, then its doubles in reply order, each with
+/// its shortest text ([`push_f64`]), formatted once. The read cache keeps it, so a
+/// repeated GET over RESP2 (doubles as text) does not format them again.
+#[derive(Debug, PartialEq)]
+pub struct ShownSummary {
+    pub count: u64,
+    pub doubles: [(&'static str, f64, Rc<str>); 8],
+}
+
+impl ShownSummary {
+    pub fn new(s: &Summary) -> ShownSummary {
+        ShownSummary {
+            count: s.count,
+            doubles: s.doubles().map(|(name, v)| {
+                let mut text = String::new();
+                push_f64(&mut text, v);
+                (name, v, Rc::from(text))
+            }),
+        }
+    }
+}
+
 /// What GET and RANGE report for a non-empty record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
@@ -289,6 +313,22 @@ pub struct Summary {
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
+}
+
+impl Summary {
+    /// The doubles of the reply, named, in reply order (after the count).
+    pub fn doubles(&self) -> [(&'static str, f64); 8] {
+        [
+            ("sum", self.sum),
+            ("min", self.min),
+            ("max", self.max),
+            ("mean", self.mean),
+            ("stddev", self.stddev),
+            ("p50", self.p50),
+            ("p90", self.p90),
+            ("p99", self.p99),
+        ]
+    }
 }
 
 impl Record {

@@ -6,6 +6,7 @@
 //! (through `store`, `replicate`, `server`, `cmdinfo`), other families.
 
 use std::os::raw::c_int;
+use std::rc::Rc;
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
@@ -19,7 +20,7 @@ use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
 use crate::server::{now_ms, selected_db};
 use crate::stats::{
-    cache, check_quantile, check_value, field, parse_keep, Part, Record, Settings, Summary,
+    cache, check_quantile, check_value, field, parse_keep, Part, Record, Settings, ShownSummary,
 };
 use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
@@ -45,21 +46,24 @@ pub fn forget_all() {
     cache::forget_all();
 }
 
-fn summary_map(s: &Summary) -> Reply {
-    Reply::Map(vec![
-        (
-            "count",
-            Reply::Int(i64::try_from(s.count).unwrap_or(i64::MAX)),
-        ),
-        ("sum", Reply::Double(s.sum)),
-        ("min", Reply::Double(s.min)),
-        ("max", Reply::Double(s.max)),
-        ("mean", Reply::Double(s.mean)),
-        ("stddev", Reply::Double(s.stddev)),
-        ("p50", Reply::Double(s.p50)),
-        ("p90", Reply::Double(s.p90)),
-        ("p99", Reply::Double(s.p99)),
-    ])
+/// The map GET and RANGE send for a summary: the count, then the doubles.
+fn summary_map(count: u64, doubles: impl Iterator<Item = (&'static str, Reply)>) -> Reply {
+    let mut fields = Vec::with_capacity(9);
+    fields.push((
+        "count",
+        Reply::Int(i64::try_from(count).unwrap_or(i64::MAX)),
+    ));
+    fields.extend(doubles);
+    Reply::Map(fields)
+}
+
+/// GET's reply, from a summary whose texts are formatted already.
+fn shown_map(s: &ShownSummary) -> Reply {
+    let doubles = s.doubles.iter();
+    summary_map(
+        s.count,
+        doubles.map(|(name, v, text)| (*name, Reply::ShownDouble(*v, Rc::clone(text)))),
+    )
 }
 
 /// Parses an optional trailing `WINDOW dur` (the only option of GET and QUANTILE).
@@ -371,12 +375,14 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let summary = match cache::summary(db, name, &settings, lo, hi) {
         Some(summary) => summary,
         None => {
-            let summary = window_record(&key, db, name, &settings, lo, hi).summary();
-            cache::store_summary(db, name, settings, lo, hi, summary);
+            let summary = window_record(&key, db, name, &settings, lo, hi)
+                .summary()
+                .map(|s| Rc::new(ShownSummary::new(&s)));
+            cache::store_summary(db, name, settings, lo, hi, summary.clone());
             summary
         }
     };
-    Ok(summary.as_ref().map_or(Reply::Nil, summary_map))
+    Ok(summary.as_deref().map_or(Reply::Nil, shown_map))
 }
 
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
@@ -431,9 +437,11 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let rows = load_periods(&key, &settings, lo, hi)
         .into_iter()
         .filter_map(|(index, record)| {
-            record
-                .summary()
-                .map(|s| (Reply::Int(settings.start(index)), summary_map(&s)))
+            record.summary().map(|s| {
+                let doubles = s.doubles().into_iter();
+                let map = summary_map(s.count, doubles.map(|(n, v)| (n, Reply::Double(v))));
+                (Reply::Int(settings.start(index)), map)
+            })
         });
     Ok(Reply::pairs(rows))
 }
