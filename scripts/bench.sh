@@ -286,6 +286,12 @@ counter_rows() {
     tally tscounter.sum -- TSCOUNTER.SUM ring 5m
     report "TSCOUNTER.SUM ring 1 window (5m) / HGET" "<=2" ""
 
+    # Floor: a module command that opens a key (missing) and replies one integer, next to
+    # HGET: what dispatching into a module costs before any work.
+    native hget -- HGET bench:hash f
+    tally tscounter.sum -- TSCOUNTER.SUM bench:missing 5m
+    report "floor: TSCOUNTER.SUM missing key / HGET" "" ""
+
     native evalsha -- EVALSHA "$SHA_COUNTER" 1 hits 1
     tally tscounter.incr -- TSCOUNTER.INCR hot
     report "TSCOUNTER.INCR hot / Lua seed 001/003 update" "" ""

@@ -31,6 +31,8 @@ redis.call("ZINCRBY", k, 1, "count")
 redis.call("ZINCRBY", k, v, "sum")
 redis.call("ZINCRBY", k, v * v, "sumsq")
 return 1')
+    # shellcheck disable=SC2046
+    cli hset floor:summary $(cli stats.get st:lat) >/dev/null
     prefill STATS.ADD "st:__rand_int__" 12.5
     prefill EVALSHA "$SHA_STATS" 1 "lua:__rand_int__" 12.5
 }
@@ -49,6 +51,12 @@ stats_rows() {
     native hget -- HGET bench:hash f
     tally stats.get -- STATS.GET st:lat
     report "STATS.GET 1 period of 10k values / HGET" "<=8" ""
+
+    # Floor: a native reply of the same shape, HGETALL of a hash holding the 9 fields of
+    # that summary (18 bulk strings).
+    native hgetall -- HGETALL floor:summary
+    tally stats.get -- STATS.GET st:lat
+    report "STATS.GET 1 period / HGETALL of its 9 fields" "" ""
 
     native stats.get -- STATS.GET st:lat
     tally stats.get -- STATS.GET st:lat WINDOW 24h

@@ -71,17 +71,43 @@ impl Effects {
         let mut start = 0;
         for &(name, end_arg) in &self.commands {
             let ends = self.arg_ends.get(first_arg..end_arg).unwrap_or(&[]);
-            let mut args: Vec<&[u8]> = Vec::with_capacity(ends.len());
-            for &end in ends {
-                args.push(self.bytes.get(start..end).unwrap_or(&[]));
+            let args = ends.iter().map(|&end| {
+                let arg = self.bytes.get(start..end).unwrap_or(&[]);
                 start = end;
-            }
-            replicate(ctx, name, &args);
+                arg
+            });
+            replicate_all(ctx, name, args);
             first_arg = end_arg;
         }
         self.bytes.clear();
         self.arg_ends.clear();
         self.commands.clear();
+    }
+}
+
+/// Arguments a command may have to be passed from the stack (every hot path has fewer).
+const STACK_ARGS: usize = 19;
+
+/// [`replicate`] of arguments as they come, gathered on the stack when they fit.
+fn replicate_all<'a>(ctx: &Context, name: &CStr, args: impl Iterator<Item = &'a [u8]>) {
+    let mut stack: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
+    let mut count = 0;
+    let mut heap: Vec<&[u8]> = Vec::new();
+    for arg in args {
+        if heap.is_empty() {
+            if let Some(slot) = stack.get_mut(count) {
+                *slot = arg;
+                count += 1;
+                continue;
+            }
+            heap.extend_from_slice(&stack);
+        }
+        heap.push(arg);
+    }
+    if heap.is_empty() {
+        replicate(ctx, name, stack.get(..count).unwrap_or(&[]));
+    } else {
+        replicate(ctx, name, &heap);
     }
 }
 
@@ -150,7 +176,6 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
 /// The writes one operation made to one hash key, each field's last write winning:
 /// recorded while the operation runs, then added to an [`Effects`] as `DEL`, or `HDEL`
 /// then `HSET`. Fields and values live in one buffer (a write path records a handful).
-#[derive(Default)]
 pub struct HashEffects {
     bytes: Vec<u8>,
     writes: Vec<FieldWrite>,
@@ -164,6 +189,17 @@ struct FieldWrite {
     field_end: usize,
     end: usize,
     delete: bool,
+}
+
+impl Default for HashEffects {
+    /// Room for a counter write (eight fields) without growing.
+    fn default() -> HashEffects {
+        HashEffects {
+            bytes: Vec::with_capacity(256),
+            writes: Vec::with_capacity(12),
+            deleted_key: false,
+        }
+    }
 }
 
 impl HashEffects {
@@ -217,32 +253,22 @@ impl HashEffects {
         self.writes.is_empty() && !self.deleted_key
     }
 
-    /// Records the writes to `key` into `effects`.
-    pub fn record(&self, effects: &mut Effects, key: &[u8]) {
+    /// Sends the writes to `key` at once: `DEL`, or `HDEL` then `HSET`.
+    pub fn emit(&self, ctx: &Context, key: &[u8]) {
         if self.deleted_key {
-            effects.command(c"DEL").arg(key);
+            replicate(ctx, c"DEL", &[key]);
             return;
         }
         let field = |w: &FieldWrite| self.bytes.get(w.start..w.field_end).unwrap_or(&[]);
         let value = |w: &FieldWrite| self.bytes.get(w.field_end..w.end).unwrap_or(&[]);
         if self.writes.iter().any(|w| w.delete) {
-            effects.command(c"HDEL").arg(key);
-            for w in self.writes.iter().filter(|w| w.delete) {
-                effects.arg(field(w));
-            }
+            let fields = self.writes.iter().filter(|w| w.delete).map(field);
+            replicate_all(ctx, c"HDEL", std::iter::once(key).chain(fields));
         }
         if self.writes.iter().any(|w| !w.delete) {
-            effects.command(c"HSET").arg(key);
-            for w in self.writes.iter().filter(|w| !w.delete) {
-                effects.arg(field(w)).arg(value(w));
-            }
+            let pairs = self.writes.iter().filter(|w| !w.delete);
+            let args = pairs.flat_map(|w| [field(w), value(w)]);
+            replicate_all(ctx, c"HSET", std::iter::once(key).chain(args));
         }
-    }
-
-    /// Sends the writes to `key` at once.
-    pub fn emit(&self, ctx: &Context, key: &[u8]) {
-        let mut effects = Effects::new();
-        self.record(&mut effects, key);
-        effects.emit(ctx);
     }
 }

@@ -112,12 +112,29 @@ pub struct Track {
     pub n: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Counter {
     pub resolutions: Vec<Resolution>,
     pub tracks: Vec<Track>,
     /// Reference time of the stored state (see the module comment).
     pub reference: i64,
+}
+
+impl Clone for Counter {
+    fn clone(&self) -> Counter {
+        Counter {
+            resolutions: self.resolutions.clone(),
+            tracks: self.tracks.clone(),
+            reference: self.reference,
+        }
+    }
+
+    /// Reuses the vectors (a mirrored counter is copied back after every write).
+    fn clone_from(&mut self, source: &Counter) {
+        self.resolutions.clone_from(&source.resolutions);
+        self.tracks.clone_from(&source.tracks);
+        self.reference = source.reference;
+    }
 }
 
 /// Largest `|slot_index(ref) - lo|` written before the reference is moved to a newer time.

@@ -443,7 +443,7 @@ pub(super) fn save(
     is_new: bool,
     slots: &mut HashSlots,
 ) -> bool {
-    let mut effects = std::mem::take(&mut slots.effects);
+    let effects = &mut slots.effects;
     let deleted = counter.stored_slots() == 0 && !is_new;
     if deleted {
         key.delete();
@@ -460,7 +460,10 @@ pub(super) fn save(
             effects.set(STATE_FIELD, state);
         }
         if let Some(mirror) = slots.mirror.as_deref_mut() {
-            mirror.counter = Some(counter.clone());
+            match &mut mirror.counter {
+                Some(kept) => kept.clone_from(counter),
+                none => *none = Some(counter.clone()),
+            }
         }
     }
     if !effects.is_empty() {
