@@ -12,6 +12,7 @@ use redis_module::Context;
 
 use crate::args::push_f64;
 use crate::server::api;
+use crate::store::RStr;
 
 thread_local! {
     /// The text of a RESP2 double, reused (a summary sends eight).
@@ -41,7 +42,7 @@ impl Protocol {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Reply {
     Ok,
     Int(i64),
@@ -49,6 +50,8 @@ pub enum Reply {
     /// A double whose RESP2 text ([`push_f64`]) is formatted already (a cached summary).
     ShownDouble(f64, Rc<str>),
     Bulk(Vec<u8>),
+    /// A module string the server made (a sorted-set member), sent without a copy.
+    Str(RStr),
     Nil,
     Array(Vec<Reply>),
     /// Field/value pairs, in this order.
@@ -108,6 +111,10 @@ impl Reply {
                 }
             }
             Reply::Bulk(bytes) => bulk(ctx, bytes),
+            // SAFETY: as above; the string is live for the call.
+            Reply::Str(s) => unsafe {
+                api!(RedisModule_ReplyWithString)(c, s.as_ptr());
+            },
             // SAFETY: as above.
             Reply::Nil => unsafe {
                 api!(RedisModule_ReplyWithNull)(c);

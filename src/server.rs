@@ -79,6 +79,7 @@ required_api! {
     RedisModule_ReplyWithMap,
     RedisModule_ReplyWithNull,
     RedisModule_ReplyWithSimpleString,
+    RedisModule_ReplyWithString,
     RedisModule_ReplyWithStringBuffer,
     RedisModule_Scan,
     RedisModule_ScanCursorCreate,

@@ -64,6 +64,18 @@ impl RStr {
     }
 }
 
+impl std::fmt::Debug for RStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RStr({:?})", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+impl PartialEq for RStr {
+    fn eq(&self, other: &RStr) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
 impl Drop for RStr {
     fn drop(&mut self) {
         // SAFETY: we own the string (created with a NULL context) and free it once.

@@ -103,9 +103,11 @@ impl Board {
         raw.saturating_sub(pending_in(&self.pending, &member))
     }
 
-    /// The reverse walk of the sorted set as `(member, raw total)`.
-    pub(super) fn walk(&mut self) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
-        walk(&mut self.zset)
+    /// The reverse walk of the sorted set as `(member, raw total)`, the member as the
+    /// module string the server made (a reply sends it without a copy).
+    pub(super) fn walk_str(&mut self) -> impl Iterator<Item = (RStr, i64)> + '_ {
+        let mut walk = self.zset.zrev_iter();
+        std::iter::from_fn(move || walk.next_str()).map(|(m, s)| (m, score_to_total(s)))
     }
 }
 

@@ -49,6 +49,22 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let meta = board.meta;
     let sub_slots = sub_window(&meta, window)?.filter(|&d| d < meta.slots());
     let (offset, count) = (offset as usize, count as usize);
+    let resp3 = ctx.get_flags().contains(ContextFlags::FLAGS_RESP3);
+    let shape = TopShape {
+        withscores: withscores.is_some(),
+        resp3,
+        count,
+    };
+    if sub_slots.is_none() && board.computed.is_none() && board.pending.is_empty() {
+        // The common case: the sorted set is exact, read it as ZREVRANGE does.
+        let rows = board
+            .walk_str()
+            .take_while(|(_, total)| *total > 0)
+            .skip(offset)
+            .take(count)
+            .map(|(member, total)| (Reply::Str(member), total));
+        return Ok(shape.reply(rows));
+    }
     let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
         let totals = window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
         sort_totals(totals)
@@ -59,14 +75,6 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     } else if let Some(totals) = &board.computed {
         sort_totals(totals.iter().map(|(m, t)| (m.clone(), *t)))
             .into_iter()
-            .skip(offset)
-            .take(count)
-            .collect()
-    } else if board.pending.is_empty() {
-        // The common case: the sorted set is exact, read it as ZREVRANGE does.
-        board
-            .walk()
-            .take_while(|(_, total)| *total > 0)
             .skip(offset)
             .take(count)
             .collect()
@@ -82,19 +90,33 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .skip(offset)
             .collect()
     };
-    let resp3 = ctx.get_flags().contains(ContextFlags::FLAGS_RESP3);
-    let mut out = Vec::with_capacity(rows.len() * if withscores.is_some() { 2 } else { 1 });
-    for (member, total) in rows {
-        match (withscores.is_some(), resp3) {
-            (false, _) => out.push(Reply::Bulk(member)),
-            (true, true) => out.push(Reply::Array(vec![Reply::Bulk(member), Reply::Int(total)])),
-            (true, false) => {
-                out.push(Reply::Bulk(member));
-                out.push(Reply::Int(total));
+    Ok(shape.reply(rows.into_iter().map(|(m, t)| (Reply::Bulk(m), t))))
+}
+
+/// How TOP lays out its rows (at most `count`).
+struct TopShape {
+    withscores: bool,
+    resp3: bool,
+    count: usize,
+}
+
+impl TopShape {
+    /// `member` or `member, total` per row; RESP3 pairs as arrays.
+    fn reply(&self, rows: impl Iterator<Item = (Reply, i64)>) -> Reply {
+        let per_row = if self.withscores && !self.resp3 { 2 } else { 1 };
+        let mut out = Vec::with_capacity(self.count.min(1024) * per_row);
+        for (member, total) in rows {
+            match (self.withscores, self.resp3) {
+                (false, _) => out.push(member),
+                (true, true) => out.push(Reply::Array(vec![member, Reply::Int(total)])),
+                (true, false) => {
+                    out.push(member);
+                    out.push(Reply::Int(total));
+                }
             }
         }
+        Reply::Array(out)
     }
-    Ok(Reply::Array(out))
 }
 
 /// The number of slots of `WINDOW dur` (TOP and HISTORY): a multiple of the board's SLOT,
