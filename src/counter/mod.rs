@@ -449,32 +449,38 @@ impl Counter {
         t: i64,
         windows: &[i64],
     ) -> Result<Vec<i64>> {
-        // Each window becomes a slot-index range of one resolution.
-        let mut ranges = Vec::with_capacity(windows.len());
+        // Each window becomes a slot-index range of one resolution; every window is
+        // checked before anything is summed.
         for &window in windows {
+            self.resolution_for(window)?;
+        }
+        let range_of = |window: i64| -> Result<(i64, i64, i64)> {
             let res = self.resolution_for(window)?;
             let hi = slot_index(t, res.ms);
             let lo =
                 (hi - slots_covering(window, res.ms) + 1).max(first_kept(now, res.ms, res.samples));
-            ranges.push((res.ms, lo, hi));
+            Ok((res.ms, lo, hi))
+        };
+        // A store that sums ranges itself (a mirrored counter) answers each window directly
+        // (the usual read: no allocation but the result).
+        let mut direct = Vec::with_capacity(windows.len());
+        for &window in windows {
+            let (res_ms, lo, hi) = range_of(window)?;
+            let sum = if lo > hi {
+                Some(0)
+            } else {
+                store.range_sum(res_ms, lo, hi)
+            };
+            let Some(sum) = sum else { break };
+            direct.push(i64::try_from(sum).map_err(|_| Error::Overflow)?);
         }
-        // A store that sums ranges itself (a mirrored counter) answers each window directly.
-        let direct: Option<Vec<i128>> = ranges
+        if direct.len() == windows.len() {
+            return Ok(direct);
+        }
+        let ranges = windows
             .iter()
-            .map(|&(res_ms, lo, hi)| {
-                if lo > hi {
-                    Some(0)
-                } else {
-                    store.range_sum(res_ms, lo, hi)
-                }
-            })
-            .collect();
-        if let Some(sums) = direct {
-            return sums
-                .into_iter()
-                .map(|s| i64::try_from(s).map_err(|_| Error::Overflow))
-                .collect();
-        }
+            .map(|&window| range_of(window))
+            .collect::<Result<Vec<_>>>()?;
         // Every window of one resolution ends with the same slot, so the widest of them
         // covers the others: one ordered list of its stored slots and their prefix sums
         // answer every window with two binary searches.

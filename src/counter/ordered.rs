@@ -96,11 +96,14 @@ impl OrderedSlots {
 
     /// The sum of the slots `lo ..= hi` of resolution `res_ms`.
     pub fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
-        if hi.saturating_sub(lo) < SHORT_RANGE {
+        let kept = self.totals.iter().position(|(r, _)| *r == res_ms);
+        // Running totals answer any range with two binary searches; without them, a short
+        // range is walked rather than building them.
+        if kept.is_none() && hi.saturating_sub(lo) < SHORT_RANGE {
             let slots = self.map.range((res_ms, lo)..=(res_ms, hi));
             return slots.map(|(_, &count)| i128::from(count)).sum();
         }
-        let at = match self.totals.iter().position(|(r, _)| *r == res_ms) {
+        let at = match kept {
             Some(at) => at,
             None => {
                 let mut total = 0i128;
