@@ -559,3 +559,69 @@ fn rebuilding_quarantined_boards_with_expired_slots_keeps_the_server_alive(kind:
         "{k}: old slots deleted"
     );
 }
+
+per_server!(renaming_a_board_right_after_its_meta_keeps_it_whole);
+/// `RENAME b|meta c|meta` then at once `RENAME b d`: on Redis 7.0 the job putting back
+/// b's meta ran after the board had moved, found no `b` and did nothing; the move then
+/// carried the slots but no meta, so `d` answered from memory only and became a plain
+/// sorted set with an orphan slot hash after a reload. Now the move puts the meta back at
+/// the new name.
+fn renaming_a_board_right_after_its_meta_keeps_it_whole(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    srv.cmd_value(&["TSRANK.INCRBY", "b", "3", "m1", "2", "m2"]);
+    srv.cmd_value(&["TSRANK.INCRBY", "c", "1", "zz"]);
+    let renames = [
+        strings(&["RENAME", "b|meta", "c|meta"]),
+        strings(&["RENAME", "b", "d"]),
+    ];
+    for r in pipeline(&mut conn, &renames) {
+        assert_eq!(r, v_ok(), "{k}");
+    }
+    sleep_ms(50);
+    let top = v_arr(vec![v_bulk("m1"), v_int(3), v_bulk("m2"), v_int(2)]);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "d", "10", "WITHSCORES"]),
+        top,
+        "{k}"
+    );
+    assert!(exists(&srv, "d|meta"), "{k}: the moved board has no meta");
+    assert!(!exists(&srv, "b|meta"), "{k}");
+    srv.cmd_value(&["DEBUG", "RELOAD"]);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "d", "10", "WITHSCORES"]),
+        top,
+        "{k}: after a reload"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "c", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("zz"), v_int(1)]),
+        "{k}"
+    );
+    // The same with the meta garbled right after the board moved: on Redis 7.0 the move
+    // carried the garbled meta along.
+    let garble = [
+        strings(&["RENAME", "d", "e"]),
+        strings(&["HSET", "d|meta", "_tally", "garbage"]),
+    ];
+    pipeline(&mut conn, &garble);
+    sleep_ms(50);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "e", "10", "WITHSCORES"]),
+        top,
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["HGET", "e|meta", "_tally"]),
+        v_bulk("rank 86400000 3600000"),
+        "{k}: the moved board's meta"
+    );
+    srv.cmd_value(&["DEBUG", "RELOAD"]);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "e", "10", "WITHSCORES"]),
+        top,
+        "{k}: after a reload"
+    );
+    srv.assert_alive();
+}

@@ -134,8 +134,15 @@ impl Fuzz<'_> {
                 ));
                 if let Value::Array(r) = &exec {
                     if r.len() == 3 && error_text(&r[2]).is_none() {
-                        // A zset created where no board was is not a board.
-                        let created = r[0] == Value::Int(0) && r[1] == Value::Int(0);
+                        // A zset created where no board was is not a board; nor is one
+                        // created where a board just left (its meta may still be on the
+                        // way to the board's new name, or to deletion).
+                        let board_left = self
+                            .main_key_left
+                            .get(owner(&key))
+                            .is_some_and(|t| t.elapsed() < SETTLE + Duration::from_millis(300));
+                        let created =
+                            r[0] == Value::Int(0) && (r[1] == Value::Int(0) || board_left);
                         self.field_edit(&key, created || self.family != Family::Rank, false);
                     }
                 }
@@ -149,6 +156,9 @@ impl Fuzz<'_> {
                 };
                 let out = self.run_faults(std::slice::from_ref(&cmd));
                 self.note(format!("{} -> {}", show(&cmd), show_value(&out[0])));
+                if key == owner(&key) {
+                    self.main_key_left.insert(key.clone(), Instant::now());
+                }
             }
             "rename" => {
                 let src = self.target(rng, true);
@@ -170,6 +180,7 @@ impl Fuzz<'_> {
                 if out[0] == v_ok() && src != dst {
                     let (s_obj, d_obj) = (owner(&src).to_string(), owner(&dst).to_string());
                     if src == s_obj {
+                        self.main_key_left.insert(s_obj.clone(), Instant::now());
                         // The whole object moves, with what the fuzzer did to it.
                         let t = &mut self.taint[0];
                         for set in [&mut t.not_tally, &mut t.edited] {

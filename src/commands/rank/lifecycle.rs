@@ -420,9 +420,13 @@ fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
         .iter()
         .filter_map(|name| Some([to, name.get(from.len()..)?].concat()))
         .collect();
-    let occupied = targets
-        .iter()
-        .any(|t| Key::open_bytes(ctx, t, false).is_some_and(|k| k.kind() != KeyKind::Empty));
+    let taken =
+        |name: &[u8]| Key::open_bytes(ctx, name, false).is_some_and(|k| k.kind() != KeyKind::Empty);
+    // A meta a user deleted or renamed away just before the board moved (on Redis 7.0 the
+    // job putting it back runs after this move) is put back at the new name (below), which
+    // must be free like the other targets.
+    let meta_left_behind = meta.is_some() && !names.contains(&meta_key(from));
+    let occupied = targets.iter().any(|t| taken(t)) || (meta_left_behind && taken(&meta_key(to)));
     if occupied || targets.len() != names.len() {
         unlink(ctx, &names);
         if Key::open_bytes(ctx, to, false).is_some_and(|k| k.kind() == KeyKind::Zset) {
@@ -448,6 +452,12 @@ fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
             quarantine(db, to);
         }
         expiry::schedule(ctx, &meta_key(to), 0);
+        // A meta left behind, or moved along after a user garbled it (both only on Redis
+        // 7.0, where this job runs after the next commands): put back from the registry.
+        restore_meta(ctx, db, to, meta);
+        if quarantined {
+            mark_edited(ctx, to, true);
+        }
     }
 }
 
