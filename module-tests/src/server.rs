@@ -9,6 +9,7 @@
 
 mod kinds;
 mod launch;
+mod lock;
 mod options;
 mod paths;
 mod ports_dirs;
@@ -30,7 +31,8 @@ use redis::Value;
 
 use crate::values::{error_text, server_error_text};
 use launch::StartError;
-use ports_dirs::{alloc_dir, lock, warn_if_module_stale};
+use lock::lock;
+use ports_dirs::{alloc_dir, warn_if_module_stale};
 
 /// How long [`Server::start`] waits for the first `PING` to succeed.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);

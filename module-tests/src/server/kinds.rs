@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
+use super::lock::lock;
 use super::paths::{find_on_path, repo_root, resolve_user_path};
-use super::ports_dirs::lock;
 
 /// One server implementation to test against, e.g. `redis` →
 /// `/usr/bin/redis-server` or `valkey` → `<repo>/.tools/bin/valkey-server`.

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::lock::lock;
 use super::paths::module_path;
-use super::ports_dirs::{conf_value, lock, quote_conf};
+use super::ports_dirs::{conf_value, quote_conf};
 use super::{tail_lines, Server, IO_TIMEOUT, START_TIMEOUT};
 
 /// Why [`Server::launch`] failed: a taken port is retried, anything else is fatal.

@@ -6,15 +6,12 @@ use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 use super::kinds::ServerKind;
+use super::lock::lock;
 use super::paths::repo_root;
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Picks a port P such that P and P+10000 (the cluster bus port) are both
 /// bindable on 127.0.0.1. Ports come from 10000..22700, below Linux's

@@ -7,7 +7,7 @@ use redis::ConnectionLike as _;
 use redis::Value;
 
 use super::launch::StartError;
-use super::ports_dirs::lock;
+use super::lock::lock;
 use super::Server;
 use crate::values::{server_error_text, v_ok};
 
