@@ -276,6 +276,8 @@ impl Fuzz<'_> {
                     "MULTI; DEL {key}; CLIENT PAUSE 300 WRITE; EXEC -> {}",
                     show_value(out.last().unwrap_or(&Value::Nil))
                 ));
+                // The board's parts go once the pause is over.
+                self.main_key_left.insert(key, Instant::now());
             }
             "active-expire" => {
                 let on = if rng.chance(50) { "1" } else { "0" };
