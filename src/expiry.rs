@@ -93,6 +93,8 @@ thread_local! {
 
 const IDLE_TICK_MS: i64 = 100;
 const NUM_DBS_TO_SCAN_MAX: c_int = 1 << 16;
+/// What the first visit of a tick may take even when the budget is smaller (or spent).
+const MIN_STEP_US: u64 = 200;
 
 fn with_schedule<T>(f: impl FnOnce(&mut Schedule) -> T) -> T {
     SCHEDULE.with(|s| f(&mut s.borrow_mut()))
@@ -267,14 +269,24 @@ fn tick(ctx: &Context, _: ()) {
     }
     let now = now_ms();
     let db_guard = DbGuard::new(ctx);
-    while monotonic_us() < deadline {
+    // Each tick makes progress whatever the budget: its first visit may always take up to
+    // MIN_STEP_US (a visit that cannot start within its deadline answers "unfinished", and
+    // a budget smaller than opening one key would otherwise never trim anything).
+    let mut first = true;
+    while first || monotonic_us() < deadline {
         let Some((db, key)) = with_schedule(|s| s.pop_due(now)) else {
             break;
         };
         if !db_guard.select(db) {
             continue;
         }
-        let visit = (visitor().visit)(ctx, &key, now, deadline);
+        let visit_deadline = if first {
+            deadline.max(monotonic_us() + MIN_STEP_US)
+        } else {
+            deadline
+        };
+        first = false;
+        let visit = (visitor().visit)(ctx, &key, now, visit_deadline);
         with_schedule(|s| {
             s.stats.keys_visited += 1;
             match visit {
@@ -284,9 +296,8 @@ fn tick(ctx: &Context, _: ()) {
             }
         });
     }
-    if monotonic_us() < deadline {
-        scan_step(ctx, &db_guard, deadline, now);
-    }
+    // The start-up scan takes at least one step per tick (it only schedules keys).
+    scan_step(ctx, &db_guard, deadline, now);
     drop(db_guard);
     let elapsed = monotonic_us().saturating_sub(started);
     let next = with_schedule(|s| {
@@ -329,9 +340,12 @@ fn begin_scan() {
     });
 }
 
-/// Walks the keyspace a little, scheduling every tally object it finds for a visit now.
+/// Walks the keyspace a little (at least one step), scheduling every tally object it finds
+/// for a visit now.
 fn scan_step(ctx: &Context, db_guard: &DbGuard, deadline: u64, now: i64) {
-    while monotonic_us() < deadline {
+    let mut first = true;
+    while first || monotonic_us() < deadline {
+        first = false;
         // The cursor leaves the schedule while it runs: the scan callback must not find
         // the schedule borrowed.
         let Some(mut scan) = with_schedule(|s| s.scan.take()) else {

@@ -492,3 +492,66 @@ fn objects_expiring_whole_keep_the_server_alive(kind: &ServerKind) {
         srv.assert_alive();
     }
 }
+
+per_server!(the_smallest_expiry_budget_still_makes_progress);
+/// With `tally.expire-budget-us` at its minimum (10), a visit that could not start within
+/// the budget answered "unfinished" and came back next tick, forever: an object with a
+/// long name (slow to open) was visited every millisecond without ever being trimmed, and
+/// the start-up scan, which only ran with budget left, never finished. Now each tick makes
+/// at least one visit and one scan step with a minimal budget of their own.
+fn the_smallest_expiry_budget_still_makes_progress(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    let long = "x".repeat(200_000);
+    let mut cmds = Vec::new();
+    for i in 0..20 {
+        let key = format!("{long}:{i}");
+        cmds.push(strings(&[
+            "STATS.CREATE",
+            &key,
+            "PERIOD",
+            "100ms",
+            "KEEP",
+            "1",
+        ]));
+        cmds.push(strings(&["STATS.ADD", &key, "1"]));
+    }
+    cmds.push(strings(&["CONFIG", "SET", "tally.expire-budget-us", "10"]));
+    for r in pipeline(&mut conn, &cmds) {
+        assert!(!is_error(&r), "{k}: {r:?}");
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || srv
+            .query::<i64, &str>(&["DBSIZE"])
+            == 0),
+        "{k}: objects do not expire with the smallest budget"
+    );
+    // A reload starts the scan again over objects that are due at once.
+    let cmds: Vec<Vec<String>> = (0..20)
+        .flat_map(|i| {
+            let key = format!("{long}:{i}");
+            [
+                strings(&["STATS.CREATE", &key, "PERIOD", "100ms", "KEEP", "1"]),
+                strings(&["STATS.ADD", &key, "1"]),
+            ]
+        })
+        .collect();
+    pipeline(&mut conn, &cmds);
+    assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
+    assert!(
+        wait_until(Duration::from_secs(10), || info_i64(
+            &srv,
+            "tally",
+            "tally_scan_in_progress"
+        ) == 0),
+        "{k}: the start-up scan never finishes with the smallest budget"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || srv
+            .query::<i64, &str>(&["DBSIZE"])
+            == 0),
+        "{k}: objects do not expire after a reload with the smallest budget"
+    );
+    srv.assert_alive();
+}
