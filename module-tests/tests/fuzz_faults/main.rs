@@ -86,6 +86,8 @@ const CLIENT_MAX_LIMIT: Duration = Duration::from_millis(50);
 /// DEL / RENAME / EXPIRE of a board reach its derived keys "within a second" (SPEC).
 const SETTLE: Duration = Duration::from_secs(1);
 const INTERNAL: &str = "ERR internal error in tally";
+/// Faults a failure message lists (the latest).
+const TRAIL_FAULTS: usize = 60;
 
 // ================================================================ state
 
@@ -202,7 +204,8 @@ impl<'a> Fuzz<'a> {
     }
 
     fn note(&mut self, what: String) {
-        if self.trail.len() >= 16 {
+        // Enough to see what happened to an object several batches before a failure.
+        if self.trail.len() >= TRAIL_FAULTS {
             self.trail.pop_front();
         }
         self.trail
