@@ -11,7 +11,7 @@ CARGO   ?= cargo
 TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),redis8=$(CURDIR)/$(REDIS8),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
 
-.PHONY: all deps build run test test-long unit-test module-test lint bench clean
+.PHONY: all deps build run test test-long soak unit-test module-test lint bench clean
 
 all: build
 
@@ -44,6 +44,11 @@ test-long: build
 	TALLY_LONG=1 $(CARGO) test -p tally --lib
 	TALLY_LONG=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
+
+## make soak: fuzzers and fault scenarios in a loop with fresh random seeds for
+## SOAK_MINUTES (default 30); failures keep their seed and server logs in target/soak/.
+soak: build
+	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" bash scripts/soak.sh
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
