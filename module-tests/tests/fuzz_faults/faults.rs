@@ -181,7 +181,12 @@ impl Fuzz<'_> {
                     let (s_obj, d_obj) = (owner(&src).to_string(), owner(&dst).to_string());
                     if src == s_obj {
                         self.main_key_left.insert(s_obj.clone(), Instant::now());
-                        // The whole object moves, with what the fuzzer did to it.
+                        // The whole object moves, with what the fuzzer did to it. A
+                        // leaderboard destination that was not a board may still hold the
+                        // fuzzer's junk at `dst|meta` (tally then removes the moved board
+                        // whole and the junk stays): it stays "not a board".
+                        let keep_not_tally =
+                            self.family == Family::Rank && self.taint[0].not_tally.contains(&d_obj);
                         let t = &mut self.taint[0];
                         for set in [&mut t.not_tally, &mut t.edited] {
                             let had = set.remove(&s_obj);
@@ -189,6 +194,9 @@ impl Fuzz<'_> {
                             if had {
                                 set.insert(d_obj.clone());
                             }
+                        }
+                        if keep_not_tally {
+                            t.not_tally.insert(d_obj.clone());
                         }
                     } else if self.names.contains(&d_obj) {
                         // A part of one board lands in another one.
