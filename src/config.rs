@@ -4,7 +4,7 @@
 //!
 //! Owns: the module's configs. May not touch: keys or commands.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use redis_module::configuration::ConfigurationContext;
@@ -87,6 +87,9 @@ pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
 pub static STATS_PERIOD: DurationConfig = DurationConfig::new(3_600_000, "1h");
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
+/// `check-caches`: every use of a verified leaderboard meta also reads the stored one and
+/// compares (a mismatch is counted, logged and answered with an error). For tests.
+pub static CHECK_CACHES: AtomicBool = AtomicBool::new(false);
 
 pub fn max_future_ms() -> i64 {
     MAX_FUTURE.ms()
@@ -94,6 +97,10 @@ pub fn max_future_ms() -> i64 {
 
 pub fn expire_budget_us() -> i64 {
     EXPIRE_BUDGET_US.load(Ordering::Relaxed)
+}
+
+pub fn check_caches() -> bool {
+    CHECK_CACHES.load(Ordering::Relaxed)
 }
 
 pub fn stats_keep() -> i64 {
@@ -119,6 +126,7 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
                 parse_duration(value.as_slice()).is_ok()
             }
             "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=10_000).contains(&v)),
+            "check-caches" => matches!(value.as_slice(), b"yes" | b"no"),
             "expire-budget-us" => {
                 parse_i64(value.as_slice()).is_ok_and(|v| (10..=1_000_000).contains(&v))
             }

@@ -90,7 +90,9 @@ mod module {
                 ["rank-slot", &config::RANK_SLOT, "1h", ConfigurationFlags::DEFAULT, None],
                 ["stats-period", &config::STATS_PERIOD, "1h", ConfigurationFlags::DEFAULT, None],
             ],
-            bool: [],
+            bool: [
+                ["check-caches", &config::CHECK_CACHES, false, ConfigurationFlags::DEFAULT, None],
+            ],
             enum: [],
             module_args_as_configuration: true,
         ]

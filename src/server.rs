@@ -57,6 +57,7 @@ required_api! {
     RedisModule_GetCommand,
     RedisModule_GetContextFlags,
     RedisModule_GetCurrentUserName,
+    RedisModule_GetExpire,
     RedisModule_GetModuleUserFromUserName,
     RedisModule_GetSelectedDb,
     RedisModule_HashGet,

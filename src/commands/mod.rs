@@ -174,6 +174,7 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
         (c"mirrored_slots", mirror::mirrored_slots() as i64),
+        (c"cache_mismatches", rank::cache_mismatches() as i64),
     ]
 }
 

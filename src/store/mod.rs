@@ -172,6 +172,16 @@ impl Key {
         }
     }
 
+    /// True if the key exists and has a TTL.
+    pub fn has_ttl(&self) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        // SAFETY: `self.ptr` is an open key handle.
+        let ttl = unsafe { api!(RedisModule_GetExpire)(self.ptr) };
+        ttl != raw::REDISMODULE_NO_EXPIRE as i64
+    }
+
     pub fn kind(&self) -> KeyKind {
         if self.ptr.is_null() {
             return KeyKind::Empty;

@@ -25,6 +25,17 @@ impl Fuzz<'_> {
             if !bad.is_empty() {
                 problems.push(format!("{who} log has a crash report: {bad:#?}"));
             }
+            // check-caches is on: a stale in-memory meta would have been counted.
+            let stale = if s.is_alive() {
+                module_tests::info::info_i64(s, "tally", "tally_cache_mismatches")
+            } else {
+                0
+            };
+            if stale > 0 {
+                problems.push(format!(
+                    "{who} used a stale leaderboard meta {stale} time(s)"
+                ));
+            }
         }
         problems
     }

@@ -18,7 +18,7 @@ use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::resolve_base;
-use super::registry::{is_quarantined, known_meta, remember};
+use super::registry::{is_quarantined, known_meta, remember_read};
 use super::stored;
 use super::transit::Transit;
 
@@ -72,7 +72,7 @@ impl Board {
                 Err(Error::WrongType)
             };
         };
-        remember(db, &base, meta);
+        remember_read(db, &base, meta);
         let (pending, computed) = if is_quarantined(db, &base) {
             let totals = window_totals(ctx, acl, &base, &meta, meta.slots(), now, transit)?;
             (Vec::new(), Some(totals))

@@ -22,7 +22,8 @@ use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{has_jobs, is_marked_edited};
 use super::registry::{
-    forget_board, is_quarantined, quarantine, remember, save_cursor, take_cursor, BoardId,
+    forget_board, is_quarantined, quarantine, remember, remember_read, save_cursor, take_cursor,
+    BoardId,
 };
 use super::stored;
 use super::transit::Transit;
@@ -163,7 +164,7 @@ pub fn expire(
         return Visit::Done;
     };
     let db = selected_db(ctx);
-    remember(db, base, meta);
+    remember_read(db, base, meta);
     if marked {
         quarantine(db, base);
     }

@@ -7,6 +7,7 @@
 //! argument, key type and ACL permission has been checked.
 
 use std::collections::HashMap;
+use std::os::raw::c_int;
 
 use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
 
@@ -26,7 +27,9 @@ use crate::window::{effective_time, slot_index};
 use super::board::open_pending;
 use super::check_cluster;
 use super::lifecycle::{flush_jobs, has_jobs};
-use super::registry::{is_quarantined, remember};
+use super::registry::{
+    is_quarantined, note_mismatch, remember, remember_verified, unverify, verified_meta,
+};
 use super::repair::repair;
 use super::stored;
 use super::transit::Transit;
@@ -102,8 +105,12 @@ fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
 struct Target {
     zset: Key,
     meta_name: Vec<u8>,
-    meta_hash: Key,
+    /// The meta hash, opened unless the board's verified meta was used (then this write
+    /// neither reads nor writes it).
+    meta_hash: Option<Key>,
     meta: Meta,
+    /// The meta is known to equal the stored one (see `registry`), after this write too.
+    verified: bool,
     /// How the meta hash holds the meta (`None`: a new board, nothing stored yet).
     stored_as: Option<MetaLayout>,
     /// The slot the write goes to.
@@ -155,24 +162,40 @@ fn open_target(
         return Err(Error::WrongType);
     }
     let meta_name = meta_key(key_name);
-    let meta_hash = acl.open(ctx, &meta_name, true)?;
-    if has_jobs() {
-        return Ok(None);
-    }
-    let (meta, stored_as) = match stored::load(&meta_hash)? {
-        Some((meta, layout)) => (meta, Some(layout)),
-        None if zset.kind() == KeyKind::Zset => {
-            // A plain sorted set, or a leaderboard whose meta hash a reshard has moved
-            // already (or not yet).
-            transit.missing()?;
-            return Err(Error::WrongType);
-        }
+    let db = selected_db(ctx);
+    let trusted = match zset.kind() {
+        KeyKind::Zset => trusted_meta(ctx, acl, db, key_name, &meta_name, ts)?,
+        _ => None,
+    };
+    let (meta_hash, meta, stored_as, verified) = match trusted {
+        Some(meta) => (None, meta, Some(MetaLayout::Current), true),
         None => {
-            // A new leaderboard, unless a reshard has its meta hash on the other node.
-            transit.missing()?;
-            let (window, slot) = (config::RANK_WINDOW.ms(), config::RANK_SLOT.ms());
-            validate_settings(window, slot)?;
-            (Meta::new(window, slot), None)
+            let meta_hash = acl.open(ctx, &meta_name, true)?;
+            if has_jobs() {
+                return Ok(None);
+            }
+            let (meta, stored_as) = match stored::load(&meta_hash)? {
+                Some((meta, layout)) => (meta, Some(layout)),
+                None if zset.kind() == KeyKind::Zset => {
+                    // A plain sorted set, or a leaderboard whose meta hash a reshard has
+                    // moved already (or not yet).
+                    transit.missing()?;
+                    return Err(Error::WrongType);
+                }
+                None => {
+                    // A new leaderboard, unless a reshard has its meta hash on the other
+                    // node.
+                    transit.missing()?;
+                    let (window, slot) = (config::RANK_WINDOW.ms(), config::RANK_SLOT.ms());
+                    validate_settings(window, slot)?;
+                    (Meta::new(window, slot), None)
+                }
+            };
+            let verified = stored_as == Some(MetaLayout::Current)
+                && zset.kind() == KeyKind::Zset
+                && !meta_hash.has_ttl()
+                && stored::fields_never_expire(ctx, &meta_name);
+            (Some(meta_hash), meta, stored_as, verified)
         }
     };
     let index = slot_index(ts, meta.slot);
@@ -190,12 +213,49 @@ fn open_target(
         meta_name,
         meta_hash,
         meta,
+        verified,
         stored_as,
         index,
         slot_name,
         slot,
         pending,
     }))
+}
+
+/// The board's verified meta (see `registry`), when this write may use it without reading
+/// the meta hash: the board is not quarantined and the write stays in its slot range (a
+/// new slot rewrites the meta). The caller's write permission on the meta hash is still
+/// checked. With `check-caches`, the stored meta is read and compared.
+fn trusted_meta(
+    ctx: &Context,
+    acl: &Acl,
+    db: c_int,
+    key_name: &[u8],
+    meta_name: &[u8],
+    ts: i64,
+) -> Result<Option<Meta>> {
+    let Some(meta) = verified_meta(db, key_name) else {
+        return Ok(None);
+    };
+    let mut stretched = meta;
+    if is_quarantined(db, key_name) || stretched.note_write(slot_index(ts, meta.slot)) {
+        return Ok(None);
+    }
+    acl.check(&RStr::new(meta_name).ok_or(Error::WrongType)?, true)?;
+    if config::check_caches() {
+        let stored = Key::open_bytes(ctx, meta_name, false)
+            .filter(|key| !key.has_ttl())
+            .and_then(|key| stored::read(&key));
+        if stored != Some((meta, MetaLayout::Current)) {
+            note_mismatch();
+            unverify(db, key_name);
+            ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
+            return Err(Error::TryAgain(
+                "tally's copy of this leaderboard's meta was stale (check-caches)".into(),
+            ));
+        }
+    }
+    Ok(Some(meta))
 }
 
 /// Makes the board ready for the write: a quarantined board is rebuilt (and that is
@@ -215,16 +275,13 @@ fn prepare(
             // first (closing a handle whose value another handle freed reads freed
             // memory). The rebuilt totals need no pending correction.
             target.pending.clear();
+            target.verified = false;
             let meta = &mut target.meta;
             repair(ctx, acl, &target.zset, key_name, meta, now, transit)?;
             let mut effects = Effects::new();
-            stored::write_range(
-                &target.meta_hash,
-                &target.meta_name,
-                meta,
-                layout,
-                &mut effects,
-            );
+            if let Some(meta_hash) = &target.meta_hash {
+                stored::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
+            }
             effects.emit(ctx);
             target.stored_as = Some(MetaLayout::Current);
         }
@@ -331,16 +388,16 @@ fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change])
     let mut effects = Effects::new();
     let range_changed = target.meta.note_write(target.index);
     let meta = target.meta;
-    match target.stored_as {
-        None => stored::write_all(&target.meta_hash, &target.meta_name, &meta, &mut effects),
-        Some(layout) if range_changed || layout != MetaLayout::Current => stored::write_range(
-            &target.meta_hash,
-            &target.meta_name,
-            &meta,
-            layout,
-            &mut effects,
-        ),
-        Some(_) => {}
+    // A verified meta was used only if this write leaves it as it is.
+    if let Some(meta_hash) = &target.meta_hash {
+        let name = &target.meta_name;
+        match target.stored_as {
+            None => stored::write_all(meta_hash, name, &meta, &mut effects),
+            Some(layout) if range_changed || layout != MetaLayout::Current => {
+                stored::write_range(meta_hash, name, &meta, layout, &mut effects)
+            }
+            Some(_) => {}
+        }
     }
     if range_changed || target.stored_as.is_none() {
         if let Some(due) = meta.next_due() {
@@ -356,5 +413,9 @@ fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change])
         effects.int(change.total).arg(change.bytes);
     }
     effects.emit(ctx);
-    remember(selected_db(ctx), key_name, meta);
+    if target.verified {
+        remember_verified(selected_db(ctx), key_name, meta);
+    } else {
+        remember(selected_db(ctx), key_name, meta);
+    }
 }

@@ -35,7 +35,7 @@ use crate::replicate::Effects;
 use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
 use crate::store::{Key, KeyKind};
 
-use super::registry::{forget_board, is_quarantined, known_meta, quarantine, remember};
+use super::registry::{forget_board, is_quarantined, known_meta, quarantine, remember, unverify};
 use super::stored;
 use super::transit::slot_in_transit;
 
@@ -177,6 +177,11 @@ fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
 /// Keyspace events (every class tally subscribes to) on any key, except tally's own
 /// (`crate::commands::on_keyspace_event` drops those first). Never opens a key.
 pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
+    // Whoever touched a meta hash (a user, the primary's effects on a replica, tally's own
+    // RENAME), its meta must be read again before INCRBY trusts it.
+    if let Some(base) = base_of_meta(key) {
+        unverify(selected_db(ctx), base);
+    }
     if OWN_CALLS.with(Cell::get) > 0 {
         return;
     }

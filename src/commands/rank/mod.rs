@@ -52,6 +52,7 @@ pub use drain::expire;
 pub use incrby::incrby;
 pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
 pub use read::{history, info, rank, score, top};
+pub use registry::mismatches as cache_mismatches;
 
 use lifecycle::flush_jobs;
 use registry::remember;

@@ -2,9 +2,17 @@
 //! wrote (so keyspace events are understood without opening keys inside the notification
 //! callback), the quarantine set, and the cursors of slots being expired.
 //!
+//! A known meta is *verified* when it is known to equal the stored one: TSRANK.INCRBY then
+//! uses it without reading `base|meta` (the hot path's meta read and parse). The
+//! invariant: verified means the meta hash exists with exactly these fields and no TTL on
+//! the key or its fields. It holds because every change to a meta hash either is tally's
+//! own write (which records the new meta here) or fires a keyspace event on it (which
+//! drops the verification, whoever caused it: a user, a replicated effect, tally's own
+//! `RENAME`), and flushes, SWAPDB and loads drop what they replace.
+//!
 //! Owns: these maps. May not touch: keys, replication, the job queue (`lifecycle`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::os::raw::c_int;
 
@@ -14,26 +22,68 @@ use crate::store::scan::HashCursor;
 /// A leaderboard in a database: (db, name its derived keys live under).
 pub(super) type BoardId = (c_int, Vec<u8>);
 
+/// A board's last meta and whether it is verified (see the module doc).
+#[derive(Clone, Copy)]
+struct Known {
+    meta: Meta,
+    verified: bool,
+}
+
 thread_local! {
     // Commands, events and timers all run on Redis's main thread.
     /// By database, then base: a lookup by `&[u8]` needs no allocation (every INCRBY
     /// and read remembers its board's meta).
-    static BOARDS: RefCell<HashMap<c_int, HashMap<Vec<u8>, Meta>>> = RefCell::new(HashMap::new());
+    static BOARDS: RefCell<HashMap<c_int, HashMap<Vec<u8>, Known>>> = RefCell::new(HashMap::new());
     static QUARANTINE: RefCell<HashSet<BoardId>> = RefCell::new(HashSet::new());
     /// Resumable scans of slots being expired, by board: (slot index, cursor).
     static CURSORS: RefCell<HashMap<BoardId, (i64, HashCursor)>> =
         RefCell::new(HashMap::new());
+    /// Verified metas found to differ from the stored one (a broken invariant: tests
+    /// assert it stays 0).
+    static MISMATCHES: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Records the meta of a board tally just read or wrote.
+/// Records the meta of a board tally just wrote (or put in place). A verified meta stays
+/// verified only if it is unchanged.
 pub(super) fn remember(db: c_int, base: &[u8], meta: Meta) {
+    record(db, base, meta, Seen::Written);
+}
+
+/// Records the meta tally just read from the board's meta hash: a verified meta that
+/// differs from it was stale, which counts as a mismatch.
+pub(super) fn remember_read(db: c_int, base: &[u8], meta: Meta) {
+    record(db, base, meta, Seen::Read);
+}
+
+/// Records the meta tally just read or wrote and knows to be the stored one (see the
+/// module doc for what that takes).
+pub(super) fn remember_verified(db: c_int, base: &[u8], meta: Meta) {
+    record(db, base, meta, Seen::Verified);
+}
+
+#[derive(PartialEq)]
+enum Seen {
+    Read,
+    Written,
+    Verified,
+}
+
+fn record(db: c_int, base: &[u8], meta: Meta, seen: Seen) {
+    let verified = seen == Seen::Verified;
     BOARDS.with(|b| {
         let mut boards = b.borrow_mut();
         let in_db = boards.entry(db).or_default();
         match in_db.get_mut(base) {
-            Some(known) => *known = meta,
+            Some(known) => {
+                let unchanged = known.meta == meta;
+                if known.verified && !unchanged && seen == Seen::Read {
+                    note_mismatch();
+                }
+                known.verified = verified || (known.verified && unchanged);
+                known.meta = meta;
+            }
             None => {
-                in_db.insert(base.to_vec(), meta);
+                in_db.insert(base.to_vec(), Known { meta, verified });
             }
         }
     });
@@ -41,7 +91,34 @@ pub(super) fn remember(db: c_int, base: &[u8], meta: Meta) {
 
 /// The last meta tally saw for the board at `base`.
 pub(super) fn known_meta(db: c_int, base: &[u8]) -> Option<Meta> {
-    BOARDS.with(|b| b.borrow().get(&db)?.get(base).copied())
+    BOARDS.with(|b| Some(b.borrow().get(&db)?.get(base)?.meta))
+}
+
+/// The board's meta if it is verified (equal to the stored one).
+pub(super) fn verified_meta(db: c_int, base: &[u8]) -> Option<Meta> {
+    BOARDS.with(|b| {
+        let known = *b.borrow().get(&db)?.get(base)?;
+        known.verified.then_some(known.meta)
+    })
+}
+
+/// Something happened to the board's meta hash: its meta must be read again.
+pub(super) fn unverify(db: c_int, base: &[u8]) {
+    BOARDS.with(|b| {
+        if let Some(known) = b.borrow_mut().get_mut(&db).and_then(|d| d.get_mut(base)) {
+            known.verified = false;
+        }
+    });
+}
+
+/// Counts a verified meta found to differ from the stored one.
+pub(super) fn note_mismatch() {
+    MISMATCHES.with(|m| m.set(m.get() + 1));
+}
+
+/// How many verified metas were found to differ from the stored one.
+pub fn mismatches() -> u64 {
+    MISMATCHES.with(Cell::get)
 }
 
 pub(super) fn is_quarantined(db: c_int, base: &[u8]) -> bool {
@@ -89,9 +166,16 @@ pub(super) fn forget_db(db: c_int) {
 /// SWAPDB: what was known of one database now belongs to the other (`swap` maps a
 /// database to its new number). Saved scans are dropped: they restart.
 pub(super) fn swap_dbs(swap: impl Fn(c_int) -> c_int) {
+    // The keys moved with their databases, but nothing is trusted across the swap.
     BOARDS.with(|m| {
         let old = std::mem::take(&mut *m.borrow_mut());
-        *m.borrow_mut() = old.into_iter().map(|(d, v)| (swap(d), v)).collect();
+        *m.borrow_mut() = old
+            .into_iter()
+            .map(|(d, mut v)| {
+                v.values_mut().for_each(|known| known.verified = false);
+                (swap(d), v)
+            })
+            .collect();
     });
     QUARANTINE.with(|m| {
         let old = std::mem::take(&mut *m.borrow_mut());
