@@ -110,10 +110,19 @@ pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
     if !well_formed {
         return Err(Error::NotInteger);
     }
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or(Error::NotInteger)
+    // Accumulated negatively: i64::MIN has no positive counterpart.
+    let mut value: i64 = 0;
+    for &digit in digits {
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_sub(i64::from(digit - b'0')))
+            .ok_or(Error::NotInteger)?;
+    }
+    if digits.len() == bytes.len() {
+        value.checked_neg().ok_or(Error::NotInteger)
+    } else {
+        Ok(value)
+    }
 }
 
 /// Parses a finite double; `inf`, `nan` and anything that is not a number are refused.

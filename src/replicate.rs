@@ -31,6 +31,16 @@ impl Effects {
         Effects::default()
     }
 
+    /// Room for `bytes` of arguments, `args` arguments and `commands` commands, so a hot
+    /// path records its effects without growing the buffers.
+    pub fn with_capacity(bytes: usize, args: usize, commands: usize) -> Effects {
+        Effects {
+            bytes: Vec::with_capacity(bytes),
+            arg_ends: Vec::with_capacity(args),
+            commands: Vec::with_capacity(commands),
+        }
+    }
+
     /// Starts a command; add its arguments with [`Effects::arg`] / [`Effects::int`].
     pub fn command(&mut self, name: &'static CStr) -> &mut Effects {
         self.commands.push((name, self.arg_ends.len()));

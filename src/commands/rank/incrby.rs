@@ -385,7 +385,14 @@ fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change])
         target.slot.hset_i64_str(&change.member, change.slot_count);
         target.zset.zadd(&change.member, change.total as f64);
     }
-    let mut effects = Effects::new();
+    // HSET slot + ZADD key, two numbers and the member twice per change (and maybe the
+    // meta's HSET): sized once.
+    let member_bytes: usize = changes.iter().map(|c| c.bytes.len()).sum();
+    let mut effects = Effects::with_capacity(
+        key_name.len() * 2 + target.slot_name.len() + 2 * member_bytes + 48 * changes.len() + 96,
+        8 + 4 * changes.len(),
+        3,
+    );
     let range_changed = target.meta.note_write(target.index);
     let meta = target.meta;
     // A verified meta was used only if this write leaves it as it is.
@@ -413,7 +420,9 @@ fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change])
         effects.int(change.total).arg(change.bytes);
     }
     effects.emit(ctx);
-    if target.verified {
+    if target.meta_hash.is_none() {
+        // The verified meta was used and this write left it as it was: nothing to record.
+    } else if target.verified {
         remember_verified(selected_db(ctx), key_name, meta);
     } else {
         remember(selected_db(ctx), key_name, meta);
