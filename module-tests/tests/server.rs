@@ -36,7 +36,28 @@ fn tally_configs(srv: &Server) -> BTreeMap<String, String> {
     items
         .chunks(2)
         .map(|c| (value_text(&c[0]).unwrap(), value_text(&c[1]).unwrap()))
+        // The test harness turns check-caches on in every server it starts from a config
+        // file (see `check_caches_is_off_by_default`).
+        .filter(|(name, _)| name != "tally.check-caches")
         .collect()
+}
+
+per_server!(check_caches_is_off_by_default);
+fn check_caches_is_off_by_default(kind: &ServerKind) {
+    let k = &kind.name;
+    let srv = Server::start_with(kind, ServerOptions::new().without_module());
+    let path = module_path().to_string_lossy().into_owned();
+    assert_eq!(srv.cmd_value(&["MODULE", "LOAD", &path]), v_ok(), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "GET", "tally.check-caches"]),
+        v_bulks(&["tally.check-caches", "no"]),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.check-caches", "yes"]),
+        v_ok(),
+        "{k}"
+    );
 }
 
 fn defaults() -> BTreeMap<String, String> {

@@ -63,12 +63,12 @@ impl Server {
                 line.push(' ');
                 line.push_str(&quote_conf(a));
             }
+            let _ = writeln!(c, "{line}");
             // Every test checks tally's in-memory copies against the stored values: a
             // stale copy answers an error (and counts in INFO `tally_cache_mismatches`).
             if !self.opts.module_args.iter().any(|a| a == "check-caches") {
-                line.push_str(" check-caches yes");
+                let _ = writeln!(c, "tally.check-caches yes");
             }
-            let _ = writeln!(c, "{line}");
         }
         for (k, v) in &self.opts.config {
             let _ = writeln!(c, "{k} {}", conf_value(v));
