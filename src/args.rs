@@ -153,17 +153,20 @@ const UNITS: [(&str, i64); 6] = [
 /// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`). Units are case-insensitive.
 pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
     let invalid = || Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned());
-    // Case-insensitive suffix match without copying: this runs for every stored
-    // resolution on every counter write.
-    let (digits, unit_ms) = UNITS
-        .iter()
-        .find_map(|(suffix, ms)| {
-            let split = bytes.len().checked_sub(suffix.len())?;
-            let (digits, unit) = bytes.split_at(split);
-            unit.eq_ignore_ascii_case(suffix.as_bytes())
-                .then_some((digits, *ms))
-        })
-        .unwrap_or((bytes, 1));
+    // The unit is the last letter (or `ms`): picked without a search, as this runs for
+    // every window of every read.
+    let (digits, unit_ms) = match bytes.split_last() {
+        Some((last, init)) if !last.is_ascii_digit() => {
+            match (last.to_ascii_lowercase(), init.split_last()) {
+                (b's', Some((m, digits))) if m.eq_ignore_ascii_case(&b'm') => (digits, 1),
+                (unit, _) => match UNITS.iter().find(|(suffix, _)| suffix.as_bytes() == [unit]) {
+                    Some(&(_, ms)) => (init, ms),
+                    None => return Err(invalid()),
+                },
+            }
+        }
+        _ => (bytes, 1),
+    };
     if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
         return Err(invalid());
     }
@@ -313,8 +316,14 @@ mod tests {
         assert_eq!(parse_duration(b"24h"), Ok(86_400_000));
         assert_eq!(parse_duration(b"180d"), Ok(15_552_000_000));
         assert_eq!(parse_duration(b"2w"), Ok(1_209_600_000));
+        assert_eq!(parse_duration(b"7MS"), Ok(7));
+        assert_eq!(parse_duration(b"3mS"), Ok(3));
         for bad in [
-            &b"0"[..],
+            &b"ms"[..],
+            b"5sm",
+            b"5mm",
+            b"m5",
+            b"0",
             b"0s",
             b"-5s",
             b"5x",

@@ -93,6 +93,9 @@ macro_rules! command_table {
 }
 pub(crate) use command_table;
 
+/// Arguments (after the key) borrowed without a heap allocation.
+const STACK_ARGS: usize = 16;
+
 /// Runs a command body: sends its reply or error, and turns a panic (a bug) into an error
 /// reply instead of aborting the server. The server has checked the arity already.
 pub fn dispatch(
@@ -118,12 +121,19 @@ pub fn dispatch(
         // arguments are only read, borrowed from the server for this call.
         let key = RedisString::new(std::ptr::NonNull::new(ctx), key);
         // SAFETY: the argument strings live for this call.
-        let rest: Vec<&[u8]> = argv
-            .iter()
-            .skip(2)
-            .map(|&a| unsafe { borrowed_bytes(a) })
-            .collect();
-        body(&context, &key, &rest)
+        let bytes = |&a: &*mut raw::RedisModuleString| unsafe { borrowed_bytes(a) };
+        let rest = argv.get(2..).unwrap_or_default();
+        // Most commands have a few arguments: borrowed into a stack array, not a Vec.
+        let mut on_stack: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
+        match on_stack.get_mut(..rest.len()) {
+            Some(slots) => {
+                for (slot, arg) in slots.iter_mut().zip(rest) {
+                    *slot = bytes(arg);
+                }
+                body(&context, &key, slots)
+            }
+            None => body(&context, &key, &rest.iter().map(bytes).collect::<Vec<_>>()),
+        }
     }));
     match outcome {
         Ok(Ok(reply)) => reply.send(&context),

@@ -202,11 +202,11 @@ struct FieldWrite {
 }
 
 impl Default for HashEffects {
-    /// Room for a counter write (eight fields) without growing.
+    /// Empty, allocating nothing: most uses are reads that record no write.
     fn default() -> HashEffects {
         HashEffects {
-            bytes: Vec::with_capacity(256),
-            writes: Vec::with_capacity(12),
+            bytes: Vec::new(),
+            writes: Vec::new(),
             deleted_key: false,
         }
     }
@@ -233,6 +233,11 @@ impl HashEffects {
 
     /// Drops an earlier write of `field` and starts a new one.
     fn begin(&mut self, field: &[u8]) {
+        if self.writes.capacity() == 0 {
+            // Room for a counter write (eight fields) at once, without growing.
+            self.bytes.reserve(256);
+            self.writes.reserve(12);
+        }
         let bytes = &self.bytes;
         self.writes
             .retain(|w| bytes.get(w.start..w.field_end) != Some(field));

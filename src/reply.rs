@@ -54,6 +54,8 @@ pub enum Reply {
     Str(RStr),
     Nil,
     Array(Vec<Reply>),
+    /// An array of integers (window sums), without a `Reply` per element.
+    Ints(Vec<i64>),
     /// Field/value pairs, in this order.
     Map(Vec<(&'static str, Reply)>),
 }
@@ -123,6 +125,14 @@ impl Reply {
                 // SAFETY: as above.
                 unsafe { api!(RedisModule_ReplyWithArray)(c, items.len() as c_long) };
                 items.iter().for_each(|item| item.send_in(ctx, protocol));
+            }
+            Reply::Ints(values) => {
+                // SAFETY: as above.
+                unsafe { api!(RedisModule_ReplyWithArray)(c, values.len() as c_long) };
+                for &v in values {
+                    // SAFETY: as above.
+                    unsafe { api!(RedisModule_ReplyWithLongLong)(c, v) };
+                }
             }
             Reply::Map(fields) => {
                 // SAFETY: as above.

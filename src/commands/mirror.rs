@@ -45,8 +45,39 @@ pub struct Mirror {
 
 #[derive(Default)]
 struct Mirrors {
-    by_db: HashMap<c_int, HashMap<Vec<u8>, Mirror>>,
+    /// Per database (a short list: a lookup hashes only the key name).
+    by_db: Vec<(c_int, HashMap<Vec<u8>, Mirror>)>,
     slots: usize,
+}
+
+impl Mirrors {
+    fn db(&self, db: c_int) -> Option<&HashMap<Vec<u8>, Mirror>> {
+        self.by_db
+            .iter()
+            .find(|(d, _)| *d == db)
+            .map(|(_, keys)| keys)
+    }
+
+    fn db_mut(&mut self, db: c_int) -> Option<&mut HashMap<Vec<u8>, Mirror>> {
+        self.by_db
+            .iter_mut()
+            .find(|(d, _)| *d == db)
+            .map(|(_, keys)| keys)
+    }
+}
+
+/// The mirrors of `db`, made if missing.
+fn db_entry(
+    by_db: &mut Vec<(c_int, HashMap<Vec<u8>, Mirror>)>,
+    db: c_int,
+) -> Option<&mut HashMap<Vec<u8>, Mirror>> {
+    if !by_db.iter().any(|(d, _)| *d == db) {
+        by_db.push((db, HashMap::new()));
+    }
+    by_db
+        .iter_mut()
+        .find(|(d, _)| *d == db)
+        .map(|(_, keys)| keys)
 }
 
 thread_local! {
@@ -87,7 +118,9 @@ pub fn with_mirror<T>(
             *mirrors = Mirrors::default();
         }
         let Mirrors { by_db, slots } = &mut *mirrors;
-        let keys = by_db.entry(db).or_default();
+        let Some(keys) = db_entry(by_db, db) else {
+            return f(None);
+        };
         // The common case, one lookup: a valid mirror.
         let valid = match keys.get_mut(name) {
             Some(mirror) if mirror.fields == fields => Some(mirror),
@@ -185,7 +218,7 @@ pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> 
         if CLEAR_PENDING.with(Cell::get) {
             return None;
         }
-        let mirror = mirrors.by_db.get(&db)?.get(name)?;
+        let mirror = mirrors.db(db)?.get(name)?;
         if mirror.fields != fields {
             return None;
         }
@@ -197,10 +230,7 @@ pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> 
 pub fn forget(db: c_int, name: &[u8]) {
     MIRRORS.with(|cell| match cell.try_borrow_mut() {
         Ok(mut mirrors) => {
-            let removed = mirrors
-                .by_db
-                .get_mut(&db)
-                .and_then(|keys| keys.remove(name));
+            let removed = mirrors.db_mut(db).and_then(|keys| keys.remove(name));
             if let Some(old) = removed {
                 mirrors.slots = mirrors.slots.saturating_sub(old.slots.len());
             }

@@ -1,23 +1,78 @@
 //! An ordered copy of a counter's slots (the read mirrors keep one per cached counter),
-//! with running totals per resolution so that a long window is summed with two binary
+//! with running totals per resolution so that any window is summed with two binary
 //! searches instead of a walk.
 //!
 //! Owns: that data structure. May not touch: Redis (pure).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
-/// A counter's slots in order, with running totals per resolution for long range sums.
+/// A counter's slots in order, with running totals per resolution for range sums.
 #[derive(Default)]
 pub struct OrderedSlots {
     map: BTreeMap<(i64, i64), i64>,
-    /// Per resolution: `(slot index, total of the slots up to and including it)`, built by
-    /// the first long range sum and kept in step by writes at its end (the usual writes:
-    /// the newest slot); a write anywhere else drops it. At most one entry per slot.
-    totals: Vec<(i64, Vec<(i64, i128)>)>,
+    /// Per resolution, built by its first range sum and kept in step by the usual writes
+    /// (at its newest slot, and trimming at its oldest); a write anywhere else drops it.
+    totals: Vec<(i64, Totals)>,
 }
 
-/// Range sums spanning fewer slot positions than this walk the slots.
-const SHORT_RANGE: i64 = 64;
+/// Running totals of one resolution's stored slots, oldest first.
+struct Totals {
+    /// `(slot index, total of the slots up to and including it)`, one entry per slot.
+    running: VecDeque<(i64, i128)>,
+    /// The running total before the first entry: what the slots trimmed since the totals
+    /// were built held (every later entry still includes them, so differences stay exact).
+    base: i128,
+}
+
+impl Totals {
+    /// The total of the entries before position `n`.
+    fn before(&self, n: usize) -> i128 {
+        n.checked_sub(1)
+            .and_then(|k| self.running.get(k))
+            .map_or(self.base, |&(_, total)| total)
+    }
+
+    fn newest(&self) -> i128 {
+        self.before(self.running.len())
+    }
+
+    /// Follows a write of `delta` at `index` (`new`: the slot was not stored before);
+    /// false when the totals cannot follow it and must be dropped.
+    fn follow(&mut self, index: i64, delta: i128, new: bool) -> bool {
+        let newest = self.newest();
+        match self.running.back_mut() {
+            Some(last) if last.0 == index && !new => {
+                last.1 += delta;
+                true
+            }
+            Some(&mut (last_index, _)) if index > last_index && new => {
+                self.running.push_back((index, newest + delta));
+                true
+            }
+            None if new => {
+                self.running.push_back((index, newest + delta));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Follows the removal of the slot at `index`; false when the totals must be dropped.
+    fn forget(&mut self, index: i64) -> bool {
+        match (self.running.front(), self.running.back()) {
+            (Some(&(first, total)), _) if first == index => {
+                self.base = total;
+                self.running.pop_front();
+                true
+            }
+            (_, Some(&(last, _))) if last == index => {
+                self.running.pop_back();
+                true
+            }
+            _ => false,
+        }
+    }
+}
 
 impl OrderedSlots {
     pub fn get(&self, slot: &(i64, i64)) -> Option<&i64> {
@@ -46,68 +101,48 @@ impl OrderedSlots {
     pub fn insert(&mut self, (res_ms, index): (i64, i64), count: i64) -> Option<i64> {
         let old = self.map.insert((res_ms, index), count);
         let delta = i128::from(count) - i128::from(old.unwrap_or(0));
-        self.follow(res_ms, index, delta, old.is_none());
+        if let Some(at) = self.totals_of(res_ms) {
+            let kept = self
+                .totals
+                .get_mut(at)
+                .is_some_and(|(_, totals)| totals.follow(index, delta, old.is_none()));
+            if !kept {
+                self.totals.swap_remove(at);
+            }
+        }
         old
     }
 
     pub fn remove(&mut self, &(res_ms, index): &(i64, i64)) -> Option<i64> {
         let old = self.map.remove(&(res_ms, index))?;
-        let at = self.totals.iter().position(|(r, _)| *r == res_ms);
-        if let Some(at) = at {
-            let keep = self
+        if let Some(at) = self.totals_of(res_ms) {
+            let kept = self
                 .totals
                 .get_mut(at)
-                .is_some_and(|(_, t)| t.last().is_some_and(|l| l.0 == index) && t.pop().is_some());
-            if !keep {
+                .is_some_and(|(_, totals)| totals.forget(index));
+            if !kept {
                 self.totals.swap_remove(at);
             }
         }
         Some(old)
     }
 
-    /// Keeps the running totals of `res_ms` in step with a write of `delta` at `index`
-    /// (`new`: the slot was not stored before), or drops them.
-    fn follow(&mut self, res_ms: i64, index: i64, delta: i128, new: bool) {
-        let Some(at) = self.totals.iter().position(|(r, _)| *r == res_ms) else {
-            return;
-        };
-        let kept = self
-            .totals
-            .get_mut(at)
-            .is_some_and(|(_, totals)| match totals.last_mut() {
-                Some(last) if last.0 == index && !new => {
-                    last.1 += delta;
-                    true
-                }
-                Some(&mut (last_index, total)) if index > last_index && new => {
-                    totals.push((index, total + delta));
-                    true
-                }
-                None if new => {
-                    totals.push((index, delta));
-                    true
-                }
-                _ => false,
-            });
-        if !kept {
-            self.totals.swap_remove(at);
-        }
+    fn totals_of(&self, res_ms: i64) -> Option<usize> {
+        self.totals.iter().position(|(r, _)| *r == res_ms)
     }
 
     /// The sum of the slots `lo ..= hi` of resolution `res_ms`.
     pub fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
-        let kept = self.totals.iter().position(|(r, _)| *r == res_ms);
-        // Running totals answer any range with two binary searches; without them, a short
-        // range is walked rather than building them.
-        if kept.is_none() && hi.saturating_sub(lo) < SHORT_RANGE {
-            let slots = self.map.range((res_ms, lo)..=(res_ms, hi));
-            return slots.map(|(_, &count)| i128::from(count)).sum();
+        if lo > hi {
+            return 0;
         }
-        let at = match kept {
+        let at = match self.totals_of(res_ms) {
             Some(at) => at,
             None => {
+                // One walk of the resolution's slots, then every range is two binary
+                // searches until a write the totals cannot follow.
                 let mut total = 0i128;
-                let totals = self
+                let running = self
                     .map
                     .range((res_ms, i64::MIN)..=(res_ms, i64::MAX))
                     .map(|(&(_, index), &count)| {
@@ -115,22 +150,20 @@ impl OrderedSlots {
                         (index, total)
                     })
                     .collect();
-                self.totals.push((res_ms, totals));
+                self.totals.push((res_ms, Totals { running, base: 0 }));
                 self.totals.len() - 1
             }
         };
         let Some((_, totals)) = self.totals.get(at) else {
             return 0;
         };
-        // Total of the slots before position `n` of `totals`.
-        let before = |n: usize| {
-            n.checked_sub(1)
-                .and_then(|k| totals.get(k))
-                .map_or(0, |&(_, total)| total)
+        // Windows usually end at the newest slot: no search for that end.
+        let to = match totals.running.back() {
+            Some(&(newest, _)) if newest <= hi => totals.running.len(),
+            _ => totals.running.partition_point(|&(i, _)| i <= hi),
         };
-        let from = totals.partition_point(|&(i, _)| i < lo);
-        let to = totals.partition_point(|&(i, _)| i <= hi);
-        before(to) - before(from)
+        let from = totals.running.partition_point(|&(i, _)| i < lo);
+        totals.before(to) - totals.before(from)
     }
 }
 
@@ -165,10 +198,16 @@ mod tests {
                     plain.insert((res, index), count);
                 }
                 6 => {
-                    let index = if rng.below(2) == 0 {
-                        newest[r]
-                    } else {
-                        newest[r] - rng.below(300)
+                    // The newest slot, the oldest (trimming) or any.
+                    let oldest = plain
+                        .range((res, i64::MIN)..)
+                        .next()
+                        .filter(|(k, _)| k.0 == res)
+                        .map(|(k, _)| k.1);
+                    let index = match rng.below(3) {
+                        0 => newest[r],
+                        1 => oldest.filter(|k| *k <= newest[r]).unwrap_or(newest[r]),
+                        _ => newest[r] - rng.below(300),
                     };
                     assert_eq!(slots.remove(&(res, index)), plain.remove(&(res, index)));
                 }

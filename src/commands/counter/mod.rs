@@ -224,18 +224,18 @@ fn limit_reply(decision: crate::limit::Decision) -> Reply {
     Reply::Array(vec![
         Reply::Int(i64::from(decision.allowed)),
         Reply::Int(decision.retry_after_ms),
-        Reply::Array(decision.sums.into_iter().map(Reply::Int).collect()),
+        Reply::Ints(decision.sums),
     ])
 }
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
 pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let windows = args
-        .values_until(1, &["AT"])
-        .iter()
-        .map(|w| parse_duration(w))
-        .collect::<Result<Vec<i64>>>()?;
+    let window_args = args.values_until(1, &["AT"]);
+    let mut windows = Vec::with_capacity(window_args.len());
+    for window in window_args {
+        windows.push(parse_duration(window)?);
+    }
     let now = now_ms();
     let t = parse_at(&mut args, now)?;
     let key = Key::open(ctx, name, false);
@@ -256,7 +256,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     };
     Ok(match sums.as_slice() {
         [single] => Reply::Int(*single),
-        _ => Reply::Array(sums.into_iter().map(Reply::Int).collect()),
+        _ => Reply::Ints(sums),
     })
 }
 
