@@ -154,6 +154,7 @@ pub struct Trimmed {
 }
 
 /// One resolution's part of an increment, computed before anything is written.
+#[derive(Clone, Copy, Default)]
 struct SlotChange {
     res: usize,
     index: i64,
@@ -179,6 +180,13 @@ impl Counter {
     /// The state field's value at time `now`. The reference time moves to `now` only when
     /// an offset would grow long, so an unchanged state keeps the same text.
     pub fn state(&mut self, now: i64) -> String {
+        let mut text = Vec::with_capacity(16 + 8 * self.tracks.len());
+        self.write_state(now, &mut text);
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// [`Counter::state`], written into `text` (cleared first).
+    pub fn write_state(&mut self, now: i64, text: &mut Vec<u8>) {
         let offsets_fit = |reference: i64| {
             self.resolutions.iter().zip(&self.tracks).all(|(r, t)| {
                 t.n == 0 || (slot_index(reference, r.ms) - t.lo).abs() <= MAX_STATE_OFFSET
@@ -187,8 +195,8 @@ impl Counter {
         if !offsets_fit(self.reference) {
             self.reference = now;
         }
-        let mut text = Vec::with_capacity(16 + 8 * self.tracks.len());
-        push_i64(&mut text, self.reference);
+        text.clear();
+        push_i64(text, self.reference);
         for (r, t) in self.resolutions.iter().zip(&self.tracks) {
             let offset = if t.n == 0 {
                 0
@@ -196,11 +204,10 @@ impl Counter {
                 slot_index(self.reference, r.ms) - t.lo
             };
             text.push(b' ');
-            push_i64(&mut text, offset);
+            push_i64(text, offset);
             text.push(b':');
-            push_i64(&mut text, t.n);
+            push_i64(text, t.n);
         }
-        String::from_utf8(text).unwrap_or_default()
     }
 
     /// Rebuilds a counter from its stored fields; `None` if they are not a valid counter.
@@ -215,35 +222,42 @@ impl Counter {
 
     /// A counter with these resolutions and the stored state field (if any).
     pub fn with_state(resolutions: Vec<Resolution>, state: Option<&[u8]>) -> Option<Counter> {
-        let mut counter = Counter::new(resolutions);
-        if let Some(state) = state {
-            let mut items = std::str::from_utf8(state).ok()?.split_ascii_whitespace();
-            let reference = parse_i64(items.next()?.as_bytes()).ok()?;
-            let parsed: Option<Vec<Track>> = items
-                .zip(&counter.resolutions)
-                .map(|(item, r)| {
-                    let (offset, n) = item.split_once(':')?;
-                    let offset = parse_i64(offset.as_bytes()).ok()?;
-                    let track = Track {
-                        lo: slot_index(reference, r.ms).checked_sub(offset)?,
-                        n: parse_i64(n.as_bytes()).ok()?,
-                    };
-                    // More stored slots than a resolution keeps is not a counter's state.
-                    (0..=r.samples).contains(&track.n).then_some(track)
-                })
-                .collect();
-            counter.reference = reference;
-            if state
-                .split(|&b| b == b' ')
-                .filter(|t| !t.is_empty())
-                .count()
-                != counter.tracks.len() + 1
-            {
+        let Some(state) = state else {
+            return Some(Counter::new(resolutions));
+        };
+        let (reference, tracks) = Counter::parse_state(&resolutions, state)?;
+        Some(Counter {
+            resolutions,
+            tracks,
+            reference,
+        })
+    }
+
+    /// The reference time and tracks of a state field for these resolutions.
+    pub fn parse_state(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, Vec<Track>)> {
+        // `reference offset:n offset:n ...`, one item per resolution, separated by spaces
+        // (parsed in place: this runs on every write of a counter not cached in memory).
+        let mut items = state.split(|&b| b == b' ').filter(|item| !item.is_empty());
+        let reference = parse_i64(items.next()?).ok()?;
+        let mut tracks = Vec::with_capacity(resolutions.len());
+        for r in resolutions {
+            let item = items.next()?;
+            let colon = item.iter().position(|&b| b == b':')?;
+            let (offset, n) = (item.get(..colon)?, item.get(colon + 1..)?);
+            let track = Track {
+                lo: slot_index(reference, r.ms).checked_sub(parse_i64(offset).ok()?)?,
+                n: parse_i64(n).ok()?,
+            };
+            // More stored slots than a resolution keeps is not a counter's state.
+            if !(0..=r.samples).contains(&track.n) {
                 return None;
             }
-            counter.tracks = parsed?;
+            tracks.push(track);
         }
-        Some(counter)
+        if items.next().is_some() {
+            return None;
+        }
+        Some((reference, tracks))
     }
 
     pub fn stored_slots(&self) -> i64 {
@@ -373,7 +387,9 @@ impl Counter {
         ts: i64,
         increment: i64,
     ) -> Result<i64> {
-        let mut changes = Vec::with_capacity(self.resolutions.len());
+        // At most one change per resolution: kept on the stack (this is every write).
+        let mut buffer = [SlotChange::default(); MAX_RESOLUTIONS];
+        let mut len = 0;
         for (res_i, res) in self.resolutions.iter().enumerate() {
             let index = slot_index(ts, res.ms);
             if index < first_kept(now, res.ms, res.samples) {
@@ -384,13 +400,18 @@ impl Counter {
                 .unwrap_or(0)
                 .checked_add(increment)
                 .ok_or(Error::Overflow)?;
-            changes.push(SlotChange {
+            let Some(slot) = buffer.get_mut(len) else {
+                break;
+            };
+            *slot = SlotChange {
                 res: res_i,
                 index,
                 existed: old.is_some(),
                 new,
-            });
+            };
+            len += 1;
         }
+        let changes = buffer.get(..len).unwrap_or_default();
         let reply = changes
             .first()
             .map(|c| c.new)
@@ -399,7 +420,7 @@ impl Counter {
             return Ok(reply);
         }
         self.trim(store, now);
-        for change in changes {
+        for &change in changes {
             let Some((res, track)) = self
                 .resolutions
                 .get(change.res)

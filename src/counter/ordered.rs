@@ -32,6 +32,28 @@ impl Totals {
             .map_or(self.base, |&(_, total)| total)
     }
 
+    /// The position of the first entry whose slot index is `lo` or more. Indexes are
+    /// distinct and increasing, so it is at most `lo - first index`, and exactly that when
+    /// no slot is missing in between (the usual busy counter): checked, then searched.
+    fn first_at_or_after(&self, lo: i64) -> usize {
+        let len = self.running.len();
+        if let Some(&(first, _)) = self.running.front() {
+            let guess = usize::try_from(lo.saturating_sub(first)).map_or(0, |g| g.min(len));
+            let before_ok = guess
+                .checked_sub(1)
+                .and_then(|k| self.running.get(k))
+                .is_none_or(|&(index, _)| index < lo);
+            let at_ok = self
+                .running
+                .get(guess)
+                .is_none_or(|&(index, _)| index >= lo);
+            if before_ok && at_ok {
+                return guess;
+            }
+        }
+        self.running.partition_point(|&(i, _)| i < lo)
+    }
+
     fn newest(&self) -> i128 {
         self.before(self.running.len())
     }
@@ -162,7 +184,7 @@ impl OrderedSlots {
             Some(&(newest, _)) if newest <= hi => totals.running.len(),
             _ => totals.running.partition_point(|&(i, _)| i <= hi),
         };
-        let from = totals.running.partition_point(|&(i, _)| i < lo);
+        let from = totals.first_at_or_after(lo);
         totals.before(to) - totals.before(from)
     }
 }

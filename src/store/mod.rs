@@ -324,6 +324,13 @@ impl Key {
         self.hget_with(&RStr::new(field)?, <[u8]>::to_vec)
     }
 
+    /// Sets a hash field named by a module string made once (creates the key if empty).
+    pub fn hset_str(&self, field: &RStr, value: &[u8]) {
+        if let Some(value) = RStr::new(value) {
+            self.hash_set_raw(field, value.as_ptr());
+        }
+    }
+
     pub fn hset(&self, field: &[u8], value: &[u8]) {
         if let (Some(field), Some(value)) = (RStr::new(field), RStr::new(value)) {
             self.hash_set_raw(&field, value.as_ptr());

@@ -9,7 +9,9 @@ use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, parse_i64, set_once, Args};
 use crate::config;
-use crate::counter::{parse_resolutions, parse_slot_field, Counter, STATE_FIELD};
+use crate::counter::{
+    parse_resolutions, parse_slot_field, Counter, Track, MAX_RESOLUTIONS, STATE_FIELD,
+};
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
 use crate::layout::{self, MARKER_FIELD};
@@ -113,12 +115,21 @@ fn write<T>(
     let key = Key::open(ctx, name, true);
     let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
     let is_new = loaded.is_none();
+    // The bookkeeping as stored (None: to be written whatever happens), copied on the
+    // stack: this is every write.
+    let mut stored = [Track::default(); MAX_RESOLUTIONS];
     let (mut counter, old_tracks) = match loaded {
         Some(Loaded {
             counter,
             state_rebuilt,
         }) => {
-            let old = (!state_rebuilt).then(|| counter.tracks.clone());
+            let old = stored
+                .get_mut(..counter.tracks.len())
+                .filter(|_| !state_rebuilt);
+            let old = old.map(|old| {
+                old.copy_from_slice(&counter.tracks);
+                &*old
+            });
             (counter, old)
         }
         None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
@@ -132,7 +143,7 @@ fn write<T>(
                 &key,
                 name.as_slice(),
                 &mut counter,
-                old_tracks.as_deref(),
+                old_tracks,
                 is_new,
                 slots,
             );
@@ -232,15 +243,25 @@ fn limit_reply(decision: crate::limit::Decision) -> Reply {
 pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
     let window_args = args.values_until(1, &["AT"]);
-    let mut windows = Vec::with_capacity(window_args.len());
-    for window in window_args {
-        windows.push(parse_duration(window)?);
+    // A few windows (the usual read) are parsed into a stack array, not a Vec.
+    let mut on_stack = [0i64; 8];
+    let mut on_heap = Vec::new();
+    let windows: &mut [i64] = match on_stack.get_mut(..window_args.len()) {
+        Some(windows) => windows,
+        None => {
+            on_heap.resize(window_args.len(), 0);
+            &mut on_heap
+        }
+    };
+    for (window, arg) in windows.iter_mut().zip(window_args) {
+        *window = parse_duration(arg)?;
     }
+    let windows = &*windows;
     let now = now_ms();
     let t = parse_at(&mut args, now)?;
     let key = Key::open(ctx, name, false);
     let sums = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
-        counter.sum(slots, now, t, &windows)
+        counter.sum(slots, now, t, windows)
     })?;
     let sums = match sums {
         Some(sums) => sums,
@@ -248,7 +269,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             // A missing key answers as an empty counter with the default resolutions, so a
             // window no default resolution spans is still an error.
             let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
-            for &window in &windows {
+            for &window in windows {
                 empty.resolution_for(window)?;
             }
             vec![0; windows.len()]

@@ -278,23 +278,35 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), None)) };
 }
 
-/// [`Counter::with_state`], remembering the last state text parsed.
-fn with_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<Counter> {
+/// The reference time and tracks of a `_state` ([`Counter::parse_state`]), remembering
+/// the last state text parsed (in buffers reused from one call to the next: most writes go
+/// to counters not seen just before).
+fn parse_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, Vec<Track>)> {
     LAST_STATE.with(|cell| {
         let Ok(mut last) = cell.try_borrow_mut() else {
-            return Counter::with_state(resolutions.to_vec(), Some(state));
+            return Counter::parse_state(resolutions, state);
         };
-        if let (true, Some(counter)) = (last.0 == state, &last.1) {
+        let (text, kept) = &mut *last;
+        if let (true, Some(counter)) = (text.as_slice() == state, kept.as_ref()) {
             if counter.resolutions == resolutions {
-                return Some(counter.clone());
+                return Some((counter.reference, counter.tracks.clone()));
             }
         }
-        let counter = Counter::with_state(resolutions.to_vec(), Some(state))?;
-        last.0.clear();
-        last.0.extend_from_slice(state);
-        last.1 = Some(counter.clone());
-        Some(counter)
+        let (reference, tracks) = Counter::parse_state(resolutions, state)?;
+        text.clear();
+        text.extend_from_slice(state);
+        let counter = kept.get_or_insert_with(|| Counter::new(Vec::new()));
+        counter.resolutions.clear();
+        counter.resolutions.extend_from_slice(resolutions);
+        counter.tracks.clone_from(&tracks);
+        counter.reference = reference;
+        Some((reference, tracks))
     })
+}
+
+thread_local! {
+    /// The text of a `_state` being written, reused from one write to the next.
+    static STATE_TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A counter as read from its hash.
@@ -354,13 +366,17 @@ pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Load
                     .flatten()
                     .ok_or(Error::WrongType)?;
                 let parsed = key
-                    .hget_with(state_field, |state| with_state_cached(&resolutions, state))
+                    .hget_with(state_field, |state| parse_state_cached(&resolutions, state))
                     .flatten();
                 Ok::<_, Error>((resolutions, parsed))
             })?;
             Ok(Some(match parsed {
-                Some(counter) => Loaded {
-                    counter,
+                Some((reference, tracks)) => Loaded {
+                    counter: Counter {
+                        resolutions,
+                        tracks,
+                        reference,
+                    },
                     state_rebuilt: false,
                 },
                 None => Loaded {
@@ -455,9 +471,20 @@ pub(super) fn save(
             effects.set(MARKER_FIELD, marker);
         }
         if is_new || old_tracks != Some(counter.tracks.as_slice()) {
-            let state = counter.state(now_ms());
-            key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
-            effects.set(STATE_FIELD, state);
+            STATE_TEXT.with(|cell| {
+                let mut fresh = Vec::new();
+                let mut reused = cell.try_borrow_mut();
+                let state = match reused.as_deref_mut() {
+                    Ok(text) => text,
+                    Err(_) => &mut fresh,
+                };
+                counter.write_state(now_ms(), state);
+                FIELD_NAMES.with(|names| match names {
+                    Some((_, state_field)) => key.hset_str(state_field, state),
+                    None => key.hset(STATE_FIELD.as_bytes(), state),
+                });
+                effects.set(STATE_FIELD, &state[..]);
+            });
         }
         if let Some(mirror) = slots.mirror.as_deref_mut() {
             match &mut mirror.counter {
