@@ -625,3 +625,111 @@ fn renaming_a_board_right_after_its_meta_keeps_it_whole(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+per_server!(a_garbled_meta_answers_from_memory_while_a_pause_holds_its_repair);
+/// Fault fuzz seed 139235889 (Redis 7.0): `EVAL` inside `MULTI` set `_slots` of a known
+/// board's meta to garbage, then `CLIENT PAUSE WRITE`. The job putting the meta back waits
+/// out the pause (it replicates), and until it ran every read of the board answered
+/// WRONGTYPE, although a meta *deleted* the same way answered from what tally last saw.
+/// Reads now answer from the meta the queued job is about to write; after the pause the
+/// meta is back and the next write lifts the quarantine.
+fn a_garbled_meta_answers_from_memory_while_a_pause_holds_its_repair(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&srv);
+    wait_replica_synced(&srv, &replica);
+    let mut conn = srv.conn();
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "b", "WINDOW", "1h", "SLOT", "1m"]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "b", "3", "m1", "2", "m2"]),
+        v_arr(vec![v_int(3), v_int(2)]),
+        "{k}"
+    );
+    let reads = [
+        strings(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
+        strings(&["TSRANK.SCORE", "b", "m1"]),
+        strings(&["TSRANK.RANK", "b", "m2"]),
+        strings(&["TSRANK.INFO", "b"]),
+        strings(&["TSRANK.HISTORY", "b", "m1"]),
+    ];
+    let before = pipeline(&mut conn, &reads);
+    assert_eq!(
+        before[..3],
+        [
+            v_arr(vec![v_bulk("m1"), v_int(3), v_bulk("m2"), v_int(2)]),
+            v_int(3),
+            v_int(1)
+        ],
+        "{k}"
+    );
+    assert!(
+        before.iter().all(|r| error_text(r).is_none()),
+        "{k}: {before:?}"
+    );
+    let Value::BulkString(slots) = srv.cmd_value(&["HGET", "b|meta", "_slots"]) else {
+        panic!("{k}: b|meta has no _slots")
+    };
+    let garble = [
+        strings(&["MULTI"]),
+        strings(&[
+            "EVAL",
+            "return redis.call('HSET', KEYS[1], '_slots', ARGV[1])",
+            "1",
+            "b|meta",
+            "counter 1s:zz",
+        ]),
+        strings(&["CLIENT", "PAUSE", "500", "WRITE"]),
+        strings(&["EXEC"]),
+    ];
+    let replies = pipeline(&mut conn, &garble);
+    assert_eq!(
+        replies.last(),
+        Some(&v_arr(vec![v_int(0), v_ok()])),
+        "{k}: {replies:?}"
+    );
+    // Still paused: the meta is still garbled, and the board answers as before.
+    assert_eq!(
+        srv.cmd_value(&["HGET", "b|meta", "_slots"]),
+        v_bulk("counter 1s:zz"),
+        "{k}: the meta was repaired during the pause"
+    );
+    assert_eq!(pipeline(&mut conn, &reads), before, "{k}: during the pause");
+    // After the pause the job puts the meta back (and records the quarantine).
+    sleep_ms(700);
+    assert_eq!(
+        srv.cmd_value(&["HGET", "b|meta", "_slots"]),
+        Value::BulkString(slots),
+        "{k}: the meta after the pause"
+    );
+    assert_eq!(
+        srv.cmd_value(&["HGET", "b|meta", "_edited"]),
+        v_bulk("1"),
+        "{k}"
+    );
+    assert_eq!(pipeline(&mut conn, &reads), before, "{k}: after the pause");
+    // The next write rebuilds the board and lifts the quarantine.
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m2"]),
+        v_int(3),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("m2"), v_int(3), v_bulk("m1"), v_int(3)]),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["HEXISTS", "b|meta", "_edited"]),
+        v_int(0),
+        "{k}"
+    );
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, "replica");
+    srv.assert_alive();
+    replica.assert_alive();
+}

@@ -17,7 +17,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::lifecycle::resolve_base;
+use super::lifecycle::{pending_restore, resolve_base};
 use super::registry::{is_quarantined, known_meta, remember_read};
 use super::stored;
 use super::transit::Transit;
@@ -55,11 +55,18 @@ impl Board {
             return Ok(None);
         };
         let key = acl.open(ctx, &meta_key(&base), false)?;
-        let meta = match stored::load(&key)? {
-            Some((meta, _)) => Some(meta),
+        let meta = match stored::load(&key) {
+            Ok(Some((meta, _))) => Some(meta),
             // A user deleted the meta of a board tally knows; a job puts it back.
-            None if zset.kind() == KeyKind::Zset => known_meta(db, &base),
-            None => None,
+            Ok(None) if zset.kind() == KeyKind::Zset => known_meta(db, &base),
+            Ok(None) => None,
+            // A user garbled the meta of a board tally knows (HSET `_slots` garbage): the
+            // queued job puts back the meta it holds, so the board answers from that one
+            // meanwhile, as for a deleted meta. That job may wait out a client pause.
+            Err(e) => match pending_restore(db, &base) {
+                Some(meta) if zset.kind() == KeyKind::Zset => Some(meta),
+                _ => return Err(e),
+            },
         };
         drop(key);
         let Some(meta) = meta else {

@@ -163,6 +163,22 @@ pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
     })
 }
 
+/// The meta a queued job is about to put back at `base|meta` (a user deleted, renamed
+/// away or garbled it), if any. Until that job runs (on Redis 7.0 from a timer, and on
+/// every server not before a client pause ends), reads answer from it.
+pub(super) fn pending_restore(db: c_int, base: &[u8]) -> Option<Meta> {
+    JOBS.with(|jobs| {
+        jobs.borrow().iter().rev().find_map(|job| match job {
+            Job::RestoreMeta {
+                db: d,
+                base: b,
+                meta,
+            } if *d == db && b == base => Some(*meta),
+            _ => None,
+        })
+    })
+}
+
 fn is_board(db: c_int, name: &[u8]) -> bool {
     resolve_base(db, name).is_some_and(|base| known_meta(db, &base).is_some())
 }
@@ -348,7 +364,9 @@ fn run_jobs(ctx: &Context, in_command: bool) {
                     remove_whole(ctx, db, &base);
                 }
             }
-            Job::RestoreMeta { db, base, meta } => restore_meta(ctx, db, &base, meta),
+            Job::RestoreMeta { db, base, meta } => {
+                restore_meta(ctx, db, &base, meta);
+            }
             Job::MarkEdited { base, .. } => mark_edited(ctx, &base, true),
         }
     }
@@ -459,22 +477,24 @@ fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
         expiry::schedule(ctx, &meta_key(to), 0);
         // A meta left behind, or moved along after a user garbled it (both only on Redis
         // 7.0, where this job runs after the next commands): put back from the registry.
-        restore_meta(ctx, db, to, meta);
-        if quarantined {
+        // (A meta put back records the quarantine itself.)
+        let restored = restore_meta(ctx, db, to, meta);
+        if quarantined && !restored {
             mark_edited(ctx, to, true);
         }
     }
 }
 
-/// Puts back the meta a user deleted, if the board's totals are still there.
-fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
+/// Puts back the meta a user deleted or garbled, if the board's totals are still there;
+/// true if it wrote it.
+fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) -> bool {
     if slot_in_transit(ctx, base) {
-        return;
+        return false;
     }
     let zset_here = Key::open_bytes(ctx, base, false).is_some_and(|k| k.kind() == KeyKind::Zset);
     let name = meta_key(base);
     let Some(key) = Key::open_bytes(ctx, &name, true) else {
-        return;
+        return false;
     };
     // Put back a missing meta, or the fields of one a user broke; a valid meta (even a
     // forged one: the quarantine handles it) stays as it is.
@@ -484,15 +504,24 @@ fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
         _ => false,
     };
     if !zset_here || !broken {
-        return;
+        return false;
     }
     let mut effects = Effects::new();
     stored::write_all(&key, &name, &meta, &mut effects);
     effects.emit(ctx);
+    let marked = is_marked_edited(&key);
+    drop(key);
     remember(db, base, meta);
     if let Some(due) = meta.next_due() {
         expiry::schedule(ctx, &name, due);
     }
+    // The edit that broke the meta quarantined the board, but its `MarkEdited` job (queued
+    // first) found no valid meta to record that in: record it now, or a restart or a
+    // failover would forget the quarantine.
+    if is_quarantined(db, base) && !marked {
+        mark_edited(ctx, base, true);
+    }
+    true
 }
 
 /// Sets (or, once repaired, clears) the meta's [`RANK_EDITED_FIELD`], and replicates that.
