@@ -184,79 +184,46 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
 }
 
 /// The writes one operation made to one hash key, each field's last write winning:
-/// recorded while the operation runs, then added to an [`Effects`] as `DEL`, or `HDEL`
-/// then `HSET`. Fields and values live in one buffer (a write path records a handful).
+/// recorded while the operation runs, then sent as `DEL`, or `HDEL` then `HSET`.
+///
+/// Fields and values are kept as module strings: the server takes them into the
+/// replicated command as they are (a reference each, no copy), so a write path that made
+/// a value string for its own `RedisModule_HashSet`, or keeps its field names, hands the
+/// same strings over.
+#[derive(Default)]
 pub struct HashEffects {
-    bytes: Vec<u8>,
-    writes: Vec<FieldWrite>,
+    /// `(field, value)` in write order; no value for a delete.
+    writes: Vec<(RStr, Option<RStr>)>,
     deleted_key: bool,
-}
-
-/// One recorded write: `bytes[start..field_end]` is the field, `bytes[field_end..end]` the
-/// value (empty for a delete).
-struct FieldWrite {
-    start: usize,
-    field_end: usize,
-    end: usize,
-    delete: bool,
-}
-
-impl Default for HashEffects {
-    /// Empty, allocating nothing: most uses are reads that record no write.
-    fn default() -> HashEffects {
-        HashEffects {
-            bytes: Vec::new(),
-            writes: Vec::new(),
-            deleted_key: false,
-        }
-    }
 }
 
 impl HashEffects {
     pub fn set(&mut self, field: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.begin(field.as_ref());
-        self.bytes.extend_from_slice(value.as_ref());
-        self.finish(false);
+        if let (Some(field), Some(value)) = (RStr::new(field.as_ref()), RStr::new(value.as_ref())) {
+            self.record(field, Some(value));
+        }
     }
 
-    /// Sets `field` to an integer, formatted without an allocation of its own.
-    pub fn set_int(&mut self, field: &[u8], value: i64) {
-        self.begin(field);
-        crate::args::push_i64(&mut self.bytes, value);
-        self.finish(false);
+    /// Sets `field` (a name the caller keeps: shared, not copied) to `value`.
+    pub fn set_strings(&mut self, field: &RStr, value: RStr) {
+        self.record(field.share(), Some(value));
     }
 
     pub fn del(&mut self, field: impl AsRef<[u8]>) {
-        self.begin(field.as_ref());
-        self.finish(true);
+        if let Some(field) = RStr::new(field.as_ref()) {
+            self.record(field, None);
+        }
     }
 
-    /// Drops an earlier write of `field` and starts a new one.
-    fn begin(&mut self, field: &[u8]) {
+    /// Drops an earlier write of `field` and records this one.
+    fn record(&mut self, field: RStr, value: Option<RStr>) {
         if self.writes.capacity() == 0 {
             // Room for a counter write (eight fields) at once, without growing.
-            self.bytes.reserve(256);
             self.writes.reserve(12);
         }
-        let bytes = &self.bytes;
-        self.writes
-            .retain(|w| bytes.get(w.start..w.field_end) != Some(field));
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(field);
-        self.writes.push(FieldWrite {
-            start,
-            field_end: self.bytes.len(),
-            end: self.bytes.len(),
-            delete: false,
-        });
-    }
-
-    fn finish(&mut self, delete: bool) {
-        let end = self.bytes.len();
-        if let Some(last) = self.writes.last_mut() {
-            last.end = end;
-            last.delete = delete;
-        }
+        let name = field.as_bytes();
+        self.writes.retain(|(f, _)| f.as_bytes() != name);
+        self.writes.push((field, value));
     }
 
     /// The whole key went away: nothing else needs sending.
@@ -274,16 +241,63 @@ impl HashEffects {
             replicate(ctx, c"DEL", &[key]);
             return;
         }
-        let field = |w: &FieldWrite| self.bytes.get(w.start..w.field_end).unwrap_or(&[]);
-        let value = |w: &FieldWrite| self.bytes.get(w.field_end..w.end).unwrap_or(&[]);
-        if self.writes.iter().any(|w| w.delete) {
-            let fields = self.writes.iter().filter(|w| w.delete).map(field);
-            replicate_all(ctx, c"HDEL", std::iter::once(key).chain(fields));
+        let Some(key) = RStr::new(key) else {
+            return;
+        };
+        let deletes = self.writes.iter().filter(|(_, v)| v.is_none());
+        if deletes.clone().next().is_some() {
+            let fields = deletes.map(|(f, _)| f.as_ptr());
+            replicate_strings(ctx, c"HDEL", std::iter::once(key.as_ptr()).chain(fields));
         }
-        if self.writes.iter().any(|w| !w.delete) {
-            let pairs = self.writes.iter().filter(|w| !w.delete);
-            let args = pairs.flat_map(|w| [field(w), value(w)]);
-            replicate_all(ctx, c"HSET", std::iter::once(key).chain(args));
+        let sets = self
+            .writes
+            .iter()
+            .filter_map(|(f, v)| Some((f, v.as_ref()?)));
+        if sets.clone().next().is_some() {
+            let args = sets.flat_map(|(f, v)| [f.as_ptr(), v.as_ptr()]);
+            replicate_strings(ctx, c"HSET", std::iter::once(key.as_ptr()).chain(args));
         }
     }
+}
+
+/// Module strings a replicated command may have to be passed from the stack.
+const STACK_STRINGS: usize = 40;
+
+/// Sends one command whose arguments are module strings (format `v`: the server takes a
+/// reference to each, no copy).
+fn replicate_strings(
+    ctx: &Context,
+    name: &CStr,
+    args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
+) {
+    let mut stack = [std::ptr::null_mut(); STACK_STRINGS];
+    let mut count = 0;
+    let mut heap = Vec::new();
+    for arg in args {
+        if heap.is_empty() {
+            if let Some(slot) = stack.get_mut(count) {
+                *slot = arg;
+                count += 1;
+                continue;
+            }
+            heap.extend_from_slice(&stack);
+        }
+        heap.push(arg);
+    }
+    let argv = if heap.is_empty() {
+        stack.get_mut(..count).unwrap_or_default()
+    } else {
+        heap.as_mut_slice()
+    };
+    // SAFETY: live context; "v" takes an array of live module strings and its length
+    // (the server takes a reference to each).
+    unsafe {
+        api!(RedisModule_Replicate)(
+            ctx.ctx,
+            name.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_mut_ptr(),
+            argv.len(),
+        )
+    };
 }

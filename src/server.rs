@@ -58,6 +58,7 @@ required_api! {
     RedisModule_GetContextFlags,
     RedisModule_GetCurrentUserName,
     RedisModule_GetExpire,
+    RedisModule_RetainString,
     RedisModule_GetModuleUserFromUserName,
     RedisModule_GetSelectedDb,
     RedisModule_HashGet,

@@ -57,6 +57,13 @@ impl RStr {
         self.0
     }
 
+    /// The same string, shared (one more reference, each freed on its own drop).
+    pub fn share(&self) -> RStr {
+        // SAFETY: a live string we own; a NULL context retains it outside any auto memory.
+        unsafe { api!(RedisModule_RetainString)(ptr::null_mut(), self.0) };
+        RStr(self.0)
+    }
+
     /// The string's bytes, valid while it lives.
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: `self` owns the string for at least the returned borrow.
@@ -324,11 +331,9 @@ impl Key {
         self.hget_with(&RStr::new(field)?, <[u8]>::to_vec)
     }
 
-    /// Sets a hash field named by a module string made once (creates the key if empty).
-    pub fn hset_str(&self, field: &RStr, value: &[u8]) {
-        if let Some(value) = RStr::new(value) {
-            self.hash_set_raw(field, value.as_ptr());
-        }
+    /// Sets a hash field to a module string (creates the key if empty).
+    pub fn hset_str_value(&self, field: &RStr, value: &RStr) {
+        self.hash_set_raw(field, value.as_ptr());
     }
 
     pub fn hset(&self, field: &[u8], value: &[u8]) {

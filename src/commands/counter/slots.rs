@@ -24,10 +24,9 @@ const META_FIELDS: usize = 2;
 
 /// The counter's slots as stored in its hash, recording every write as an effect and
 /// keeping the key's mirror (if it has one) in step.
-/// A slot's field name, as text (for effects) and as a module string (for the key API).
+/// A slot's field name as a module string (for the key API and the effects).
 struct SlotName {
     slot: (i64, i64),
-    text: Vec<u8>,
     rstr: RStr,
 }
 
@@ -89,7 +88,7 @@ impl<'a> HashSlots<'a> {
                 let mut text = Vec::with_capacity(24);
                 push_slot_field(&mut text, res_ms, index);
                 let rstr = RStr::new(&text)?;
-                self.names.push(SlotName { slot, text, rstr });
+                self.names.push(SlotName { slot, rstr });
                 self.names.len() - 1
             }
         };
@@ -136,8 +135,11 @@ impl SlotStore for HashSlots<'_> {
         else {
             return;
         };
-        key.hset_i64_str(&name.rstr, count);
-        self.effects.set_int(&name.text, count);
+        // The value string made for the hash goes on to the replicated HSET.
+        if let Some(value) = RStr::from_i64(count) {
+            key.hset_str_value(&name.rstr, &value);
+            self.effects.set_strings(&name.rstr, value);
+        }
         self.missing = false;
         if let Some(mirror) = self.mirror.as_deref_mut() {
             mirror.slots.insert((res_ms, index), count);
@@ -479,11 +481,16 @@ pub(super) fn save(
                     Err(_) => &mut fresh,
                 };
                 counter.write_state(now_ms(), state);
-                FIELD_NAMES.with(|names| match names {
-                    Some((_, state_field)) => key.hset_str(state_field, state),
-                    None => key.hset(STATE_FIELD.as_bytes(), state),
+                FIELD_NAMES.with(|names| match (names, RStr::new(state)) {
+                    (Some((_, state_field)), Some(value)) => {
+                        key.hset_str_value(state_field, &value);
+                        effects.set_strings(state_field, value);
+                    }
+                    _ => {
+                        key.hset(STATE_FIELD.as_bytes(), state);
+                        effects.set(STATE_FIELD, &state[..]);
+                    }
                 });
-                effects.set(STATE_FIELD, &state[..]);
             });
         }
         if let Some(mirror) = slots.mirror.as_deref_mut() {
