@@ -18,6 +18,8 @@
 #                  of a leaderboard expires (takes ~40 s)
 #   BENCH_PORT     port of the benchmark's own redis-server (default: a free one >= 7379)
 #   BENCH_VERBOSE  1: print progress to stderr
+#   BENCH_ONLY     families to measure, e.g. "counter rank" (default: counter rank stats);
+#                  the memory figures and the expiry latency come with a full run only
 #   REDIS_SERVER   server binary (default: redis-server on PATH)
 #
 # The family scripts scripts/bench_rank.sh and scripts/bench_stats.sh are sourced: they
@@ -29,6 +31,10 @@ SECONDS_PER_RUN=${BENCH_SECONDS:-1}
 ROUNDS=${BENCH_ROUNDS:-3}
 EXPIRY=${BENCH_EXPIRY:-1}
 VERBOSE=${BENCH_VERBOSE:-0}
+ONLY=${BENCH_ONLY:-counter rank stats}
+wanted() { [[ " $ONLY " == *" $1 "* ]]; }
+FULL=0
+[ "$ONLY" = "counter rank stats" ] && FULL=1
 SERVER=${REDIS_SERVER:-redis-server}
 CLIENTS=50
 PIPELINE=16
@@ -133,7 +139,10 @@ measure() {
         stats=$(cli info commandstats | tr -d '\r' | awk -v s="cmdstat_$stat:" 'index($0, s) == 1 {
             n = split(substr($0, length(s) + 1), kv, ",")
             for (i = 1; i <= n; i++) { split(kv[i], p, "="); v[p[1]] = p[2] }
-            print v["usec_per_call"], v["calls"], v["failed_calls"] + v["rejected_calls"] }')
+            # usec / calls, not the rounded usec_per_call: a native read takes ~0.1 us,
+            # where two decimals would be 5-10% of noise in every ratio.
+            per_call = v["calls"] > 0 ? v["usec"] / v["calls"] : ""
+            printf "%.4f %s %s\n", per_call, v["calls"], v["failed_calls"] + v["rejected_calls"] }')
         local usec calls failed
         read -r usec calls failed <<<"$stats"
         if [ -z "$usec" ] || [ "${failed:-1}" != 0 ] || [ "${calls:-0}" -lt "$M_REQUESTS" ] ||
@@ -207,7 +216,7 @@ report() {
     count_verdict "$usec_v"
     # shellcheck disable=SC2059
     printf "$ROW_FMT" "$label" "$(printf '%.0f' "$T_RPS")" "$(printf '%.0f' "$N_RPS")" \
-        "$rps_ratio" "$rps_v" "$(printf '%.2f' "$T_USEC")" "$(printf '%.2f' "$N_USEC")" \
+        "$rps_ratio" "$rps_v" "$(printf '%.3f' "$T_USEC")" "$(printf '%.3f' "$N_USEC")" \
         "$usec_ratio" "$usec_v"
 }
 count_verdict() {
@@ -364,8 +373,8 @@ echo "machine:   $cpu, $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2
 echo "server:    redis-server $("$SERVER" --version | awk '{ print $3 }' | cut -d= -f2) ($(command -v "$SERVER")), no persistence; redis-benchmark $(redis-benchmark --version | awk '{ print $2 }')"
 echo "client:    ${RB[*]} -n N [-r 100000 for random keys/members] --csv <command>"
 echo "           N calibrated per run to ~${SECONDS_PER_RUN} s from a ${WARMUP_REQUESTS}-request warm-up; ${ROUNDS} measured runs per command, each after CONFIG RESETSTAT; the best counts"
-echo "columns:   requests/s (tally, native, ratio tally/native, target) and the server's usec_per_call"
-echo "           from INFO commandstats (tally, native, ratio tally/native, target); lower usec is better"
+echo "columns:   requests/s (tally, native, ratio tally/native, target) and the server's time per call"
+echo "           from INFO commandstats, usec / calls (tally, native, ratio tally/native, target); lower is better"
 
 if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" 'BEGIN { exit !(l > c) }'; then
     echo "note:      the load average exceeds the cores: other processes compete for the CPU, and"
@@ -373,28 +382,30 @@ if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" 'BEGIN { exit !(l >
     echo "           descheduled mid-command, more for long commands than for short ones"
 fi
 
-counter_fixtures
-rank_fixtures
-stats_fixtures
+for family in counter rank stats; do
+    if wanted "$family"; then "${family}_fixtures"; fi
+done
 progress "fixtures loaded in $(($(date +%s) - BEGAN)) s"
 
 echo
 # shellcheck disable=SC2059
 printf "$ROW_FMT" "row (tally / native)" "tally rps" "native rps" "ratio" "target" "tally us" "native us" "ratio" "target"
-counter_rows
-rank_rows
-stats_rows
+for family in counter rank stats; do
+    if wanted "$family"; then "${family}_rows"; fi
+done
 
-section "memory (MEMORY USAGE ... SAMPLES 0)"
-counter_memory
-rank_memory
-stats_memory
+if [ "$FULL" = 1 ]; then
+    section "memory (MEMORY USAGE ... SAMPLES 0)"
+    counter_memory
+    rank_memory
+    stats_memory
 
-section "expiry of a leaderboard slot with 1,000,000 members"
-if [ "$EXPIRY" = 1 ]; then
-    rank_expiry_latency
-else
-    echo "skipped (BENCH_EXPIRY=0)"
+    section "expiry of a leaderboard slot with 1,000,000 members"
+    if [ "$EXPIRY" = 1 ]; then
+        rank_expiry_latency
+    else
+        echo "skipped (BENCH_EXPIRY=0)"
+    fi
 fi
 
 echo

@@ -167,12 +167,17 @@ pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
         }
         _ => (bytes, 1),
     };
-    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty() || digits.len() > 18 {
         return Err(invalid());
     }
-    let count = digits
-        .iter()
-        .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+    let mut count = 0i64;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return Err(invalid());
+        }
+        // At most 18 digits: no overflow.
+        count = count * 10 + i64::from(digit - b'0');
+    }
     match count.checked_mul(unit_ms) {
         Some(ms) if ms > 0 => Ok(ms),
         _ => Err(invalid()),

@@ -183,8 +183,8 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
     );
 }
 
-/// The writes one operation made to one hash key, each field's last write winning:
-/// recorded while the operation runs, then sent as `DEL`, or `HDEL` then `HSET`.
+/// The writes one operation made to one hash key: recorded while the operation runs, then
+/// sent as `DEL`, or as `HDEL`/`HSET` in the order they were made.
 ///
 /// Fields and values are kept as module strings: the server takes them into the
 /// replicated command as they are (a reference each, no copy), so a write path that made
@@ -215,14 +215,11 @@ impl HashEffects {
         }
     }
 
-    /// Drops an earlier write of `field` and records this one.
     fn record(&mut self, field: RStr, value: Option<RStr>) {
         if self.writes.capacity() == 0 {
             // Room for a counter write (eight fields) at once, without growing.
             self.writes.reserve(12);
         }
-        let name = field.as_bytes();
-        self.writes.retain(|(f, _)| f.as_bytes() != name);
         self.writes.push((field, value));
     }
 
@@ -235,7 +232,9 @@ impl HashEffects {
         self.writes.is_empty() && !self.deleted_key
     }
 
-    /// Sends the writes to `key` at once: `DEL`, or `HDEL` then `HSET`.
+    /// Sends the writes to `key`: `DEL`, or each run of sets as one `HSET` and each run of
+    /// deletes as one `HDEL`, in the order they were made (so a field written twice ends
+    /// as on the primary; the usual write is one `HDEL` of trimmed slots, then one `HSET`).
     pub fn emit(&self, ctx: &Context, key: &[u8]) {
         if self.deleted_key {
             replicate(ctx, c"DEL", &[key]);
@@ -244,18 +243,24 @@ impl HashEffects {
         let Some(key) = RStr::new(key) else {
             return;
         };
-        let deletes = self.writes.iter().filter(|(_, v)| v.is_none());
-        if deletes.clone().next().is_some() {
-            let fields = deletes.map(|(f, _)| f.as_ptr());
-            replicate_strings(ctx, c"HDEL", std::iter::once(key.as_ptr()).chain(fields));
-        }
-        let sets = self
-            .writes
-            .iter()
-            .filter_map(|(f, v)| Some((f, v.as_ref()?)));
-        if sets.clone().next().is_some() {
-            let args = sets.flat_map(|(f, v)| [f.as_ptr(), v.as_ptr()]);
-            replicate_strings(ctx, c"HSET", std::iter::once(key.as_ptr()).chain(args));
+        let mut rest = self.writes.as_slice();
+        while let Some((_, first)) = rest.first() {
+            let deleting = first.is_none();
+            let run = rest
+                .iter()
+                .position(|(_, v)| v.is_none() != deleting)
+                .unwrap_or(rest.len());
+            let (writes, after) = rest.split_at(run);
+            let key = std::iter::once(key.as_ptr());
+            if deleting {
+                let fields = writes.iter().map(|(f, _)| f.as_ptr());
+                replicate_strings(ctx, c"HDEL", key.chain(fields));
+            } else {
+                let pairs = writes.iter().filter_map(|(f, v)| Some((f, v.as_ref()?)));
+                let args = pairs.flat_map(|(f, v)| [f.as_ptr(), v.as_ptr()]);
+                replicate_strings(ctx, c"HSET", key.chain(args));
+            }
+            rest = after;
         }
     }
 }
