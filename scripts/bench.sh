@@ -111,77 +111,129 @@ command_exists() { [ "$(cli command info "$1" | head -n 1)" = "${1,,}" ]; }
 
 # ---- measuring ------------------------------------------------------------------------
 
-# measure CMDSTAT [redis-benchmark options] -- COMMAND...: a warm-up run of
-# WARMUP_REQUESTS calibrates the request count to ~SECONDS_PER_RUN, then ROUNDS measured
-# runs, each after CONFIG RESETSTAT and read from INFO commandstats; the best round counts
-# (lowest usec_per_call, highest requests/s): noise on a shared machine only adds time.
-# Sets M_RPS, M_USEC, M_REQUESTS. A run in which the server answered errors (failed_calls
-# or rejected_calls) measures nothing useful: it sets ROW_ERROR to the first error reply,
-# which report prints instead of the row.
-measure() {
-    local stat=$1 opts=() line warm_rps stats round rps
-    shift
-    while [ "$1" != "--" ]; do opts+=("$1"); shift; done
-    shift
-    M_RPS=1 M_USEC=1 M_REQUESTS=0
-    [ -n "$ROW_ERROR" ] && return 0
-    # redis-benchmark stops at the first error reply (|| true: the check below reports it).
-    line=$("${RB[@]}" -n "$WARMUP_REQUESTS" "${opts[@]}" --csv "$@" 2>&1 | tail -n 1) || true
-    warm_rps=$(cut -d, -f2 <<<"$line" | tr -d '"')
-    M_REQUESTS=$(awk -v r="${warm_rps:-0}" -v s="$SECONDS_PER_RUN" 'BEGIN {
-        n = int(r * s / 1000) * 1000; if (n < 20000) n = 20000; if (n > 5000000) n = 5000000; print n }')
-    local best_usec="" best_rps=0
-    for round in $(seq "$ROUNDS"); do
-        cli config resetstat >/dev/null
-        line=$("${RB[@]}" -n "$M_REQUESTS" "${opts[@]}" --csv "$@" 2>&1 | tail -n 1) || true
-        rps=$(cut -d, -f2 <<<"$line" | tr -d '"')
-        # cmdstat_<name>:calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..
-        stats=$(cli info commandstats | tr -d '\r' | awk -v s="cmdstat_$stat:" 'index($0, s) == 1 {
-            n = split(substr($0, length(s) + 1), kv, ",")
-            for (i = 1; i <= n; i++) { split(kv[i], p, "="); v[p[1]] = p[2] }
-            # usec / calls, not the rounded usec_per_call: a native read takes ~0.1 us,
-            # where two decimals would be 5-10% of noise in every ratio.
-            per_call = v["calls"] > 0 ? v["usec"] / v["calls"] : ""
-            printf "%.4f %s %s\n", per_call, v["calls"], v["failed_calls"] + v["rejected_calls"] }')
-        local usec calls failed
-        read -r usec calls failed <<<"$stats"
-        if [ -z "$usec" ] || [ "${failed:-1}" != 0 ] || [ "${calls:-0}" -lt "$M_REQUESTS" ] ||
-            ! [[ $rps =~ ^[0-9.]+$ ]]; then
-            M_RPS=1
-            # Ask once by hand for the reply (placeholders filled in as redis-benchmark would).
-            local args=("${@//__rand_int__/000000000001}")
-            ROW_ERROR="$(cli "${args[@]}" 2>&1 | head -n 1) (cmdstat_$stat: ${stats:-none})"
-            return 0
-        fi
-        if [ -z "$best_usec" ] || awk -v a="$usec" -v b="$best_usec" 'BEGIN { exit !(a < b) }'; then
-            best_usec=$usec
-        fi
-        if awk -v a="$rps" -v b="$best_rps" 'BEGIN { exit !(a > b) }'; then best_rps=$rps; fi
-        progress "$(printf '%-60s n=%-8s %10.0f rps %8.2f us/call (round %d)' "$*" "$M_REQUESTS" "$rps" "$usec" "$round")"
-    done
-    M_USEC=$best_usec
-    M_RPS=$best_rps
-}
+# A row names its measurements first (native, native_plus, native_times, tally), and report
+# runs them: a warm-up run of WARMUP_REQUESTS of each command calibrates its request count
+# to ~SECONDS_PER_RUN, then ROUNDS rounds, each running every command of the row once in
+# turn (so the native baseline and the tally command see the same moments of a noisy
+# machine), each run after CONFIG RESETSTAT and read from INFO commandstats. The best run of
+# each command counts (lowest time per call, highest requests/s): noise only adds time.
+# A run in which the server answered errors (failed_calls or rejected_calls) measures
+# nothing useful: it sets ROW_ERROR to the first error reply, which report prints instead.
+QUEUE=()
+SEP=$'\x1f'
+queue() { local IFS=$SEP; QUEUE+=("$*"); }
 
-# native / tally: measure one side of a row (same arguments as measure).
+# native / tally CMDSTAT [redis-benchmark options] -- COMMAND...: one side of a row.
 # native_plus: adds another native command to the baseline (a client doing both per event):
 # times per call add up, and requests/s combine as 1 / (1/a + 1/b) events/s.
 # native_times K: the baseline is K calls of the measured command per event.
-# tally_per K: report the tally command per unit of K (e.g. per pair of a 10-pair call).
-native() { measure "$@"; N_RPS=$M_RPS; N_USEC=$M_USEC; }
-native_plus() {
-    measure "$@"
-    N_RPS=$(awk -v a="$N_RPS" -v b="$M_RPS" 'BEGIN { print 1 / (1 / a + 1 / b) }')
-    N_USEC=$(awk -v a="$N_USEC" -v b="$M_USEC" 'BEGIN { print a + b }')
-}
-native_times() {
-    N_RPS=$(awk -v a="$N_RPS" -v k="$1" 'BEGIN { print a / k }')
-    N_USEC=$(awk -v a="$N_USEC" -v k="$1" 'BEGIN { print a * k }')
-}
-tally() { measure "$@"; T_RPS=$M_RPS; T_USEC=$M_USEC; }
+# tally_per K (after a report): report the tally command per unit of K (e.g. per pair).
+native() { queue native "$@"; }
+native_plus() { queue plus "$@"; }
+native_times() { queue times "$1"; }
+tally() { queue tally "$@"; }
 tally_per() {
     T_RPS=$(awk -v a="$T_RPS" -v k="$1" 'BEGIN { print a * k }')
     T_USEC=$(awk -v a="$T_USEC" -v k="$1" 'BEGIN { print a / k }')
+}
+
+# split_spec SPEC: sets S_ROLE, S_STAT, S_OPTS (redis-benchmark options), S_CMD.
+split_spec() {
+    local IFS=$SEP fields
+    read -r -a fields <<<"$1"
+    S_ROLE=${fields[0]} S_STAT=${fields[1]:-} S_OPTS=() S_CMD=()
+    local i=2
+    while [ "$i" -lt "${#fields[@]}" ] && [ "${fields[$i]}" != "--" ]; do
+        S_OPTS+=("${fields[$i]}")
+        i=$((i + 1))
+    done
+    S_CMD=("${fields[@]:$((i + 1))}")
+}
+
+# calibrate: the request count of the current spec for ~SECONDS_PER_RUN (M_REQUESTS).
+calibrate() {
+    local line warm_rps
+    # redis-benchmark stops at the first error reply (|| true: the runs report it).
+    line=$("${RB[@]}" -n "$WARMUP_REQUESTS" "${S_OPTS[@]}" --csv "${S_CMD[@]}" 2>&1 | tail -n 1) || true
+    warm_rps=$(cut -d, -f2 <<<"$line" | tr -d '"')
+    M_REQUESTS=$(awk -v r="${warm_rps:-0}" -v s="$SECONDS_PER_RUN" 'BEGIN {
+        n = int(r * s / 1000) * 1000; if (n < 20000) n = 20000; if (n > 5000000) n = 5000000; print n }')
+}
+
+# run_once REQUESTS: one measured run of the current spec; sets M_RPS and M_USEC, or
+# ROW_ERROR.
+run_once() {
+    local requests=$1 line rps stats usec calls failed
+    cli config resetstat >/dev/null
+    line=$("${RB[@]}" -n "$requests" "${S_OPTS[@]}" --csv "${S_CMD[@]}" 2>&1 | tail -n 1) || true
+    rps=$(cut -d, -f2 <<<"$line" | tr -d '"')
+    # cmdstat_<name>:calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..
+    stats=$(cli info commandstats | tr -d '\r' | awk -v s="cmdstat_$S_STAT:" 'index($0, s) == 1 {
+        n = split(substr($0, length(s) + 1), kv, ",")
+        for (i = 1; i <= n; i++) { split(kv[i], p, "="); v[p[1]] = p[2] }
+        # usec / calls, not the rounded usec_per_call: a native read takes ~0.1 us,
+        # where two decimals would be 5-10% of noise in every ratio.
+        per_call = v["calls"] > 0 ? v["usec"] / v["calls"] : ""
+        printf "%.4f %s %s\n", per_call, v["calls"], v["failed_calls"] + v["rejected_calls"] }')
+    read -r usec calls failed <<<"$stats"
+    if [ -z "$usec" ] || [ "${failed:-1}" != 0 ] || [ "${calls:-0}" -lt "$requests" ] ||
+        ! [[ $rps =~ ^[0-9.]+$ ]]; then
+        # Ask once by hand for the reply (placeholders filled in as redis-benchmark would).
+        local args=("${S_CMD[@]//__rand_int__/000000000001}")
+        ROW_ERROR="$(cli "${args[@]}" 2>&1 | head -n 1) (cmdstat_$S_STAT: ${stats:-none})"
+        return 0
+    fi
+    M_RPS=$rps M_USEC=$usec
+    progress "$(printf '%-60s n=%-8s %10.0f rps %8.3f us/call' "${S_CMD[*]}" "$requests" "$rps" "$usec")"
+}
+
+# run_queue: measures the queued specs in interleaved rounds, then sets N_RPS, N_USEC
+# (the baseline, combined as the specs say) and T_RPS, T_USEC.
+run_queue() {
+    local i round count=${#QUEUE[@]}
+    local -a requests best_usec best_rps
+    for ((i = 0; i < count; i++)); do
+        split_spec "${QUEUE[$i]}"
+        [ "$S_ROLE" = times ] && continue
+        calibrate
+        requests[i]=$M_REQUESTS best_usec[i]="" best_rps[i]=0
+    done
+    for round in $(seq "$ROUNDS"); do
+        for ((i = 0; i < count; i++)); do
+            [ -n "$ROW_ERROR" ] && break 2
+            split_spec "${QUEUE[$i]}"
+            [ "$S_ROLE" = times ] && continue
+            run_once "${requests[$i]}"
+            [ -n "$ROW_ERROR" ] && break 2
+            if [ -z "${best_usec[$i]}" ] ||
+                awk -v a="$M_USEC" -v b="${best_usec[$i]}" 'BEGIN { exit !(a < b) }'; then
+                best_usec[i]=$M_USEC
+            fi
+            if awk -v a="$M_RPS" -v b="${best_rps[$i]}" 'BEGIN { exit !(a > b) }'; then
+                best_rps[i]=$M_RPS
+            fi
+        done
+    done
+    if [ -n "$ROW_ERROR" ]; then
+        QUEUE=()
+        return 0
+    fi
+    for ((i = 0; i < count; i++)); do
+        split_spec "${QUEUE[$i]}"
+        case $S_ROLE in
+            native) N_RPS=${best_rps[$i]} N_USEC=${best_usec[$i]} ;;
+            plus)
+                N_RPS=$(awk -v a="$N_RPS" -v b="${best_rps[$i]}" 'BEGIN { print 1 / (1 / a + 1 / b) }')
+                N_USEC=$(awk -v a="$N_USEC" -v b="${best_usec[$i]}" 'BEGIN { print a + b }')
+                ;;
+            times)
+                N_RPS=$(awk -v a="$N_RPS" -v k="$S_STAT" 'BEGIN { print a / k }')
+                N_USEC=$(awk -v a="$N_USEC" -v k="$S_STAT" 'BEGIN { print a * k }')
+                ;;
+            tally) T_RPS=${best_rps[$i]} T_USEC=${best_usec[$i]} ;;
+        esac
+    done
+    QUEUE=()
 }
 
 ROW_ERROR=
@@ -203,6 +255,9 @@ verdict() {
 # report LABEL USEC_TARGET RPS_TARGET: prints the row of the last native and tally runs.
 report() {
     local label=$1 usec_target=$2 rps_target=$3 rps_ratio usec_ratio rps_v usec_v
+    if [ "${#QUEUE[@]}" -gt 0 ]; then
+        run_queue
+    fi
     if [ -n "$ROW_ERROR" ]; then
         printf '%-50s n/a: %s\n' "$label" "$ROW_ERROR"
         ROW_ERROR=
