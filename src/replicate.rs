@@ -100,24 +100,35 @@ const STACK_ARGS: usize = 19;
 
 /// [`replicate`] of arguments as they come, gathered on the stack when they fit.
 fn replicate_all<'a>(ctx: &Context, name: &CStr, args: impl Iterator<Item = &'a [u8]>) {
-    let mut stack: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
+    let empty: &[u8] = &[];
+    gathered::<_, STACK_ARGS>(empty, args, |args| replicate(ctx, name, args));
+}
+
+/// Calls `f` with the items of `items` in a slice: on the stack when at most `N` of them
+/// come (every hot path), else in a Vec. `empty` fills the unused stack slots.
+fn gathered<T: Copy, const N: usize>(
+    empty: T,
+    items: impl Iterator<Item = T>,
+    f: impl FnOnce(&mut [T]),
+) {
+    let mut stack = [empty; N];
     let mut count = 0;
-    let mut heap: Vec<&[u8]> = Vec::new();
-    for arg in args {
+    let mut heap = Vec::new();
+    for item in items {
         if heap.is_empty() {
             if let Some(slot) = stack.get_mut(count) {
-                *slot = arg;
+                *slot = item;
                 count += 1;
                 continue;
             }
             heap.extend_from_slice(&stack);
         }
-        heap.push(arg);
+        heap.push(item);
     }
     if heap.is_empty() {
-        replicate(ctx, name, stack.get(..count).unwrap_or(&[]));
+        f(stack.get_mut(..count).unwrap_or_default());
     } else {
-        replicate(ctx, name, &heap);
+        f(&mut heap);
     }
 }
 
@@ -275,34 +286,17 @@ fn replicate_strings(
     name: &CStr,
     args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
 ) {
-    let mut stack = [std::ptr::null_mut(); STACK_STRINGS];
-    let mut count = 0;
-    let mut heap = Vec::new();
-    for arg in args {
-        if heap.is_empty() {
-            if let Some(slot) = stack.get_mut(count) {
-                *slot = arg;
-                count += 1;
-                continue;
-            }
-            heap.extend_from_slice(&stack);
-        }
-        heap.push(arg);
-    }
-    let argv = if heap.is_empty() {
-        stack.get_mut(..count).unwrap_or_default()
-    } else {
-        heap.as_mut_slice()
-    };
-    // SAFETY: live context; "v" takes an array of live module strings and its length
-    // (the server takes a reference to each).
-    unsafe {
-        api!(RedisModule_Replicate)(
-            ctx.ctx,
-            name.as_ptr(),
-            c"v".as_ptr(),
-            argv.as_mut_ptr(),
-            argv.len(),
-        )
-    };
+    gathered::<_, STACK_STRINGS>(std::ptr::null_mut(), args, |argv| {
+        // SAFETY: live context; "v" takes an array of live module strings and its length
+        // (the server takes a reference to each).
+        unsafe {
+            api!(RedisModule_Replicate)(
+                ctx.ctx,
+                name.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        };
+    });
 }
