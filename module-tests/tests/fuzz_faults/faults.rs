@@ -218,6 +218,19 @@ impl Fuzz<'_> {
                 // Twice: the first INFO on a connection grows its buffers by tens of KB,
                 // which would put the server over the limit at once (evicting every key).
                 info_field_i64(&mut self.faults, "memory", "used_memory");
+                // Which objects' own keys exist before: eviction may take one, and a key
+                // created at that name right after is not that object (as after a DEL).
+                let mains: Vec<String> = self
+                    .names
+                    .iter()
+                    .filter(|n| owner(n) == n.as_str())
+                    .cloned()
+                    .collect();
+                let exists = |faults: &mut Self| -> Vec<Value> {
+                    let cmds: Vec<Vec<String>> = mains.iter().map(|k| s(&["EXISTS", k])).collect();
+                    faults.run_faults(&cmds)
+                };
+                let before = exists(self);
                 let used = info_field_i64(&mut self.faults, "memory", "used_memory").unwrap_or(0);
                 let limit = (used + extra).to_string();
                 self.run_faults(&[
@@ -245,6 +258,12 @@ impl Fuzz<'_> {
                     s(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]),
                     del,
                 ]);
+                let after = exists(self);
+                for ((key, was), is) in mains.iter().zip(&before).zip(&after) {
+                    if *was == Value::Int(1) && *is == Value::Int(0) {
+                        self.main_key_left.insert(key.clone(), Instant::now());
+                    }
+                }
                 let evicted =
                     info_field_i64(&mut self.faults, "stats", "evicted_keys").unwrap_or(-1);
                 self.note(format!(
