@@ -226,6 +226,11 @@ impl HashEffects {
         }
     }
 
+    /// Deletes `field`, a module string the caller made (taken over, not copied).
+    pub fn del_string(&mut self, field: RStr) {
+        self.record(field, None);
+    }
+
     fn record(&mut self, field: RStr, value: Option<RStr>) {
         if self.writes.capacity() == 0 {
             // Room for a counter write (eight fields) at once, without growing.

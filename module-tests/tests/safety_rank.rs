@@ -733,3 +733,60 @@ fn a_garbled_meta_answers_from_memory_while_a_pause_holds_its_repair(kind: &Serv
     srv.assert_alive();
     replica.assert_alive();
 }
+
+// Soak seed 1026889450 (fault fuzz, rank, Redis 7.0): a board created but never
+// incremented is its meta alone (no sorted set yet). A user garbling that meta left it
+// garbled for good (the repair only ran when the sorted set was there), so the board
+// answered WRONGTYPE from then on.
+per_server!(a_garbled_meta_of_an_empty_board_is_put_back);
+
+fn a_garbled_meta_of_an_empty_board_is_put_back(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "e", "WINDOW", "1h", "SLOT", "1m"]),
+        v_ok(),
+        "{k}"
+    );
+    let reads = [
+        strings(&["TSRANK.TOP", "e", "10", "WITHSCORES"]),
+        strings(&["TSRANK.SCORE", "e", "m1"]),
+        strings(&["TSRANK.RANK", "e", "m1"]),
+    ];
+    let before = pipeline(&mut conn, &reads);
+    assert_eq!(before, vec![v_arr(vec![]), Value::Nil, Value::Nil], "{k}");
+    let Value::BulkString(slots) = srv.cmd_value(&["HGET", "e|meta", "_slots"]) else {
+        panic!("{k}: e|meta has no _slots")
+    };
+    assert_eq!(
+        srv.cmd_value(&[
+            "EVAL",
+            "return redis.call('HSET', KEYS[1], '_slots', ARGV[1])",
+            "1",
+            "e|meta",
+            "-1",
+        ]),
+        v_int(0),
+        "{k}"
+    );
+    // The meta is put back (at once, or from the next timer tick on Redis 7.0), and the
+    // board answers as before.
+    sleep_ms(200);
+    assert_eq!(
+        srv.cmd_value(&["HGET", "e|meta", "_slots"]),
+        Value::BulkString(slots),
+        "{k}: the meta after the repair"
+    );
+    assert_eq!(pipeline(&mut conn, &reads), before, "{k}: after the repair");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "e", "2", "m1"]),
+        v_int(2),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "e", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("m1"), v_int(2)]),
+        "{k}"
+    );
+}

@@ -153,11 +153,15 @@ impl SlotStore for HashSlots<'_> {
                 return false;
             }
         }
-        let mut field = Vec::with_capacity(24);
-        push_slot_field(&mut field, res_ms, index);
-        let existed = self.key.hdel(&field);
+        let mut text = Vec::with_capacity(24);
+        push_slot_field(&mut text, res_ms, index);
+        // One module string for the hash and the replicated HDEL.
+        let Some(field) = RStr::new(&text) else {
+            return false;
+        };
+        let existed = self.key.hdel_str(&field);
         if existed {
-            self.effects.del(field);
+            self.effects.del_string(field);
         }
         existed
     }

@@ -63,8 +63,9 @@ impl Board {
             // A user garbled the meta of a board tally knows (HSET `_slots` garbage): the
             // queued job puts back the meta it holds, so the board answers from that one
             // meanwhile, as for a deleted meta. That job may wait out a client pause.
+            // (A board never incremented has no sorted set yet: it answers as empty.)
             Err(e) => match pending_restore(db, &base) {
-                Some(meta) if zset.kind() == KeyKind::Zset => Some(meta),
+                Some(meta) if matches!(zset.kind(), KeyKind::Zset | KeyKind::Empty) => Some(meta),
                 _ => return Err(e),
             },
         };

@@ -503,7 +503,11 @@ fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) -> bool {
         KeyKind::Hash => stored::read(&key).is_none(),
         _ => false,
     };
-    if !zset_here || !broken {
+    // A board lives on in its sorted set, or, never incremented yet, in its meta alone: a
+    // garbled meta of such a board tally still knows (no removal ran since) is put back
+    // too. A deleted one is not: nothing is left of that board.
+    let empty_board = key.kind() == KeyKind::Hash && known_meta(db, base).is_some();
+    if !(zset_here || empty_board) || !broken {
         return false;
     }
     let mut effects = Effects::new();
