@@ -790,3 +790,49 @@ fn a_garbled_meta_of_an_empty_board_is_put_back(kind: &ServerKind) {
         "{k}"
     );
 }
+
+per_server!(a_new_slot_never_counts_a_leftover_hash_of_an_edited_board);
+/// Soak seed 370649695 (fault fuzz, Redis 7.0): a user renamed another board's meta
+/// (other settings) onto a board's `|meta`, so the board's hour slot hash was no longer in
+/// its range; after the board was renamed away, a new board at the old name wrote into
+/// that leftover hash and answered totals below its slot counts for good. A slot hash a
+/// write brings into the range (a new board, or an index outside `lo..=hi`) is not a part
+/// of the board: it is replaced, on the primary and the replica alike.
+fn a_new_slot_never_counts_a_leftover_hash_of_an_edited_board(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&srv);
+    wait_replica_synced(&srv, &replica);
+    let now = server_ms(&srv);
+    let (at, slot) = (now.to_string(), format!("b|slot|{}", now / 3_600_000));
+    let ok = srv.cmd_value(&["TSRANK.CREATE", "other", "WINDOW", "10s", "SLOT", "1s"]);
+    assert_eq!(ok, v_ok(), "{k}");
+    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "other", "1", "x"]), v_int(1), "{k}");
+    // b: the default settings (24h of hour slots).
+    let two = srv.cmd_value(&["TSRANK.INCRBY", "b", "5", "m1", "3", "m2", "AT", &at]);
+    assert_eq!(two, v_arr(vec![v_int(5), v_int(3)]), "{k}");
+    assert_eq!(srv.cmd_value(&["RENAME", "other|meta", "b|meta"]), v_ok(), "{k}");
+    // b now has other's settings: its next write rebuilds it from the 1 s slots.
+    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m3"]), v_int(1), "{k}");
+    assert_eq!(srv.cmd_value(&["RENAME", "b", "c"]), v_ok(), "{k}");
+    sleep_ms(100);
+    assert!(exists(&srv, &slot), "{k}: the leftover hour slot of b is still there");
+    // A new board at b writes the same hour slot: it starts from nothing.
+    let one = srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m1", "AT", &at]);
+    assert_eq!(one, v_int(1), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("m1"), v_int(1)]),
+        "{k}"
+    );
+    assert_eq!(slot_sum(&srv, "b", "m1"), 1, "{k}: the slot counts of the new b");
+    assert_eq!(slot_sum(&srv, "b", "m2"), 0, "{k}: the slot counts of the new b");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m2", "AT", &at]),
+        v_int(1),
+        "{k}"
+    );
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, "replica");
+}

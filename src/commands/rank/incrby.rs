@@ -117,6 +117,9 @@ struct Target {
     index: i64,
     slot_name: Vec<u8>,
     slot: Key,
+    /// The slot hash exists but is not a part of the board (see `prepare`): the write
+    /// replaces it.
+    slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
 }
@@ -218,6 +221,7 @@ fn open_target(
         index,
         slot_name,
         slot,
+        slot_is_leftover: false,
         pending,
     }))
 }
@@ -295,12 +299,20 @@ fn prepare(
             "this leaderboard's expiry is catching up, retry in a moment".into(),
         ));
     }
+    let in_range = target.stored_as.is_some() && (meta.lo..=meta.hi).contains(&index);
     match target.slot.kind() {
-        KeyKind::Hash => Ok(()),
+        // Every part of a board has an index in `lo ..= hi`. A hash outside (or at a new
+        // board) is a leftover of a native edit (another board's meta renamed onto this
+        // one, a narrowed `_slots`) or a user's own hash under the board's names: counting
+        // it would make the totals disagree with the slots for good. The write replaces it.
+        KeyKind::Hash => {
+            target.slot_is_leftover = !in_range;
+            Ok(())
+        }
         // Meta is here and every existing slot hash has an index in `lo ..= hi`: outside,
         // the hash exists nowhere and may be created (the usual case: a new slot). Inside,
         // it is a gap or, during a reshard, on the other node.
-        KeyKind::Empty if (meta.lo..=meta.hi).contains(&index) => transit.missing(),
+        KeyKind::Empty if in_range => transit.missing(),
         KeyKind::Empty => Ok(()),
         _ => Err(Error::WrongType),
     }
@@ -356,12 +368,10 @@ fn compute_changes<'a>(
 /// `member`'s stored values before the write.
 fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
     let rstr = RStr::new(member).ok_or(Error::WrongType)?;
-    let slot_count = target
-        .slot
-        .hget_i64_str(&rstr)
-        .flatten()
-        .unwrap_or(0)
-        .max(0);
+    let slot_count = match target.slot_is_leftover {
+        true => 0,
+        false => target.slot.hget_i64_str(&rstr).flatten().unwrap_or(0).max(0),
+    };
     let total = target.zset.zscore(&rstr).map_or(0, score_to_total).max(0);
     let pending = target
         .pending
@@ -381,6 +391,9 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
 /// meta is still in the four-number layout), then replicates the absolute values:
 /// `HSET meta ...`, `HSET slot member count ...`, `ZADD key total member ...`.
 fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change]) {
+    if target.slot_is_leftover {
+        target.slot.delete();
+    }
     for change in changes {
         target.slot.hset_i64_str(&change.member, change.slot_count);
         target.zset.zadd(&change.member, change.total as f64);
@@ -410,6 +423,9 @@ fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change])
         if let Some(due) = meta.next_due() {
             expiry::schedule(ctx, &target.meta_name, due);
         }
+    }
+    if target.slot_is_leftover {
+        effects.command(c"DEL").arg(&target.slot_name);
     }
     effects.command(c"HSET").arg(&target.slot_name);
     for change in changes {
