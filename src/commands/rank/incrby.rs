@@ -370,7 +370,12 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
     let rstr = RStr::new(member).ok_or(Error::WrongType)?;
     let slot_count = match target.slot_is_leftover {
         true => 0,
-        false => target.slot.hget_i64_str(&rstr).flatten().unwrap_or(0).max(0),
+        false => target
+            .slot
+            .hget_i64_str(&rstr)
+            .flatten()
+            .unwrap_or(0)
+            .max(0),
     };
     let total = target.zset.zscore(&rstr).map_or(0, score_to_total).max(0);
     let pending = target

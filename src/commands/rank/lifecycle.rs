@@ -139,9 +139,17 @@ pub(super) fn has_jobs() -> bool {
     JOBS.with(|j| !j.borrow().is_empty())
 }
 
-/// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
-/// whose job has not run yet, or `None` if they belong to a deleted board.
-pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
+/// What the queued jobs make of the board at `name`.
+enum Resolution {
+    /// Its derived keys are at this base: `name` itself, or the old name of a rename whose
+    /// job has not run yet.
+    At(Vec<u8>),
+    /// A queued job removes it: whole (a part expired or was evicted; the sorted set at
+    /// `name` is that board's and goes too), or its parts after a DEL of its sorted set.
+    Removed { whole: bool },
+}
+
+fn resolve(db: c_int, name: &[u8]) -> Resolution {
     JOBS.with(|jobs| {
         let jobs = jobs.borrow();
         let mut current = name.to_vec();
@@ -150,17 +158,29 @@ pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
                 Job::Rename { db: d, from, to } if *d == db && *to == current => {
                     current = from.clone();
                 }
-                Job::Rename { db: d, from, .. } if *d == db && *from == current => return None,
-                Job::Delete { db: d, base } | Job::RemoveWhole { db: d, base }
-                    if *d == db && *base == current =>
-                {
-                    return None
+                Job::Rename { db: d, from, .. } if *d == db && *from == current => {
+                    return Resolution::Removed { whole: false }
+                }
+                Job::Delete { db: d, base } if *d == db && *base == current => {
+                    return Resolution::Removed { whole: false }
+                }
+                Job::RemoveWhole { db: d, base } if *d == db && *base == current => {
+                    return Resolution::Removed { whole: true }
                 }
                 _ => {}
             }
         }
-        Some(current)
+        Resolution::At(current)
     })
+}
+
+/// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
+/// whose job has not run yet, or `None` if they belong to a deleted board.
+pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
+    match resolve(db, name) {
+        Resolution::At(base) => Some(base),
+        Resolution::Removed { .. } => None,
+    }
 }
 
 /// The meta a queued job is about to put back at `base|meta` (a user deleted, renamed
@@ -223,6 +243,18 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
                     from,
                     to: key.to_vec(),
                 },
+                // The sorted set of a board that a queued job removes whole (a part expired
+                // or was evicted, the job has not run yet): it goes at its new name, with
+                // what was there before.
+                Some((from_db, from))
+                    if from_db == db
+                        && matches!(resolve(db, &from), Resolution::Removed { whole: true }) =>
+                {
+                    Job::RemoveWhole {
+                        db,
+                        base: key.to_vec(),
+                    }
+                }
                 // A plain key renamed over a leaderboard: its old derived keys must go.
                 _ if is_board(db, key) => Job::Delete {
                     db,
