@@ -41,6 +41,39 @@ pub struct Mirror {
     /// The counter's settings and bookkeeping as last written by tally (its `_tally` and
     /// `_state`, parsed), so a command on a mirrored counter reads nothing from the hash.
     pub counter: Option<Counter>,
+    /// Writes counted in the second `write_second` (ms / 1000), to tell a hot key.
+    write_second: i64,
+    writes_in_second: u32,
+    /// The hash was asked into the hashtable encoding (see [`Mirror::wants_hashtable`]).
+    hashtable_asked: bool,
+}
+
+/// A mirrored hash with at least this many fields, written at least
+/// [`HOT_WRITES_PER_SECOND`] times within one second, is moved to the hashtable encoding.
+/// An increment looks up one field per resolution and a listpack is searched from its
+/// start (the newest slots, the ones written, are at its end): at 16 fields, 7 listpack
+/// lookups already cost about what 7 hashtable ones do, and at 256 fields twenty times
+/// more. The hashtable costs 2-3 times the memory, hence only for keys written that often
+/// (a few, by nature) and never for the many counters written now and then.
+pub const HASHTABLE_MIN_FIELDS: usize = 16;
+pub const HOT_WRITES_PER_SECOND: u32 = 64;
+
+impl Mirror {
+    /// Counts a write at `now` (ms, asked only while it matters); true once, when the key
+    /// has become hot enough for the hashtable encoding.
+    pub fn wants_hashtable(&mut self, now: impl FnOnce() -> i64) -> bool {
+        if self.hashtable_asked {
+            return false;
+        }
+        let second = now().div_euclid(1000);
+        if second != self.write_second {
+            self.write_second = second;
+            self.writes_in_second = 0;
+        }
+        self.writes_in_second = self.writes_in_second.saturating_add(1);
+        self.hashtable_asked = self.writes_in_second >= HOT_WRITES_PER_SECOND;
+        self.hashtable_asked
+    }
 }
 
 #[derive(Default)]
@@ -249,4 +282,37 @@ pub fn forget_all() {
 
 pub fn mirrored_slots() -> usize {
     MIRRORS.with(|cell| cell.try_borrow().map_or(0, |m| m.slots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_hot_after_enough_writes_within_one_second_and_asked_once() {
+        let mut mirror = Mirror::default();
+        // Writes spread over seconds never make it hot.
+        for i in 0..1000 {
+            assert!(
+                !mirror.wants_hashtable(|| 5_000 + i * (1000 / 8)),
+                "write {i}"
+            );
+        }
+        let mut mirror = Mirror::default();
+        let start = 1_795_424_400_000;
+        for i in 0..HOT_WRITES_PER_SECOND - 1 {
+            assert!(!mirror.wants_hashtable(|| start + i as i64));
+        }
+        assert!(mirror.wants_hashtable(|| start + 999));
+        // Once asked, never again, and the clock is not read.
+        for _ in 0..1000 {
+            assert!(!mirror.wants_hashtable(|| unreachable!("clock read")));
+        }
+        // The count starts over in a new second.
+        let mut mirror = Mirror::default();
+        for i in 0..HOT_WRITES_PER_SECOND - 1 {
+            assert!(!mirror.wants_hashtable(|| start + 500 + i as i64 * 5));
+        }
+        assert!(!mirror.wants_hashtable(|| start + 1000));
+    }
 }

@@ -122,6 +122,10 @@ pub enum KeyKind {
     Other,
 }
 
+/// Length of the probe field of [`Key::use_hashtable_encoding`]: above any sensible
+/// `hash-max-listpack-value` (default 64).
+const ENCODING_PROBE_LEN: usize = 1024;
+
 /// An open key, closed on drop.
 pub struct Key {
     ptr: *mut raw::RedisModuleKey,
@@ -235,6 +239,15 @@ impl Key {
     /// Sets or deletes (`REDISMODULE_HASH_DELETE`) a field. The primitive of every hash
     /// write; returns the number of fields changed.
     fn hash_set_raw(&self, field: &RStr, value: *mut raw::RedisModuleString) -> c_int {
+        self.hash_set_flags(raw::REDISMODULE_HASH_NONE as c_int, field, value)
+    }
+
+    fn hash_set_flags(
+        &self,
+        flags: c_int,
+        field: &RStr,
+        value: *mut raw::RedisModuleString,
+    ) -> c_int {
         if self.ptr.is_null() {
             return 0;
         }
@@ -243,11 +256,32 @@ impl Key {
         unsafe {
             api!(RedisModule_HashSet)(
                 self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
+                flags,
                 field.as_ptr(),
                 value,
                 ptr::null_mut::<c_void>(),
             )
+        }
+    }
+
+    /// Moves a hash from the listpack encoding to the hashtable one, which the server keeps
+    /// while the key lives. Why: a listpack is searched from its start for every field, so
+    /// a hot hash written field by field pays for its whole length on each lookup.
+    /// `RedisModule_HashSet` converts a hash before storing a field longer than
+    /// `hash-max-listpack-value`: a probe field that long is added (only if absent) and
+    /// removed at once. The data is unchanged, so nothing is replicated or notified.
+    /// Nothing happens to a hash in the hashtable encoding already (or if the configured
+    /// limit exceeds the probe).
+    pub fn use_hashtable_encoding(&self) {
+        let probe = [b'_'; ENCODING_PROBE_LEN];
+        let (Some(field), Some(value)) = (RStr::new(&probe), RStr::new(b"")) else {
+            return;
+        };
+        // NX: a user's own field of that name stays; COUNT_ALL: count an insertion (the
+        // plain count is of fields replaced).
+        let flags = (raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL) as c_int;
+        if self.hash_set_flags(flags, &field, value.as_ptr()) > 0 {
+            self.hdel_str(&field);
         }
     }
 

@@ -32,6 +32,7 @@ const DEFAULT_RES: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
 const MARGIN_MS: i64 = 20_000;
 
 mod config;
+mod encoding;
 mod errors;
 mod keyspace;
 mod model;

@@ -8,7 +8,7 @@
 use redis_module::Context;
 
 use crate::args::parse_i64;
-use crate::commands::mirror::{self, Build, Mirror};
+use crate::commands::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
 use crate::counter::{
     parse_slot_field, push_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD,
 };
@@ -247,13 +247,29 @@ pub(super) fn with_slots<T>(
     };
     let worth_mirroring =
         (min_fields..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS).contains(&fields);
+    let writing = build == Build::IfHot;
     let build = if worth_mirroring { build } else { Build::Never };
-    mirror::with_mirror(selected_db(ctx), name, fields, build, &mut load, |mirror| {
-        let mut slots = HashSlots::new(key, mirror);
-        let result = f(&mut slots);
-        slots.sync_mirror();
-        result
-    })
+    mirror::with_mirror(
+        selected_db(ctx),
+        name,
+        fields,
+        build,
+        &mut load,
+        |mut mirror| {
+            if let (true, Some(m)) = (
+                writing && fields >= HASHTABLE_MIN_FIELDS,
+                mirror.as_deref_mut(),
+            ) {
+                if m.wants_hashtable(now_ms) {
+                    key.use_hashtable_encoding();
+                }
+            }
+            let mut slots = HashSlots::new(key, mirror);
+            let result = f(&mut slots);
+            slots.sync_mirror();
+            result
+        },
+    )
 }
 
 thread_local! {
