@@ -324,6 +324,12 @@ return 1')
     local fields=(_tally "counter 1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120" _state "1795424401000 0:3 0:3 0:3 0:3 0:1 0:1 0:1")
     for i in $(seq 1795424401 1795424420); do fields+=("1s:$i" 7); done
     cli hset floor:hot "${fields[@]}" >/dev/null
+    # tally keeps a hot counter's hash in the hashtable encoding (README, key layout): the
+    # floor's copy gets it too, by the same add-and-remove of a long field.
+    local probe
+    probe=$(printf '_%.0s' $(seq 1 1024))
+    cli hset floor:hot "$probe" "" >/dev/null
+    cli hdel floor:hot "$probe" >/dev/null
     cli copy ring floor:ring >/dev/null
     # A listpack hash is searched from its start and a new slot field lands at its end,
     # where an increment then finds it: the floor writes the 4 slot fields last in the

@@ -930,3 +930,78 @@ fn a_board_renamed_while_its_removal_is_queued_is_removed_at_its_new_name(kind: 
     wait_replica_synced(&srv, &replica);
     assert_replica_equal(&srv, &replica, "replica");
 }
+
+per_server!(a_board_moved_or_deleted_right_after_its_meta_was_garbled_leaves_nothing_behind);
+/// Written for soak seed 1033986287 (fault fuzz, Valkey, not reproduced on replay): after
+/// `RENAME b:29 b:22`, the free name `b:29` answered `WRONGTYPE` to every read, as if a
+/// garbled `b:29|meta` had stayed behind. A meta garbled and its board renamed or deleted
+/// in one transaction (before any job runs) leaves nothing behind: the meta is put back
+/// first, then moves or goes with the board. (This passed before any change: the soak
+/// failure came by another path, still open.)
+fn a_board_moved_or_deleted_right_after_its_meta_was_garbled_leaves_nothing_behind(
+    kind: &ServerKind,
+) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&srv);
+    wait_replica_synced(&srv, &replica);
+    let mut conn = srv.conn();
+    for (what, then) in [
+        ("RENAME", vec!["RENAME", "b", "c"]),
+        ("DEL", vec!["DEL", "b"]),
+    ] {
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "4", "m1", "2", "m2"]),
+            v_arr(vec![v_int(4), v_int(2)]),
+            "{k}"
+        );
+        let Value::BulkString(slots) = srv.cmd_value(&["HGET", "b|meta", "_slots"]) else {
+            panic!("{k}: b|meta has no _slots")
+        };
+        let tx = vec![
+            strings(&["MULTI"]),
+            strings(&["HSET", "b|meta", "_slots", "garbage"]),
+            then.iter().map(|s| s.to_string()).collect(),
+            strings(&["EXEC"]),
+        ];
+        let replies = pipeline(&mut conn, &tx);
+        assert!(
+            matches!(replies.last(), Some(Value::Array(r)) if r.len() == 2),
+            "{k}: {what}: {replies:?}"
+        );
+        sleep_ms(200);
+        for read in [
+            strings(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
+            strings(&["TSRANK.SCORE", "b", "m1"]),
+        ] {
+            let answer = conn_value(&mut conn, &read);
+            assert!(
+                matches!(answer, Value::Array(ref a) if a.is_empty()) || answer == Value::Nil,
+                "{k}: {what}: {read:?} on the free name -> {answer:?}"
+            );
+        }
+        assert!(!exists(&srv, "b|meta"), "{k}: {what}: b|meta left behind");
+        if what == "RENAME" {
+            assert_eq!(
+                srv.cmd_value(&["TSRANK.TOP", "c", "10", "WITHSCORES"]),
+                v_arr(vec![v_bulk("m1"), v_int(4), v_bulk("m2"), v_int(2)]),
+                "{k}: the board at its new name"
+            );
+            assert_eq!(
+                srv.cmd_value(&["HGET", "c|meta", "_slots"]),
+                Value::BulkString(slots),
+                "{k}: the meta repaired at the new name"
+            );
+        }
+        // The free name takes a new board.
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.INCRBY", "b", "1", "m1"]),
+            v_int(1),
+            "{k}: {what}"
+        );
+        assert_eq!(srv.cmd_value(&["FLUSHALL"]), v_ok(), "{k}");
+    }
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, "replica");
+}
