@@ -174,6 +174,18 @@ impl Fuzz<'_> {
                 } else {
                     format!("{other}{}", &src[owner(&src).len()..])
                 };
+                // A board name the fuzzer made "not a board" with a junk `src|meta` that
+                // tally never knew as a meta (created garbled: its reads answer WRONGTYPE
+                // and nothing is held to put back) keeps that junk when the main key
+                // moves: the name stays "not a board" (soak seed 1033986287).
+                let junk_meta_stays = self.family == Family::Rank
+                    && src == owner(&src)
+                    && self.taint[0].not_tally.contains(&src)
+                    && {
+                        let info = s(&["TSRANK.INFO", &src]);
+                        let answer = self.run_faults(std::slice::from_ref(&info));
+                        matches!(&answer[0], Value::ServerError(e) if e.code() == "WRONGTYPE")
+                    };
                 let cmd = s(&["RENAME", &src, &dst]);
                 let out = self.run_faults(std::slice::from_ref(&cmd));
                 self.note(format!("{} -> {}", show(&cmd), show_value(&out[0])));
@@ -197,6 +209,9 @@ impl Fuzz<'_> {
                         }
                         if keep_not_tally {
                             t.not_tally.insert(d_obj.clone());
+                        }
+                        if junk_meta_stays {
+                            t.not_tally.insert(s_obj.clone());
                         }
                     } else if self.names.contains(&d_obj) {
                         // A part of one board lands in another one.
