@@ -10,6 +10,15 @@ use crate::server::Server;
 /// How long [`wait_replica_synced`] waits.
 pub const REPLICA_SYNC_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// A primary of `kind` and a replica attached to it, in sync.
+pub fn start_with_replica(kind: &crate::ServerKind) -> (Server, Server) {
+    let primary = Server::start(kind);
+    let replica = Server::start(kind);
+    replica.replicate_from(&primary);
+    wait_replica_synced(&primary, &replica);
+    (primary, replica)
+}
+
 /// Polls until `primary` and `replica` are in sync: the replica reports
 /// `master_link_status:up`, replicates `primary`'s port, and its
 /// `slave_repl_offset` equals the primary's `master_repl_offset`. Panics

@@ -635,10 +635,7 @@ per_server!(a_garbled_meta_answers_from_memory_while_a_pause_holds_its_repair);
 /// meta is back and the next write lifts the quarantine.
 fn a_garbled_meta_answers_from_memory_while_a_pause_holds_its_repair(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    let replica = Server::start(kind);
-    replica.replicate_from(&srv);
-    wait_replica_synced(&srv, &replica);
+    let (srv, replica) = start_with_replica(kind);
     let mut conn = srv.conn();
     assert_eq!(
         srv.cmd_value(&["TSRANK.CREATE", "b", "WINDOW", "1h", "SLOT", "1m"]),
@@ -800,10 +797,7 @@ per_server!(a_new_slot_never_counts_a_leftover_hash_of_an_edited_board);
 /// of the board: it is replaced, on the primary and the replica alike.
 fn a_new_slot_never_counts_a_leftover_hash_of_an_edited_board(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    let replica = Server::start(kind);
-    replica.replicate_from(&srv);
-    wait_replica_synced(&srv, &replica);
+    let (srv, replica) = start_with_replica(kind);
     let now = server_ms(&srv);
     let (at, slot) = (now.to_string(), format!("b|slot|{}", now / 3_600_000));
     let ok = srv.cmd_value(&["TSRANK.CREATE", "other", "WINDOW", "10s", "SLOT", "1s"]);
@@ -869,10 +863,7 @@ per_server!(a_board_renamed_while_its_removal_is_queued_is_removed_at_its_new_na
 /// (here by a lazy expiry and two renames inside one transaction, before any job runs).
 fn a_board_renamed_while_its_removal_is_queued_is_removed_at_its_new_name(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    let replica = Server::start(kind);
-    replica.replicate_from(&srv);
-    wait_replica_synced(&srv, &replica);
+    let (srv, replica) = start_with_replica(kind);
     let mut conn = srv.conn();
     assert_eq!(
         srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
@@ -943,10 +934,7 @@ fn a_board_moved_or_deleted_right_after_its_meta_was_garbled_leaves_nothing_behi
     kind: &ServerKind,
 ) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    let replica = Server::start(kind);
-    replica.replicate_from(&srv);
-    wait_replica_synced(&srv, &replica);
+    let (srv, replica) = start_with_replica(kind);
     let mut conn = srv.conn();
     for (what, then) in [
         ("RENAME", vec!["RENAME", "b", "c"]),

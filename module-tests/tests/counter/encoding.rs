@@ -12,10 +12,7 @@ fn encoding(srv: &Server, key: &str) -> Value {
 per_server!(a_hot_counter_moves_to_the_hashtable_encoding_and_others_stay_compact);
 fn a_hot_counter_moves_to_the_hashtable_encoding_and_others_stay_compact(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    let replica = Server::start(kind);
-    replica.replicate_from(&srv);
-    wait_replica_synced(&srv, &replica);
+    let (srv, replica) = start_with_replica(kind);
     let mut conn = srv.conn();
     let t0 = server_ms(&srv);
     // 40 writes, one per second over the last 40 s: 40+ fields, but not hot.
