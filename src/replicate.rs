@@ -31,16 +31,6 @@ impl Effects {
         Effects::default()
     }
 
-    /// Room for `bytes` of arguments, `args` arguments and `commands` commands, so a hot
-    /// path records its effects without growing the buffers.
-    pub fn with_capacity(bytes: usize, args: usize, commands: usize) -> Effects {
-        Effects {
-            bytes: Vec::with_capacity(bytes),
-            arg_ends: Vec::with_capacity(args),
-            commands: Vec::with_capacity(commands),
-        }
-    }
-
     /// Starts a command; add its arguments with [`Effects::arg`] / [`Effects::int`].
     pub fn command(&mut self, name: &'static CStr) -> &mut Effects {
         self.commands.push((name, self.arg_ends.len()));
@@ -201,11 +191,42 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
 /// replicated command as they are (a reference each, no copy), so a write path that made
 /// a value string for its own `RedisModule_HashSet`, or keeps its field names, hands the
 /// same strings over.
-#[derive(Default)]
 pub struct HashEffects {
     /// `(field, value)` in write order; no value for a delete.
     writes: Vec<(RStr, Option<RStr>)>,
     deleted_key: bool,
+}
+
+/// Largest buffer of writes kept for the next command (a counter write records eight).
+const KEPT_WRITES_CAPACITY: usize = 64;
+
+thread_local! {
+    /// The buffer of the last effects dropped, empty, for the next command (every write
+    /// records its effects: no allocation for them on the hot paths).
+    static SPARE_WRITES: std::cell::Cell<Vec<(RStr, Option<RStr>)>> =
+        const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Default for HashEffects {
+    fn default() -> HashEffects {
+        HashEffects {
+            writes: SPARE_WRITES
+                .try_with(std::cell::Cell::take)
+                .unwrap_or_default(),
+            deleted_key: false,
+        }
+    }
+}
+
+impl Drop for HashEffects {
+    fn drop(&mut self) {
+        let mut writes = std::mem::take(&mut self.writes);
+        if writes.capacity() <= KEPT_WRITES_CAPACITY {
+            // Frees the strings recorded; the buffer stays.
+            writes.clear();
+            let _ = SPARE_WRITES.try_with(|spare| spare.set(writes));
+        }
+    }
 }
 
 impl HashEffects {
@@ -286,7 +307,7 @@ const STACK_STRINGS: usize = 40;
 
 /// Sends one command whose arguments are module strings (format `v`: the server takes a
 /// reference to each, no copy).
-fn replicate_strings(
+pub fn replicate_strings(
     ctx: &Context,
     name: &CStr,
     args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,

@@ -314,10 +314,14 @@ extern "C" fn on_keyspace_notification(
         return raw::REDISMODULE_OK as c_int;
     }
     // SAFETY: the server passes a NUL-terminated event name valid for this call.
-    let event = unsafe { CStr::from_ptr(event) };
-    let Ok(event) = event.to_str() else {
+    let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+    // Event names are ASCII (checked word by word: cheaper than UTF-8 validation, and
+    // this runs for every keyspace event of the server).
+    if !event.is_ascii() {
         return raw::REDISMODULE_OK as c_int;
-    };
+    }
+    // SAFETY: ASCII bytes are valid UTF-8.
+    let event = unsafe { std::str::from_utf8_unchecked(event) };
     // SAFETY: the server lends the key name for this call.
     let key = unsafe { borrowed_bytes(key) };
     let ctx = Context::new(ctx);

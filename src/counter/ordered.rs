@@ -1,191 +1,272 @@
-//! An ordered copy of a counter's slots (the read mirrors keep one per cached counter),
-//! with running totals per resolution so that any window is summed with two binary
-//! searches instead of a walk.
+//! An ordered copy of a counter's slots (the read mirrors keep one per cached counter):
+//! per resolution, its slots in a deque sorted by index, with running totals so that any
+//! window is summed with two binary searches instead of a walk.
+//!
+//! Why a sorted deque and not a search tree: the writes of a busy counter go to each
+//! resolution's newest slot (the back: found and updated without a search) and trimming
+//! takes its oldest (the front); SUM's windows end at the newest slot. A write into the
+//! middle (an `AT` in the past) shifts the shorter side of the deque and leaves the
+//! running totals from there on to be recomputed by the next range sum.
 //!
 //! Owns: that data structure. May not touch: Redis (pure).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// A counter's slots in order, with running totals per resolution for range sums.
 #[derive(Default)]
 pub struct OrderedSlots {
-    map: BTreeMap<(i64, i64), i64>,
-    /// Per resolution, built by its first range sum and kept in step by the usual writes
-    /// (at its newest slot, and trimming at its oldest); a write anywhere else drops it.
-    totals: Vec<(i64, Totals)>,
+    /// One entry per resolution that has slots, sorted by resolution (a forged hash may
+    /// hold slot fields of any number of resolutions: found by binary search).
+    resolutions: Vec<Resolution>,
+    len: usize,
 }
 
-/// Running totals of one resolution's stored slots, oldest first.
-struct Totals {
-    /// `(slot index, total of the slots up to and including it)`, one entry per slot.
-    running: VecDeque<(i64, i128)>,
-    /// The running total before the first entry: what the slots trimmed since the totals
-    /// were built held (every later entry still includes them, so differences stay exact).
+/// The stored slots of one resolution.
+struct Resolution {
+    res_ms: i64,
+    /// `(slot index, count)`, indexes strictly increasing.
+    slots: VecDeque<(i64, i64)>,
+    /// `sums[k]`: `base` plus the counts of `slots[..=k]`, computed for a prefix of the
+    /// slots only (a write at position `k` truncates it to `k`; range sums extend it).
+    sums: VecDeque<i128>,
+    /// The running total before the first slot: what the slots trimmed from the front
+    /// held (every later sum still includes them, so differences stay exact).
     base: i128,
 }
 
-impl Totals {
-    /// The total of the entries before position `n`.
-    fn before(&self, n: usize) -> i128 {
-        n.checked_sub(1)
-            .and_then(|k| self.running.get(k))
-            .map_or(self.base, |&(_, total)| total)
+impl Resolution {
+    fn new(res_ms: i64) -> Resolution {
+        Resolution {
+            res_ms,
+            slots: VecDeque::new(),
+            sums: VecDeque::new(),
+            base: 0,
+        }
     }
 
-    /// The position of the first entry whose slot index is `lo` or more. Indexes are
-    /// distinct and increasing, so it is at most `lo - first index`, and exactly that when
-    /// no slot is missing in between (the usual busy counter): checked, then searched.
+    /// `Ok(position)` of the slot `index`, or `Err(position)` where it would go. The
+    /// newest slot is checked first (the usual write).
+    fn find(&self, index: i64) -> Result<usize, usize> {
+        match self.slots.back() {
+            None => Err(0),
+            Some(&(newest, _)) if newest == index => Ok(self.slots.len() - 1),
+            Some(&(newest, _)) if newest < index => Err(self.slots.len()),
+            Some(_) => self.slots.binary_search_by_key(&index, |&(i, _)| i),
+        }
+    }
+
+    /// The position of the first slot whose index is `lo` or more. Indexes are distinct
+    /// and increasing, so it is at most `lo - first index`, and exactly that when no slot
+    /// is missing in between (the usual busy counter): checked, then searched.
     fn first_at_or_after(&self, lo: i64) -> usize {
-        let len = self.running.len();
-        if let Some(&(first, _)) = self.running.front() {
+        let len = self.slots.len();
+        if let Some(&(first, _)) = self.slots.front() {
             let guess = usize::try_from(lo.saturating_sub(first)).map_or(0, |g| g.min(len));
             let before_ok = guess
                 .checked_sub(1)
-                .and_then(|k| self.running.get(k))
+                .and_then(|k| self.slots.get(k))
                 .is_none_or(|&(index, _)| index < lo);
-            let at_ok = self
-                .running
-                .get(guess)
-                .is_none_or(|&(index, _)| index >= lo);
+            let at_ok = self.slots.get(guess).is_none_or(|&(index, _)| index >= lo);
             if before_ok && at_ok {
                 return guess;
             }
         }
-        self.running.partition_point(|&(i, _)| i < lo)
+        self.slots.partition_point(|&(i, _)| i < lo)
     }
 
-    fn newest(&self) -> i128 {
-        self.before(self.running.len())
+    /// The running total of the slots before position `n`, computing missing sums up to it.
+    fn before(&mut self, n: usize) -> i128 {
+        while self.sums.len() < n {
+            let at = self.sums.len();
+            let previous = at
+                .checked_sub(1)
+                .and_then(|k| self.sums.get(k))
+                .copied()
+                .unwrap_or(self.base);
+            let count = self.slots.get(at).map_or(0, |&(_, c)| c);
+            self.sums.push_back(previous + i128::from(count));
+        }
+        n.checked_sub(1)
+            .and_then(|k| self.sums.get(k))
+            .copied()
+            .unwrap_or(self.base)
     }
 
-    /// Follows a write of `delta` at `index` (`new`: the slot was not stored before);
-    /// false when the totals cannot follow it and must be dropped.
-    fn follow(&mut self, index: i64, delta: i128, new: bool) -> bool {
-        let newest = self.newest();
-        match self.running.back_mut() {
-            Some(last) if last.0 == index && !new => {
-                last.1 += delta;
-                true
+    /// Sets the slot `index` to `count`; its old count, if it was stored.
+    fn set(&mut self, index: i64, count: i64) -> Option<i64> {
+        match self.find(index) {
+            Ok(at) => {
+                let slot = self.slots.get_mut(at)?;
+                let old = std::mem::replace(&mut slot.1, count);
+                let delta = i128::from(count) - i128::from(old);
+                if at + 1 == self.sums.len() {
+                    // The last computed sum (the newest slot, usually): kept in step.
+                    if let Some(sum) = self.sums.back_mut() {
+                        *sum += delta;
+                    }
+                } else {
+                    self.sums.truncate(at);
+                }
+                Some(old)
             }
-            Some(&mut (last_index, _)) if index > last_index && new => {
-                self.running.push_back((index, newest + delta));
-                true
+            Err(at) => {
+                self.slots.insert(at, (index, count));
+                if at == self.sums.len() && at + 1 == self.slots.len() {
+                    // A new newest slot after fully computed sums: one more sum.
+                    let previous = self.sums.back().copied().unwrap_or(self.base);
+                    self.sums.push_back(previous + i128::from(count));
+                } else {
+                    self.sums.truncate(at);
+                }
+                None
             }
-            None if new => {
-                self.running.push_back((index, newest + delta));
-                true
-            }
-            _ => false,
         }
     }
 
-    /// Follows the removal of the slot at `index`; false when the totals must be dropped.
-    fn forget(&mut self, index: i64) -> bool {
-        match (self.running.front(), self.running.back()) {
-            (Some(&(first, total)), _) if first == index => {
-                self.base = total;
-                self.running.pop_front();
-                true
+    /// Removes the slot `index`; its count, if it was stored.
+    fn remove(&mut self, index: i64) -> Option<i64> {
+        let at = self.find(index).ok()?;
+        let (_, count) = self.slots.remove(at)?;
+        if at == 0 {
+            // Trimming the oldest slot: the later sums stay right, the base moves.
+            if let Some(sum) = self.sums.pop_front() {
+                self.base = sum;
             }
-            (_, Some(&(last, _))) if last == index => {
-                self.running.pop_back();
-                true
-            }
-            _ => false,
+        } else {
+            self.sums.truncate(at);
         }
+        Some(count)
+    }
+
+    /// The sum of the slots `lo ..= hi`.
+    fn range_sum(&mut self, lo: i64, hi: i64) -> i128 {
+        if lo > hi {
+            return 0;
+        }
+        // Windows usually end at the newest slot: no search for that end.
+        let to = match self.slots.back() {
+            Some(&(newest, _)) if newest <= hi => self.slots.len(),
+            _ => self.slots.partition_point(|&(i, _)| i <= hi),
+        };
+        let from = self.first_at_or_after(lo);
+        if from >= to {
+            return 0;
+        }
+        self.before(to) - self.before(from)
     }
 }
 
 impl OrderedSlots {
-    pub fn get(&self, slot: &(i64, i64)) -> Option<&i64> {
-        self.map.get(slot)
+    /// Slots given in any order (a walk of the hash): sorted once. Of two entries for the
+    /// same slot the later one counts, as if inserted one by one.
+    pub fn from_unordered(mut slots: Vec<((i64, i64), i64)>) -> OrderedSlots {
+        // Stable: equal slots keep their order, and the last of each run is kept.
+        slots.sort_by_key(|&(slot, _)| slot);
+        let mut ordered = OrderedSlots::default();
+        let mut entries = slots.into_iter().peekable();
+        while let Some(((res_ms, index), count)) = entries.next() {
+            if entries
+                .peek()
+                .is_some_and(|&(next, _)| next == (res_ms, index))
+            {
+                continue;
+            }
+            if ordered
+                .resolutions
+                .last()
+                .is_none_or(|r| r.res_ms != res_ms)
+            {
+                ordered.resolutions.push(Resolution::new(res_ms));
+            }
+            if let Some(resolution) = ordered.resolutions.last_mut() {
+                resolution.slots.push_back((index, count));
+                ordered.len += 1;
+            }
+        }
+        ordered
+    }
+
+    fn position(&self, res_ms: i64) -> Result<usize, usize> {
+        // Most counters have a few resolutions: a search of a short sorted vector.
+        self.resolutions.binary_search_by_key(&res_ms, |r| r.res_ms)
+    }
+
+    fn resolution(&self, res_ms: i64) -> Option<&Resolution> {
+        self.resolutions.get(self.position(res_ms).ok()?)
+    }
+
+    fn resolution_mut(&mut self, res_ms: i64) -> Option<&mut Resolution> {
+        let at = self.position(res_ms).ok()?;
+        self.resolutions.get_mut(at)
+    }
+
+    pub fn get(&self, &(res_ms, index): &(i64, i64)) -> Option<&i64> {
+        let resolution = self.resolution(res_ms)?;
+        let at = resolution.find(index).ok()?;
+        resolution.slots.get(at).map(|(_, count)| count)
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len == 0
     }
 
-    pub fn iter(&self) -> std::collections::btree_map::Iter<'_, (i64, i64), i64> {
-        self.map.iter()
+    /// Every slot as `((res_ms, index), count)`, in order.
+    pub fn iter(&self) -> impl Iterator<Item = ((i64, i64), i64)> + '_ {
+        self.resolutions.iter().flat_map(|r| {
+            let res_ms = r.res_ms;
+            r.slots
+                .iter()
+                .map(move |&(index, count)| ((res_ms, index), count))
+        })
     }
 
-    pub fn range(
-        &self,
-        slots: std::ops::RangeInclusive<(i64, i64)>,
-    ) -> std::collections::btree_map::Range<'_, (i64, i64), i64> {
-        self.map.range(slots)
+    /// The slots `lo ..= hi` of resolution `res_ms` as `(index, count)`, oldest first.
+    pub fn range(&self, res_ms: i64, lo: i64, hi: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let slots = self.resolution(res_ms).map(|r| {
+            let from = r.first_at_or_after(lo);
+            r.slots.range(from.min(r.slots.len())..)
+        });
+        slots
+            .into_iter()
+            .flatten()
+            .copied()
+            .take_while(move |&(index, _)| index <= hi)
     }
 
     pub fn insert(&mut self, (res_ms, index): (i64, i64), count: i64) -> Option<i64> {
-        let old = self.map.insert((res_ms, index), count);
-        let delta = i128::from(count) - i128::from(old.unwrap_or(0));
-        if let Some(at) = self.totals_of(res_ms) {
-            let kept = self
-                .totals
-                .get_mut(at)
-                .is_some_and(|(_, totals)| totals.follow(index, delta, old.is_none()));
-            if !kept {
-                self.totals.swap_remove(at);
+        let at = match self.position(res_ms) {
+            Ok(at) => at,
+            Err(at) => {
+                self.resolutions.insert(at, Resolution::new(res_ms));
+                at
             }
+        };
+        let old = self.resolutions.get_mut(at)?.set(index, count);
+        if old.is_none() {
+            self.len += 1;
         }
         old
     }
 
     pub fn remove(&mut self, &(res_ms, index): &(i64, i64)) -> Option<i64> {
-        let old = self.map.remove(&(res_ms, index))?;
-        if let Some(at) = self.totals_of(res_ms) {
-            let kept = self
-                .totals
-                .get_mut(at)
-                .is_some_and(|(_, totals)| totals.forget(index));
-            if !kept {
-                self.totals.swap_remove(at);
-            }
+        let at = self.position(res_ms).ok()?;
+        let resolution = self.resolutions.get_mut(at)?;
+        let old = resolution.remove(index)?;
+        self.len -= 1;
+        if resolution.slots.is_empty() {
+            self.resolutions.remove(at);
         }
         Some(old)
     }
 
-    fn totals_of(&self, res_ms: i64) -> Option<usize> {
-        self.totals.iter().position(|(r, _)| *r == res_ms)
-    }
-
     /// The sum of the slots `lo ..= hi` of resolution `res_ms`.
     pub fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> i128 {
-        if lo > hi {
-            return 0;
-        }
-        let at = match self.totals_of(res_ms) {
-            Some(at) => at,
-            None => {
-                // One walk of the resolution's slots, then every range is two binary
-                // searches until a write the totals cannot follow.
-                let mut total = 0i128;
-                let running = self
-                    .map
-                    .range((res_ms, i64::MIN)..=(res_ms, i64::MAX))
-                    .map(|(&(_, index), &count)| {
-                        total += i128::from(count);
-                        (index, total)
-                    })
-                    .collect();
-                self.totals.push((res_ms, Totals { running, base: 0 }));
-                self.totals.len() - 1
-            }
-        };
-        let Some((_, totals)) = self.totals.get(at) else {
-            return 0;
-        };
-        // Windows usually end at the newest slot: no search for that end.
-        let to = match totals.running.back() {
-            Some(&(newest, _)) if newest <= hi => totals.running.len(),
-            _ => totals.running.partition_point(|&(i, _)| i <= hi),
-        };
-        let from = totals.first_at_or_after(lo);
-        totals.before(to) - totals.before(from)
+        self.resolution_mut(res_ms)
+            .map_or(0, |resolution| resolution.range_sum(lo, hi))
     }
 }
 
@@ -193,6 +274,11 @@ impl OrderedSlots {
 mod tests {
     use super::*;
     use crate::testutil::Rng;
+    use std::collections::BTreeMap;
+
+    fn contents(slots: &OrderedSlots) -> Vec<((i64, i64), i64)> {
+        slots.iter().collect()
+    }
 
     /// Random writes, removals and range sums, compared with sums over a plain map.
     #[test]
@@ -248,6 +334,67 @@ mod tests {
                 }
             }
             assert_eq!(slots.len(), plain.len());
+            if step % 1000 == 0 {
+                let want: Vec<_> = plain.iter().map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(contents(&slots), want, "step {step}");
+                let (res, lo, hi) = (resolutions[r], newest[r] - 50, newest[r]);
+                let range: Vec<_> = slots.range(res, lo, hi).collect();
+                let want: Vec<_> = plain
+                    .range((res, lo)..=(res, hi))
+                    .map(|(&(_, i), &c)| (i, c))
+                    .collect();
+                assert_eq!(range, want, "step {step}");
+            }
         }
+    }
+
+    /// Loading a hash walk (any order, a slot given twice: the later count wins) gives what
+    /// inserting one by one gives.
+    #[test]
+    fn loading_unordered_slots_equals_inserting_them() {
+        let mut rng = Rng(11);
+        let mut entries = Vec::new();
+        for _ in 0..3000 {
+            let res = [1_000, 5_000, 60_000][rng.below(3) as usize];
+            entries.push(((res, rng.below(500)), rng.below(20) + 1));
+        }
+        let mut inserted = OrderedSlots::default();
+        for &(slot, count) in &entries {
+            inserted.insert(slot, count);
+        }
+        let mut loaded = OrderedSlots::from_unordered(entries);
+        assert_eq!(contents(&loaded), contents(&inserted));
+        assert_eq!(loaded.len(), inserted.len());
+        for res in [1_000, 5_000, 60_000, 7] {
+            assert_eq!(
+                loaded.range_sum(res, 0, 499),
+                inserted.range_sum(res, 0, 499)
+            );
+            assert_eq!(
+                loaded.range_sum(res, 100, 200),
+                inserted.range_sum(res, 100, 200)
+            );
+        }
+    }
+
+    /// A forged hash with slot fields of many resolutions: each is found by its own
+    /// resolution, and a resolution whose last slot goes leaves nothing behind.
+    #[test]
+    fn many_resolutions_each_keep_their_own_slots() {
+        let mut slots =
+            OrderedSlots::from_unordered((0..10_000).rev().map(|r| ((r + 1, 3), r + 1)).collect());
+        assert_eq!(slots.len(), 10_000);
+        assert_eq!(slots.get(&(5_000, 3)), Some(&5_000));
+        assert_eq!(slots.get(&(5_000, 4)), None);
+        assert_eq!(slots.range_sum(77, 0, 10), 77);
+        assert_eq!(slots.remove(&(77, 3)), Some(77));
+        assert_eq!(slots.range_sum(77, 0, 10), 0);
+        assert_eq!(slots.get(&(77, 3)), None);
+        assert_eq!(slots.len(), 9_999);
+        assert_eq!(slots.insert((77, 9), 1), None);
+        assert_eq!(
+            slots.iter().find(|&((r, _), _)| r == 77),
+            Some(((77, 9), 1))
+        );
     }
 }

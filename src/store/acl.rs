@@ -59,9 +59,13 @@ impl Acl {
 
     /// Checks `name` and opens it.
     pub fn open(&self, ctx: &Context, name: &[u8], write: bool) -> Result<Key> {
-        let name = RStr::new(name).ok_or(Error::WrongType)?;
-        self.check(&name, write)?;
-        Ok(Key::open_str(ctx, &name, write))
+        self.open_str(ctx, &RStr::new(name).ok_or(Error::WrongType)?, write)
+    }
+
+    /// [`Acl::open`] of a name the caller keeps as a module string.
+    pub fn open_str(&self, ctx: &Context, name: &RStr, write: bool) -> Result<Key> {
+        self.check(name, write)?;
+        Ok(Key::open_str(ctx, name, write))
     }
 }
 

@@ -346,13 +346,6 @@ impl Key {
         self.hash_get_raw(field, |v| crate::args::parse_i64(v.as_bytes()).ok())
     }
 
-    /// Sets a hash field to an integer (creates the key if empty).
-    pub fn hset_i64_str(&self, field: &RStr, value: i64) {
-        if let Some(value) = RStr::from_i64(value) {
-            self.hash_set_raw(field, value.as_ptr());
-        }
-    }
-
     /// Deletes a hash field; true if it existed. An emptied hash disappears.
     pub fn hdel_str(&self, field: &RStr) -> bool {
         self.hash_set_raw(

@@ -10,7 +10,8 @@ use redis_module::Context;
 use crate::args::parse_i64;
 use crate::commands::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
 use crate::counter::{
-    parse_slot_field, push_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD,
+    parse_slot_field, push_slot_field, Counter, OrderedSlots, Resolution, SlotStore, Track,
+    STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry;
@@ -175,7 +176,7 @@ impl SlotStore for HashSlots<'_> {
 
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
         if let Some(mirror) = self.mirror.as_deref() {
-            for (&(res_ms, index), &count) in mirror.slots.iter() {
+            for ((res_ms, index), count) in mirror.slots.iter() {
                 f(res_ms, index, count);
             }
             return;
@@ -192,8 +193,7 @@ impl SlotStore for HashSlots<'_> {
             return;
         }
         if let Some(mirror) = self.mirror.as_deref() {
-            let slots = mirror.slots.range((res_ms, lo)..=(res_ms, hi));
-            out.extend(slots.map(|(&(_, index), &count)| (index, count)));
+            out.extend(mirror.slots.range(res_ms, lo, hi));
             return;
         }
         let mut index = lo;
@@ -233,11 +233,13 @@ pub(super) fn with_slots<T>(
 ) -> T {
     let fields = key.len();
     let mut load = |mirror: &mut Mirror| {
+        let mut slots = Vec::with_capacity(fields);
         key.hscan(|field, value| {
             if let Some(slot) = parse_slot_field(field) {
-                mirror.slots.insert(slot, parse_i64(value).unwrap_or(0));
+                slots.push((slot, parse_i64(value).unwrap_or(0)));
             }
         });
+        mirror.slots = OrderedSlots::from_unordered(slots);
     };
     // A counter too large for the cache is read from its hash (bounded by one walk per
     // command) rather than evicting every other mirror.

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::expiry;
 use crate::rank::MAX_TOTAL;
 use crate::rank::{meta_key, score_to_total, slot_key, validate_settings, Meta, MetaLayout};
-use crate::replicate::Effects;
+use crate::replicate::{replicate_strings, Effects};
 use crate::reply::Reply;
 use crate::server::{now_ms, selected_db};
 use crate::store::acl::Acl;
@@ -115,7 +115,8 @@ struct Target {
     stored_as: Option<MetaLayout>,
     /// The slot the write goes to.
     index: i64,
-    slot_name: Vec<u8>,
+    /// The slot hash's name (kept for the replicated `HSET`).
+    slot_name: RStr,
     slot: Key,
     /// The slot hash exists but is not a part of the board (see `prepare`): the write
     /// replaces it.
@@ -141,7 +142,7 @@ fn apply(
     };
     prepare(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
     let (changes, replies) = compute_changes(pairs, &target)?;
-    write(ctx, name.as_slice(), target, &changes);
+    write(ctx, name, target, &changes);
     Ok(Some(match replies.as_slice() {
         [single] => Reply::Int(*single),
         _ => Reply::Array(replies.into_iter().map(Reply::Int).collect()),
@@ -205,8 +206,8 @@ fn open_target(
     if index < meta.first_kept(now) {
         return Err(Error::OutsideKeptRange);
     }
-    let slot_name = slot_key(key_name, index);
-    let slot = acl.open(ctx, &slot_name, true)?;
+    let slot_name = RStr::new(&slot_key(key_name, index)).ok_or(Error::WrongType)?;
+    let slot = acl.open_str(ctx, &slot_name, true)?;
     let pending = open_pending(ctx, acl, key_name, &meta, now, transit)?;
     if has_jobs() {
         return Ok(None);
@@ -395,22 +396,26 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
 /// Writes the new values and the meta (if its range changed, the board is new or its
 /// meta is still in the four-number layout), then replicates the absolute values:
 /// `HSET meta ...`, `HSET slot member count ...`, `ZADD key total member ...`.
-fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change]) {
+fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &[Change]) {
+    let key_name = name.as_slice();
     if target.slot_is_leftover {
         target.slot.delete();
     }
+    // The replicated HSET and ZADD take the module strings the write made (the members,
+    // the counts set in the slot hash, the names): a reference each, nothing copied.
+    let mut values = Vec::with_capacity(2 * changes.len());
     for change in changes {
-        target.slot.hset_i64_str(&change.member, change.slot_count);
+        let (Some(count), Some(total)) = (
+            RStr::from_i64(change.slot_count),
+            RStr::from_i64(change.total),
+        ) else {
+            continue;
+        };
+        target.slot.hset_str_value(&change.member, &count);
         target.zset.zadd(&change.member, change.total as f64);
+        values.push((change, count, total));
     }
-    // HSET slot + ZADD key, two numbers and the member twice per change (and maybe the
-    // meta's HSET): sized once.
-    let member_bytes: usize = changes.iter().map(|c| c.bytes.len()).sum();
-    let mut effects = Effects::with_capacity(
-        key_name.len() * 2 + target.slot_name.len() + 2 * member_bytes + 48 * changes.len() + 96,
-        8 + 4 * changes.len(),
-        3,
-    );
+    let mut effects = Effects::new();
     let range_changed = target.meta.note_write(target.index);
     let meta = target.meta;
     // A verified meta was used only if this write leaves it as it is.
@@ -430,17 +435,18 @@ fn write(ctx: &Context, key_name: &[u8], mut target: Target, changes: &[Change])
         }
     }
     if target.slot_is_leftover {
-        effects.command(c"DEL").arg(&target.slot_name);
-    }
-    effects.command(c"HSET").arg(&target.slot_name);
-    for change in changes {
-        effects.arg(change.bytes).int(change.slot_count);
-    }
-    effects.command(c"ZADD").arg(key_name);
-    for change in changes {
-        effects.int(change.total).arg(change.bytes);
+        effects.command(c"DEL").arg(target.slot_name.as_bytes());
     }
     effects.emit(ctx);
+    let slot_counts = values
+        .iter()
+        .flat_map(|(change, count, _)| [change.member.as_ptr(), count.as_ptr()]);
+    let hset = std::iter::once(target.slot_name.as_ptr()).chain(slot_counts);
+    replicate_strings(ctx, c"HSET", hset);
+    let totals = values
+        .iter()
+        .flat_map(|(change, _, total)| [total.as_ptr(), change.member.as_ptr()]);
+    replicate_strings(ctx, c"ZADD", std::iter::once(name.inner).chain(totals));
     if target.meta_hash.is_none() {
         // The verified meta was used and this write left it as it was: nothing to record.
     } else if target.verified {
