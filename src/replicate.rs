@@ -305,24 +305,108 @@ impl HashEffects {
 /// Module strings a replicated command may have to be passed from the stack.
 const STACK_STRINGS: usize = 40;
 
-/// Sends one command whose arguments are module strings (format `v`: the server takes a
-/// reference to each, no copy).
+/// One `s` per argument: the format of a command of `n` module strings is the last `n`
+/// letters (and the NUL).
+const STRING_FORMATS: &CStr = c"ssssssssssssssssssssssssssssssssssssssss";
+
+/// Sends one command whose arguments are module strings (the server takes a reference to
+/// each, no copy). Up to 40 arguments (every hot path) go as format `s` each, passed from
+/// the stack: the server then sizes its argument vector once (format `v` grows it twice).
 pub fn replicate_strings(
     ctx: &Context,
     name: &CStr,
     args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
 ) {
-    gathered::<_, STACK_STRINGS>(std::ptr::null_mut(), args, |argv| {
-        // SAFETY: live context; "v" takes an array of live module strings and its length
-        // (the server takes a reference to each).
-        unsafe {
-            api!(RedisModule_Replicate)(
-                ctx.ctx,
-                name.as_ptr(),
-                c"v".as_ptr(),
-                argv.as_mut_ptr(),
-                argv.len(),
-            )
-        };
-    });
+    let mut stack = [std::ptr::null_mut(); STACK_STRINGS];
+    let mut count = 0;
+    let mut heap = Vec::new();
+    for arg in args {
+        if heap.is_empty() {
+            if let Some(slot) = stack.get_mut(count) {
+                *slot = arg;
+                count += 1;
+                continue;
+            }
+            heap.extend_from_slice(&stack);
+        }
+        heap.push(arg);
+    }
+    let formats = STRING_FORMATS.to_bytes_with_nul();
+    let format = formats
+        .len()
+        .checked_sub(count + 1)
+        .and_then(|at| formats.get(at..));
+    match format {
+        Some(format) if heap.is_empty() => {
+            let a = stack;
+            // SAFETY: live context; a NUL-terminated format of `count` letters `s`, each
+            // matched by a live module string (the server reads as many arguments as the
+            // format names and ignores the rest, all NULL).
+            unsafe {
+                api!(RedisModule_Replicate)(
+                    ctx.ctx,
+                    name.as_ptr(),
+                    format.as_ptr().cast::<c_char>(),
+                    a[0],
+                    a[1],
+                    a[2],
+                    a[3],
+                    a[4],
+                    a[5],
+                    a[6],
+                    a[7],
+                    a[8],
+                    a[9],
+                    a[10],
+                    a[11],
+                    a[12],
+                    a[13],
+                    a[14],
+                    a[15],
+                    a[16],
+                    a[17],
+                    a[18],
+                    a[19],
+                    a[20],
+                    a[21],
+                    a[22],
+                    a[23],
+                    a[24],
+                    a[25],
+                    a[26],
+                    a[27],
+                    a[28],
+                    a[29],
+                    a[30],
+                    a[31],
+                    a[32],
+                    a[33],
+                    a[34],
+                    a[35],
+                    a[36],
+                    a[37],
+                    a[38],
+                    a[39],
+                )
+            };
+        }
+        _ => {
+            let argv = if heap.is_empty() {
+                stack.get_mut(..count).unwrap_or_default()
+            } else {
+                heap.as_mut_slice()
+            };
+            // SAFETY: live context; "v" takes an array of live module strings and its
+            // length (the server takes a reference to each).
+            unsafe {
+                api!(RedisModule_Replicate)(
+                    ctx.ctx,
+                    name.as_ptr(),
+                    c"v".as_ptr(),
+                    argv.as_mut_ptr(),
+                    argv.len(),
+                )
+            };
+        }
+    }
 }
