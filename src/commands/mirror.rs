@@ -259,6 +259,22 @@ pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> 
     })
 }
 
+/// [`cached_counter`], taken out of the mirror (no copy) by a write, which puts it back
+/// when it saves (see `HashSlots::keep_counter`).
+pub fn take_cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
+    MIRRORS.with(|cell| {
+        let mut mirrors = cell.try_borrow_mut().ok()?;
+        if CLEAR_PENDING.with(Cell::get) {
+            return None;
+        }
+        let mirror = mirrors.db_mut(db)?.get_mut(name)?;
+        if mirror.fields != fields {
+            return None;
+        }
+        mirror.counter.take()
+    })
+}
+
 /// Drops the mirror of one key (keyspace events).
 pub fn forget(db: c_int, name: &[u8]) {
     MIRRORS.with(|cell| match cell.try_borrow_mut() {

@@ -24,7 +24,9 @@ mod slots;
 
 use super::mirror::{self, Build};
 use crate::window::effective_time;
-use slots::{load, load_for_command, read_counter, save, with_slots, HashSlots, Loaded};
+use slots::{
+    load, load_for_command, load_for_write, read_counter, save, with_slots, HashSlots, Loaded,
+};
 
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
@@ -113,7 +115,7 @@ fn write<T>(
     change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
 ) -> Result<T> {
     let key = Key::open(ctx, name, true);
-    let loaded = load_for_command(ctx, &key, name.as_slice(), now)?;
+    let loaded = load_for_write(ctx, &key, name.as_slice(), now)?;
     let is_new = loaded.is_none();
     // The bookkeeping as stored (None: to be written whatever happens), copied on the
     // stack: this is every write.
@@ -137,16 +139,23 @@ fn write<T>(
     let build = if is_new { Build::Never } else { Build::IfHot };
     let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
         let (reply, changed) = change(&mut counter, slots)?;
-        let deleted = changed
-            && save(
-                ctx,
-                &key,
-                name.as_slice(),
-                &mut counter,
-                old_tracks,
-                is_new,
-                slots,
-            );
+        if !changed {
+            // Nothing written (a refused LIMIT, an increment of 0): the counter taken from
+            // the mirror goes back as it was.
+            if old_tracks == Some(counter.tracks.as_slice()) {
+                slots.keep_counter(&mut counter);
+            }
+            return Ok((reply, false));
+        }
+        let deleted = save(
+            ctx,
+            &key,
+            name.as_slice(),
+            &mut counter,
+            old_tracks,
+            is_new,
+            slots,
+        );
         Ok((reply, deleted))
     })?;
     if deleted {

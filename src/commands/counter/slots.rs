@@ -105,6 +105,17 @@ impl<'a> HashSlots<'a> {
         }
     }
 
+    /// Keeps `counter` (valid for the hash as it is now) with the mirror for the next
+    /// command: moved in when the mirror holds none (a write took it out), else copied.
+    pub(super) fn keep_counter(&mut self, counter: &mut Counter) {
+        if let Some(mirror) = self.mirror.as_deref_mut() {
+            match &mut mirror.counter {
+                Some(kept) => kept.clone_from(counter),
+                none => *none = Some(std::mem::replace(counter, Counter::new(Vec::new()))),
+            }
+        }
+    }
+
     /// Records the hash's field count in the mirror once the command's writes are done.
     fn sync_mirror(&mut self) {
         if let Some(mirror) = self.mirror.as_deref_mut() {
@@ -453,6 +464,25 @@ pub(super) fn read_counter<T>(
     .map(Some)
 }
 
+/// [`load_for_command`] for a write: a counter kept with the mirror is taken out of it
+/// (the write puts it back, see [`HashSlots::keep_counter`]).
+pub(super) fn load_for_write(
+    ctx: &Context,
+    key: &Key,
+    name: &[u8],
+    now: i64,
+) -> Result<Option<Loaded>> {
+    if key.kind() == KeyKind::Hash {
+        if let Some(counter) = mirror::take_cached_counter(selected_db(ctx), name, key.len()) {
+            return Ok(Some(Loaded {
+                counter,
+                state_rebuilt: false,
+            }));
+        }
+    }
+    load(key, now, usize::MAX)
+}
+
 pub(super) fn load_for_command(
     ctx: &Context,
     key: &Key,
@@ -515,17 +545,15 @@ pub(super) fn save(
                 });
             });
         }
-        if let Some(mirror) = slots.mirror.as_deref_mut() {
-            match &mut mirror.counter {
-                Some(kept) => kept.clone_from(counter),
-                none => *none = Some(counter.clone()),
-            }
-        }
     }
-    if !effects.is_empty() {
-        effects.emit(ctx, name);
+    let due = counter.next_due();
+    if !slots.effects.is_empty() {
+        slots.effects.emit(ctx, name);
     }
-    if let Some(due) = counter.next_due() {
+    if counter.stored_slots() > 0 {
+        slots.keep_counter(counter);
+    }
+    if let Some(due) = due {
         expiry::schedule(ctx, name, due);
     }
     deleted
