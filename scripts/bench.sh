@@ -438,6 +438,9 @@ to_hour=$((3600 - $(date +%s) % 3600))
 if [ "$to_hour" -lt 300 ]; then
     echo "waiting ${to_hour} s for the hour to pass (hourly fixtures)"
     sleep $((to_hour + 5))
+    # The fixtures' timestamps are relative to now: the one taken before the wait is an
+    # hour behind for the hourly boards (a 24h board's oldest fixture slot would have left).
+    NOW_MS=$(server_ms)
 fi
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
