@@ -317,27 +317,31 @@ pub fn replicate_strings(
     name: &CStr,
     args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
 ) {
+    gathered::<_, STACK_STRINGS>(std::ptr::null_mut(), args, |argv| {
+        replicate_string_slice(ctx, name, argv)
+    });
+}
+
+/// [`replicate_strings`] of the gathered arguments.
+fn replicate_string_slice(
+    ctx: &Context,
+    name: &CStr,
+    argv: &mut [*mut redis_module::raw::RedisModuleString],
+) {
+    let count = argv.len();
+    // The arguments again in a full array of NULLs: every one of them is passed.
     let mut stack = [std::ptr::null_mut(); STACK_STRINGS];
-    let mut count = 0;
-    let mut heap = Vec::new();
-    for arg in args {
-        if heap.is_empty() {
-            if let Some(slot) = stack.get_mut(count) {
-                *slot = arg;
-                count += 1;
-                continue;
-            }
-            heap.extend_from_slice(&stack);
-        }
-        heap.push(arg);
-    }
+    let fits = stack
+        .get_mut(..count)
+        .map(|slots| slots.copy_from_slice(argv))
+        .is_some();
     let formats = STRING_FORMATS.to_bytes_with_nul();
     let format = formats
         .len()
         .checked_sub(count + 1)
         .and_then(|at| formats.get(at..));
     match format {
-        Some(format) if heap.is_empty() => {
+        Some(format) if fits => {
             let a = stack;
             // SAFETY: live context; a NUL-terminated format of `count` letters `s`, each
             // matched by a live module string (the server reads as many arguments as the
@@ -391,11 +395,6 @@ pub fn replicate_strings(
             };
         }
         _ => {
-            let argv = if heap.is_empty() {
-                stack.get_mut(..count).unwrap_or_default()
-            } else {
-                heap.as_mut_slice()
-            };
             // SAFETY: live context; "v" takes an array of live module strings and its
             // length (the server takes a reference to each).
             unsafe {

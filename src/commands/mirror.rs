@@ -84,13 +84,6 @@ struct Mirrors {
 }
 
 impl Mirrors {
-    fn db(&self, db: c_int) -> Option<&HashMap<Vec<u8>, Mirror>> {
-        self.by_db
-            .iter()
-            .find(|(d, _)| *d == db)
-            .map(|(_, keys)| keys)
-    }
-
     fn db_mut(&mut self, db: c_int) -> Option<&mut HashMap<Vec<u8>, Mirror>> {
         self.by_db
             .iter_mut()
@@ -244,24 +237,9 @@ fn is_hot(db: c_int, name: &[u8]) -> bool {
 }
 
 /// The parsed counter kept with the mirror of `name` in `db`, if the mirror is valid for a
-/// hash of `fields` fields.
-pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
-    MIRRORS.with(|cell| {
-        let mirrors = cell.try_borrow().ok()?;
-        if CLEAR_PENDING.with(Cell::get) {
-            return None;
-        }
-        let mirror = mirrors.db(db)?.get(name)?;
-        if mirror.fields != fields {
-            return None;
-        }
-        mirror.counter.clone()
-    })
-}
-
-/// [`cached_counter`], taken out of the mirror (no copy) by a write, which puts it back
-/// when it saves (see `HashSlots::keep_counter`).
-pub fn take_cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
+/// hash of `fields` fields: a copy, or (`take`) taken out of the mirror by a write, which
+/// puts it back when it saves (see `HashSlots::keep_counter`).
+pub fn cached_counter(db: c_int, name: &[u8], fields: usize, take: bool) -> Option<Counter> {
     MIRRORS.with(|cell| {
         let mut mirrors = cell.try_borrow_mut().ok()?;
         if CLEAR_PENDING.with(Cell::get) {
@@ -271,7 +249,10 @@ pub fn take_cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Coun
         if mirror.fields != fields {
             return None;
         }
-        mirror.counter.take()
+        match take {
+            true => mirror.counter.take(),
+            false => mirror.counter.clone(),
+        }
     })
 }
 

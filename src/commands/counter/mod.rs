@@ -24,9 +24,7 @@ mod slots;
 
 use super::mirror::{self, Build};
 use crate::window::effective_time;
-use slots::{
-    load, load_for_command, load_for_write, read_counter, save, with_slots, HashSlots, Loaded,
-};
+use slots::{load, load_for_command, read_counter, save, with_slots, HashSlots, Loaded};
 
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
@@ -115,7 +113,7 @@ fn write<T>(
     change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
 ) -> Result<T> {
     let key = Key::open(ctx, name, true);
-    let loaded = load_for_write(ctx, &key, name.as_slice(), now)?;
+    let loaded = load_for_command(ctx, &key, name.as_slice(), now, true)?;
     let is_new = loaded.is_none();
     // The bookkeeping as stored (None: to be written whatever happens), copied on the
     // stack: this is every write.
@@ -320,7 +318,8 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Err(Error::Arity("tscounter.info".into()));
     }
     let key = Key::open(ctx, name, false);
-    let Some(Loaded { counter, .. }) = load_for_command(ctx, &key, name.as_slice(), now_ms())?
+    let Some(Loaded { counter, .. }) =
+        load_for_command(ctx, &key, name.as_slice(), now_ms(), false)?
     else {
         return Ok(Reply::Nil);
     };

@@ -464,33 +464,19 @@ pub(super) fn read_counter<T>(
     .map(Some)
 }
 
-/// [`load_for_command`] for a write: a counter kept with the mirror is taken out of it
-/// (the write puts it back, see [`HashSlots::keep_counter`]).
-pub(super) fn load_for_write(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    now: i64,
-) -> Result<Option<Loaded>> {
-    if key.kind() == KeyKind::Hash {
-        if let Some(counter) = mirror::take_cached_counter(selected_db(ctx), name, key.len()) {
-            return Ok(Some(Loaded {
-                counter,
-                state_rebuilt: false,
-            }));
-        }
-    }
-    load(key, now, usize::MAX)
-}
-
+/// [`load`] for a command, through the parsed counter kept with a valid mirror when there
+/// is one: a copy, or (`take`, a write) taken out of the mirror and put back by
+/// [`HashSlots::keep_counter`].
 pub(super) fn load_for_command(
     ctx: &Context,
     key: &Key,
     name: &[u8],
     now: i64,
+    take: bool,
 ) -> Result<Option<Loaded>> {
     if key.kind() == KeyKind::Hash {
-        if let Some(counter) = mirror::cached_counter(selected_db(ctx), name, key.len()) {
+        let db = selected_db(ctx);
+        if let Some(counter) = mirror::cached_counter(db, name, key.len(), take) {
             return Ok(Some(Loaded {
                 counter,
                 state_rebuilt: false,
