@@ -403,7 +403,7 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &[Chang
     }
     // The replicated HSET and ZADD take the module strings the write made (the members,
     // the counts set in the slot hash, the names): a reference each, nothing copied.
-    let mut values = Vec::with_capacity(2 * changes.len());
+    let mut values = Vec::with_capacity(changes.len());
     for change in changes {
         let (Some(count), Some(total)) = (
             RStr::from_i64(change.slot_count),
