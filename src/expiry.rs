@@ -16,7 +16,7 @@
 //! the [`Visitor`] given to [`start`]) or raw module calls (`server`, `store::scan`).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::raw::c_int;
 use std::rc::Rc;
 use std::time::Duration;
@@ -78,8 +78,9 @@ struct Schedule {
     /// (due ms, db, key) ordered by due time.
     queue: BTreeSet<(i64, c_int, Rc<[u8]>)>,
     /// db -> key -> due, to update a key's entry without scanning the queue. The key's
-    /// bytes are shared with its queue entry (one allocation per scheduled key).
-    due_of: HashMap<c_int, HashMap<Rc<[u8]>, i64>>,
+    /// bytes are shared with its queue entry (one allocation per scheduled key). The few
+    /// databases in a tree: every write looks its own up, without hashing the number.
+    due_of: BTreeMap<c_int, HashMap<Rc<[u8]>, i64>>,
     scan: Option<ScanState>,
     was_primary: bool,
     stats: Stats,

@@ -381,6 +381,35 @@ fn a_counter_too_large_to_cache_evicts_nothing(kind: &ServerKind) {
     srv.assert_alive();
 }
 
+per_server!(a_user_hash_is_never_mirrored);
+/// A user's hash whose fields look like slots is not a counter: counter commands on it
+/// answer WRONGTYPE, again and again (enough to make a key "hot"), without walking it into
+/// the read cache first.
+fn a_user_hash_is_never_mirrored(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    let t0 = server_ms(&srv);
+    let mut hset = vec!["HSET".to_string(), "user".into()];
+    for i in 0..50 {
+        hset.push(format!("1s:{}", t0 / 1000 - i));
+        hset.push("1".into());
+    }
+    assert_eq!(srv.cmd_value(&hset), v_int(50));
+    for _ in 0..5 {
+        for cmd in [
+            vec!["TSCOUNTER.INCR", "user"],
+            vec!["TSCOUNTER.SUM", "user", "10s"],
+            vec!["TSCOUNTER.RANGE", "user", "1s"],
+        ] {
+            let reply = srv.cmd_value(&cmd);
+            assert_eq!(error_text(&reply), Some(WRONGTYPE.to_string()), "{k}: {cmd:?}");
+        }
+    }
+    assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 0, "{k}");
+    assert_eq!(srv.cmd_value(&["HLEN", "user"]), v_int(50));
+    srv.assert_alive();
+}
+
 per_server!(emptied_counters_leave_no_cache_or_schedule);
 /// Item 5 of the issue (counters): keys tally deletes itself (last slot gone, by the
 /// timer or by a decrement) leave neither a read cache nor a schedule entry.

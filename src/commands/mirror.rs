@@ -125,7 +125,8 @@ pub enum Build {
 }
 
 /// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or stale
-/// mirror is rebuilt from `load` (every stored slot) first when `build` says so. `fields`
+/// mirror is rebuilt from `load` (every stored slot; false: not to be mirrored) first when
+/// `build` says so. `fields`
 /// is the hash's current field count. `f` gets the mirror and returns the field count
 /// after its writes.
 pub fn with_mirror<T>(
@@ -133,7 +134,7 @@ pub fn with_mirror<T>(
     name: &[u8],
     fields: usize,
     build: Build,
-    load: &mut dyn FnMut(&mut Mirror),
+    load: &mut dyn FnMut(&mut Mirror) -> bool,
     f: impl FnOnce(Option<&mut Mirror>) -> T,
 ) -> T {
     MIRRORS.with(|cell| {
@@ -173,8 +174,7 @@ pub fn with_mirror<T>(
                         fields,
                         ..Mirror::default()
                     };
-                    load(&mut mirror);
-                    if mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
+                    if load(&mut mirror) && mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
                         *slots += mirror.slots.len();
                         built = Some(keys.entry(name.to_vec()).or_insert(mirror));
                     }

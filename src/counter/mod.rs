@@ -320,6 +320,14 @@ impl Counter {
     ) -> Trimmed {
         let mut removed = 0;
         let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        if !overcounted && !self.has_left(now) {
+            // The usual write: no slot has left and the bookkeeping is exact, so the walk
+            // below would change nothing (checked without a division per resolution).
+            return Trimmed {
+                removed,
+                finished: true,
+            };
+        }
         let mut probes: u32 = 0;
         let mut budget_left = || {
             probes = probes.wrapping_add(1);
@@ -392,7 +400,13 @@ impl Counter {
         let mut len = 0;
         for (res_i, res) in self.resolutions.iter().enumerate() {
             let index = slot_index(ts, res.ms);
-            if index < first_kept(now, res.ms, res.samples) {
+            // Usually `ts` is `now`: one division per resolution, not two.
+            let now_index = if ts == now {
+                index
+            } else {
+                slot_index(now, res.ms)
+            };
+            if index < now_index.saturating_sub(res.samples).saturating_add(1) {
                 continue;
             }
             let old = store.get(res.ms, index);
@@ -594,6 +608,14 @@ impl Counter {
                 (start(index), count)
             })
             .collect())
+    }
+
+    /// True unless every resolution's bookkeeping is in range (at most `samples` slots) and
+    /// its oldest possible slot is still kept at `now`: when false, trimming has no work.
+    fn has_left(&self, now: i64) -> bool {
+        self.resolutions.iter().zip(&self.tracks).any(|(r, t)| {
+            t.n != 0 && !((1..=r.samples).contains(&t.n) && now < leaves_at(t.lo, r.ms, r.samples))
+        })
     }
 
     /// When the oldest stored slot stops being kept: the next time trimming has work.

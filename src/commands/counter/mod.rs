@@ -113,29 +113,40 @@ fn write<T>(
     change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
 ) -> Result<T> {
     let key = Key::open(ctx, name, true);
-    let loaded = load_for_command(ctx, &key, name.as_slice(), now, true)?;
-    let is_new = loaded.is_none();
-    // The bookkeeping as stored (None: to be written whatever happens), copied on the
-    // stack: this is every write.
-    let mut stored = [Track::default(); MAX_RESOLUTIONS];
-    let (mut counter, old_tracks) = match loaded {
-        Some(Loaded {
-            counter,
-            state_rebuilt,
-        }) => {
-            let old = stored
-                .get_mut(..counter.tracks.len())
-                .filter(|_| !state_rebuilt);
-            let old = old.map(|old| {
-                old.copy_from_slice(&counter.tracks);
-                &*old
-            });
-            (counter, old)
-        }
-        None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
+    let build = match key.kind() {
+        KeyKind::Empty => Build::Never,
+        _ => Build::IfHot,
     };
-    let build = if is_new { Build::Never } else { Build::IfHot };
+    // One mirror lookup: the parsed counter comes from the mirror (taken out, put back
+    // by `save`) or else from the hash.
     let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
+        let loaded = match slots.take_counter() {
+            Some(counter) => Some(Loaded {
+                counter,
+                state_rebuilt: false,
+            }),
+            None => load(&key, now, usize::MAX)?,
+        };
+        let is_new = loaded.is_none();
+        // The bookkeeping as stored (None: to be written whatever happens), copied on the
+        // stack: this is every write.
+        let mut stored = [Track::default(); MAX_RESOLUTIONS];
+        let (mut counter, old_tracks) = match loaded {
+            Some(Loaded {
+                counter,
+                state_rebuilt,
+            }) => {
+                let old = stored
+                    .get_mut(..counter.tracks.len())
+                    .filter(|_| !state_rebuilt);
+                let old = old.map(|old| {
+                    old.copy_from_slice(&counter.tracks);
+                    &*old
+                });
+                (counter, old)
+            }
+            None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
+        };
         let (reply, changed) = change(&mut counter, slots)?;
         if !changed {
             // Nothing written (a refused LIMIT, an increment of 0): the counter taken from

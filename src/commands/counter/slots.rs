@@ -96,6 +96,12 @@ impl<'a> HashSlots<'a> {
         Some(at)
     }
 
+    /// The parsed counter kept with the mirror, taken out (a write puts it back with
+    /// [`HashSlots::keep_counter`] when it saves).
+    pub(super) fn take_counter(&mut self) -> Option<Counter> {
+        self.mirror.as_deref_mut()?.counter.take()
+    }
+
     /// Keeps a counter read from valid stored fields with the mirror, for the next command.
     pub(super) fn remember_counter(&mut self, loaded: &Loaded) {
         if let Some(mirror) = self.mirror.as_deref_mut() {
@@ -243,7 +249,12 @@ pub(super) fn with_slots<T>(
     f: impl FnOnce(&mut HashSlots) -> T,
 ) -> T {
     let fields = key.len();
+    // Only a counter's hash is worth a walk: a user's hash (a WRONGTYPE reply to come) of
+    // any size is never mirrored.
     let mut load = |mirror: &mut Mirror| {
+        if !is_counter(key) {
+            return false;
+        }
         let mut slots = Vec::with_capacity(fields);
         key.hscan(|field, value| {
             if let Some(slot) = parse_slot_field(field) {
@@ -251,6 +262,7 @@ pub(super) fn with_slots<T>(
             }
         });
         mirror.slots = OrderedSlots::from_unordered(slots);
+        true
     };
     // A counter too large for the cache is read from its hash (bounded by one walk per
     // command) rather than evicting every other mirror.
@@ -342,6 +354,16 @@ fn parse_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, 
 thread_local! {
     /// The text of a `_state` being written, reused from one write to the next.
     static STATE_TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// True if `key` holds a hash with a counter's `_tally` marker.
+fn is_counter(key: &Key) -> bool {
+    FIELD_NAMES.with(|names| {
+        names.as_ref().is_some_and(|(marker_field, _)| {
+            key.hget_with(marker_field, |marker| layout::is_family(marker, layout::COUNTER))
+                .unwrap_or(false)
+        })
+    })
 }
 
 /// A counter as read from its hash.
