@@ -402,7 +402,11 @@ fn a_user_hash_is_never_mirrored(kind: &ServerKind) {
             vec!["TSCOUNTER.RANGE", "user", "1s"],
         ] {
             let reply = srv.cmd_value(&cmd);
-            assert_eq!(error_text(&reply), Some(WRONGTYPE.to_string()), "{k}: {cmd:?}");
+            assert_eq!(
+                error_text(&reply),
+                Some(WRONGTYPE.to_string()),
+                "{k}: {cmd:?}"
+            );
         }
     }
     assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 0, "{k}");

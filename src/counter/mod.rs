@@ -48,6 +48,13 @@ impl Resolution {
 pub trait SlotStore {
     fn get(&mut self, res_ms: i64, index: i64) -> Option<i64>;
     fn put(&mut self, res_ms: i64, index: i64, count: i64);
+    /// `put` of several `(res_ms, index, count)` slots, distinct (stores that write in
+    /// batches override it).
+    fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
+        for &(res_ms, index, count) in slots {
+            self.put(res_ms, index, count);
+        }
+    }
     /// Removes a slot; true if it was stored.
     fn remove(&mut self, res_ms: i64, index: i64) -> bool;
     /// Number of stored slots, all resolutions together.
@@ -434,6 +441,9 @@ impl Counter {
             return Ok(reply);
         }
         self.trim(store, now);
+        // The new counts, written together (one slot per resolution: all distinct).
+        let mut puts = [(0i64, 0i64, 0i64); MAX_RESOLUTIONS];
+        let mut put_len = 0;
         for &change in changes {
             let Some((res, track)) = self
                 .resolutions
@@ -447,7 +457,10 @@ impl Counter {
                     track.n = (track.n - 1).max(0);
                 }
             } else {
-                store.put(res.ms, change.index, change.new);
+                if let Some(put) = puts.get_mut(put_len) {
+                    *put = (res.ms, change.index, change.new);
+                    put_len += 1;
+                }
                 if !change.existed {
                     track.lo = if track.n == 0 {
                         change.index
@@ -458,6 +471,7 @@ impl Counter {
                 }
             }
         }
+        store.put_many(puts.get(..put_len).unwrap_or_default());
         Ok(reply)
     }
 

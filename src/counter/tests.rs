@@ -219,7 +219,11 @@ fn trimming_with_nothing_left_matches_the_full_walk() {
             t.n = t.n.min(end - t.lo).max(0);
         }
         c.trim(&mut s, now);
-        assert_eq!((&c.tracks, &s.0), (&full.tracks, &full_store.0), "case {case}");
+        assert_eq!(
+            (&c.tracks, &s.0),
+            (&full.tracks, &full_store.0),
+            "case {case}"
+        );
     }
 }
 

@@ -122,6 +122,9 @@ pub enum KeyKind {
     Other,
 }
 
+/// Fields set per `RedisModule_HashSet` call by [`Key::hset_many`].
+pub const HSET_BATCH: usize = 8;
+
 /// Length of the probe field of [`Key::use_hashtable_encoding`]: above any sensible
 /// `hash-max-listpack-value` (default 64).
 const ENCODING_PROBE_LEN: usize = 1024;
@@ -240,6 +243,52 @@ impl Key {
     /// write; returns the number of fields changed.
     fn hash_set_raw(&self, field: &RStr, value: *mut raw::RedisModuleString) -> c_int {
         self.hash_set_flags(raw::REDISMODULE_HASH_NONE as c_int, field, value)
+    }
+
+    /// Sets up to [`HSET_BATCH`] fields per `RedisModule_HashSet` call (one call's fixed
+    /// cost, mostly the empty-key check, instead of one per field). Pairs past the batch
+    /// size take further calls.
+    pub fn hset_many<'s>(&self, pairs: impl IntoIterator<Item = (&'s RStr, &'s RStr)>) {
+        if self.ptr.is_null() {
+            return;
+        }
+        let mut pairs = pairs.into_iter().peekable();
+        while pairs.peek().is_some() {
+            // Unused pairs are NULL fields: the server stops reading at the first one.
+            let mut args = [ptr::null_mut::<raw::RedisModuleString>(); 2 * HSET_BATCH];
+            for (slot, (field, value)) in args.chunks_exact_mut(2).zip(pairs.by_ref()) {
+                if let [f, v] = slot {
+                    *f = field.as_ptr();
+                    *v = value.as_ptr();
+                }
+            }
+            let [f0, v0, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, f6, v6, f7, v7] = args;
+            // SAFETY: open key, live field and value strings up to the first NULL field,
+            // which ends the varargs (the last argument is always NULL).
+            unsafe {
+                api!(RedisModule_HashSet)(
+                    self.ptr,
+                    raw::REDISMODULE_HASH_NONE as c_int,
+                    f0,
+                    v0,
+                    f1,
+                    v1,
+                    f2,
+                    v2,
+                    f3,
+                    v3,
+                    f4,
+                    v4,
+                    f5,
+                    v5,
+                    f6,
+                    v6,
+                    f7,
+                    v7,
+                    ptr::null_mut::<c_void>(),
+                )
+            };
+        }
     }
 
     fn hash_set_flags(

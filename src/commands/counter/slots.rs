@@ -164,6 +164,49 @@ impl SlotStore for HashSlots<'_> {
         }
     }
 
+    fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
+        // The names first (made in `names` without clearing it midway), then the values,
+        // then one batch of hash writes; the value strings go on to the replicated HSET.
+        if self.names.len() + slots.len() > MAX_CACHED_NAMES {
+            self.names.clear();
+        }
+        let mut at = [0usize; MAX_CACHED_NAMES];
+        let mut values: [Option<RStr>; MAX_CACHED_NAMES] = Default::default();
+        let mut len = 0;
+        for &(res_ms, index, count) in slots {
+            let (Some(name_at), Some(value)) =
+                (self.field_at(res_ms, index), RStr::from_i64(count))
+            else {
+                continue;
+            };
+            if let (Some(a), Some(v)) = (at.get_mut(len), values.get_mut(len)) {
+                (*a, *v) = (name_at, Some(value));
+                len += 1;
+            }
+        }
+        let names = &self.names;
+        let pairs = at
+            .iter()
+            .zip(&values)
+            .take(len)
+            .filter_map(|(&name_at, value)| {
+                let name = names.get(name_at)?;
+                Some((&name.rstr, value.as_ref()?))
+            });
+        self.key.hset_many(pairs);
+        for (&name_at, value) in at.iter().zip(values.iter_mut()).take(len) {
+            if let (Some(name), Some(value)) = (self.names.get(name_at), value.take()) {
+                self.effects.set_strings(&name.rstr, value);
+            }
+        }
+        self.missing = false;
+        if let Some(mirror) = self.mirror.as_deref_mut() {
+            for &(res_ms, index, count) in slots {
+                mirror.slots.insert((res_ms, index), count);
+            }
+        }
+    }
+
     fn remove(&mut self, res_ms: i64, index: i64) -> bool {
         if let Some(mirror) = self.mirror.as_deref_mut() {
             // The mirror knows the slot is absent: no need to probe the hash.
@@ -360,8 +403,10 @@ thread_local! {
 fn is_counter(key: &Key) -> bool {
     FIELD_NAMES.with(|names| {
         names.as_ref().is_some_and(|(marker_field, _)| {
-            key.hget_with(marker_field, |marker| layout::is_family(marker, layout::COUNTER))
-                .unwrap_or(false)
+            key.hget_with(marker_field, |marker| {
+                layout::is_family(marker, layout::COUNTER)
+            })
+            .unwrap_or(false)
         })
     })
 }
