@@ -12,6 +12,7 @@ use redis_module::Context;
 
 use crate::args::push_f64;
 use crate::server::api;
+use crate::stats::ShownSummary;
 use crate::store::RStr;
 
 thread_local! {
@@ -47,8 +48,6 @@ pub enum Reply {
     Ok,
     Int(i64),
     Double(f64),
-    /// A double whose RESP2 text ([`push_f64`]) is formatted already (a cached summary).
-    ShownDouble(f64, Rc<str>),
     Bulk(Vec<u8>),
     /// A module string the server made (a sorted-set member), sent without a copy.
     Str(RStr),
@@ -58,6 +57,9 @@ pub enum Reply {
     Ints(Vec<i64>),
     /// Field/value pairs, in this order.
     Map(Vec<(&'static str, Reply)>),
+    /// STATS.GET's map (`count`, then the doubles) from a cached summary whose texts are
+    /// formatted already: sent without building a `Map` (no allocation per reply).
+    Summary(Rc<ShownSummary>),
 }
 
 impl Reply {
@@ -104,14 +106,6 @@ impl Reply {
                     double(ctx, *v);
                 }
             }
-            // The same, with the text formatted once for many replies.
-            Reply::ShownDouble(v, text) => {
-                if v.is_finite() && !protocol.is_resp3(ctx) {
-                    bulk(ctx, text.as_bytes());
-                } else {
-                    double(ctx, *v);
-                }
-            }
             Reply::Bulk(bytes) => bulk(ctx, bytes),
             // SAFETY: as above; the string is live for the call.
             Reply::Str(s) => unsafe {
@@ -140,6 +134,24 @@ impl Reply {
                 for (name, value) in fields {
                     bulk(ctx, name.as_bytes());
                     value.send_in(ctx, protocol);
+                }
+            }
+            Reply::Summary(summary) => {
+                let fields = 1 + summary.doubles.len();
+                // SAFETY: as above.
+                unsafe { api!(RedisModule_ReplyWithMap)(c, fields as c_long) };
+                bulk(ctx, b"count");
+                let count = i64::try_from(summary.count).unwrap_or(i64::MAX);
+                // SAFETY: as above.
+                unsafe { api!(RedisModule_ReplyWithLongLong)(c, count) };
+                let resp3 = protocol.is_resp3(ctx);
+                for (name, v, text) in &summary.doubles {
+                    bulk(ctx, name.as_bytes());
+                    if v.is_finite() && !resp3 {
+                        bulk(ctx, text.as_bytes());
+                    } else {
+                        double(ctx, *v);
+                    }
                 }
             }
         }

@@ -57,15 +57,6 @@ fn summary_map(count: u64, doubles: impl Iterator<Item = (&'static str, Reply)>)
     Reply::Map(fields)
 }
 
-/// GET's reply, from a summary whose texts are formatted already.
-fn shown_map(s: &ShownSummary) -> Reply {
-    let doubles = s.doubles.iter();
-    summary_map(
-        s.count,
-        doubles.map(|(name, v, text)| (*name, Reply::ShownDouble(*v, Rc::clone(text)))),
-    )
-}
-
 /// Parses an optional trailing `WINDOW dur` (the only option of GET and QUANTILE).
 fn parse_window(args: &mut Args) -> Result<Option<i64>> {
     let mut window = None;
@@ -382,7 +373,7 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             summary
         }
     };
-    Ok(summary.as_deref().map_or(Reply::Nil, shown_map))
+    Ok(summary.map_or(Reply::Nil, Reply::Summary))
 }
 
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
