@@ -208,17 +208,40 @@ const WRITES_BEFORE_MIRROR: u8 = 3;
 /// The write counts are forgotten when this many keys are counted (bounded memory).
 const MAX_COUNTED_KEYS: usize = 4096;
 
+/// Hashes the ids of [`RECENT_WRITES`], which are hashes already (keyed with this
+/// process's random keys, so nobody can choose names whose ids collide): used as they are.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` ids are hashed (`write_u64`); any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id;
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 thread_local! {
-    static RECENT_WRITES: RefCell<HashMap<u64, u8>> = RefCell::new(HashMap::new());
+    static RECENT_WRITES: RefCell<IdMap<u8>> = RefCell::new(IdMap::default());
+    /// Random keys for the ids of [`RECENT_WRITES`].
+    static ID_KEYS: std::collections::hash_map::RandomState =
+        std::collections::hash_map::RandomState::new();
 }
 
 /// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
 /// often enough to be worth one.
 fn is_hot(db: c_int, name: &[u8]) -> bool {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (db, name).hash(&mut hasher);
-    let id = hasher.finish();
+    use std::hash::BuildHasher;
+    let id = ID_KEYS.with(|keys| keys.hash_one((db, name)));
     RECENT_WRITES.with(|cell| {
         let Ok(mut counts) = cell.try_borrow_mut() else {
             return false;

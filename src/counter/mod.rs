@@ -48,6 +48,13 @@ impl Resolution {
 pub trait SlotStore {
     fn get(&mut self, res_ms: i64, index: i64) -> Option<i64>;
     fn put(&mut self, res_ms: i64, index: i64, count: i64);
+    /// `get` of several `(res_ms, index)` slots into `out` (stores that read in batches
+    /// override it).
+    fn get_many(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
+        for (&(res_ms, index), out) in slots.iter().zip(out) {
+            *out = self.get(res_ms, index);
+        }
+    }
     /// `put` of several `(res_ms, index, count)` slots, distinct (stores that write in
     /// batches override it).
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
@@ -194,21 +201,37 @@ impl Counter {
 
     /// [`Counter::state`], written into `text` (cleared first).
     pub fn write_state(&mut self, now: i64, text: &mut Vec<u8>) {
-        let offsets_fit = |reference: i64| {
-            self.resolutions.iter().zip(&self.tracks).all(|(r, t)| {
-                t.n == 0 || (slot_index(reference, r.ms) - t.lo).abs() <= MAX_STATE_OFFSET
-            })
+        // The slot index of the reference time per resolution, computed once (a division
+        // each; this runs on most writes of counters not cached in memory).
+        let mut base = [0i64; MAX_RESOLUTIONS];
+        let fill = |base: &mut [i64; MAX_RESOLUTIONS], reference: i64| {
+            for (b, r) in base.iter_mut().zip(&self.resolutions) {
+                *b = slot_index(reference, r.ms);
+            }
         };
-        if !offsets_fit(self.reference) {
+        fill(&mut base, self.reference);
+        let offsets_fit = |base: &[i64; MAX_RESOLUTIONS]| {
+            self.tracks
+                .iter()
+                .zip(base)
+                .all(|(t, b)| t.n == 0 || (b - t.lo).abs() <= MAX_STATE_OFFSET)
+        };
+        // (More resolutions than a counter may have never reach here: parsing refuses them.)
+        if !offsets_fit(&base) || self.resolutions.len() > MAX_RESOLUTIONS {
             self.reference = now;
+            fill(&mut base, now);
         }
         text.clear();
         push_i64(text, self.reference);
-        for (r, t) in self.resolutions.iter().zip(&self.tracks) {
+        for (i, (r, t)) in self.resolutions.iter().zip(&self.tracks).enumerate() {
             let offset = if t.n == 0 {
                 0
             } else {
-                slot_index(self.reference, r.ms) - t.lo
+                let b = base
+                    .get(i)
+                    .copied()
+                    .unwrap_or_else(|| slot_index(self.reference, r.ms));
+                b - t.lo
             };
             text.push(b' ');
             push_i64(text, offset);
@@ -404,6 +427,7 @@ impl Counter {
     ) -> Result<i64> {
         // At most one change per resolution: kept on the stack (this is every write).
         let mut buffer = [SlotChange::default(); MAX_RESOLUTIONS];
+        let mut slots = [(0i64, 0i64); MAX_RESOLUTIONS];
         let mut len = 0;
         for (res_i, res) in self.resolutions.iter().enumerate() {
             let index = slot_index(ts, res.ms);
@@ -416,21 +440,23 @@ impl Counter {
             if index < now_index.saturating_sub(res.samples).saturating_add(1) {
                 continue;
             }
-            let old = store.get(res.ms, index);
-            let new = old
+            let (Some(change), Some(slot)) = (buffer.get_mut(len), slots.get_mut(len)) else {
+                break;
+            };
+            change.res = res_i;
+            change.index = index;
+            *slot = (res.ms, index);
+            len += 1;
+        }
+        // The current counts, read together.
+        let mut old = [None; MAX_RESOLUTIONS];
+        store.get_many(slots.get(..len).unwrap_or_default(), &mut old);
+        for (change, old) in buffer.iter_mut().zip(old).take(len) {
+            change.existed = old.is_some();
+            change.new = old
                 .unwrap_or(0)
                 .checked_add(increment)
                 .ok_or(Error::Overflow)?;
-            let Some(slot) = buffer.get_mut(len) else {
-                break;
-            };
-            *slot = SlotChange {
-                res: res_i,
-                index,
-                existed: old.is_some(),
-                new,
-            };
-            len += 1;
         }
         let changes = buffer.get(..len).unwrap_or_default();
         let reply = changes

@@ -239,6 +239,61 @@ impl Key {
         Some(f(&value))
     }
 
+    /// The values of several fields, up to [`HSET_BATCH`] per `RedisModule_HashGet` call:
+    /// `f(i, value)` for the `i`-th field (`None`: missing).
+    pub fn hget_many<'s>(
+        &self,
+        fields: impl IntoIterator<Item = &'s RStr>,
+        mut f: impl FnMut(usize, Option<&RStr>),
+    ) {
+        let mut fields = fields.into_iter().peekable();
+        let mut done = 0;
+        while fields.peek().is_some() {
+            let mut names = [ptr::null_mut::<raw::RedisModuleString>(); HSET_BATCH];
+            let mut values = [ptr::null_mut::<raw::RedisModuleString>(); HSET_BATCH];
+            let mut n = 0;
+            for (name, field) in names.iter_mut().zip(fields.by_ref()) {
+                *name = field.as_ptr();
+                n += 1;
+            }
+            if !self.ptr.is_null() {
+                let [f0, f1, f2, f3, f4, f5, f6, f7] = names;
+                let [v0, v1, v2, v3, v4, v5, v6, v7] = values.each_mut().map(ptr::from_mut);
+                // SAFETY: open key, live field strings up to the first NULL one, which ends
+                // the varargs (the last argument is always NULL); each field is followed by
+                // a pointer to its own out slot.
+                unsafe {
+                    api!(RedisModule_HashGet)(
+                        self.ptr,
+                        raw::REDISMODULE_HASH_NONE as c_int,
+                        f0,
+                        v0,
+                        f1,
+                        v1,
+                        f2,
+                        v2,
+                        f3,
+                        v3,
+                        f4,
+                        v4,
+                        f5,
+                        v5,
+                        f6,
+                        v6,
+                        f7,
+                        v7,
+                        ptr::null_mut::<c_void>(),
+                    )
+                };
+            }
+            // HashGet hands us ownership of each value (no automatic memory).
+            for (i, &value) in values.iter().take(n).enumerate() {
+                f(done + i, RStr::owned(value).as_ref());
+            }
+            done += n;
+        }
+    }
+
     /// Sets or deletes (`REDISMODULE_HASH_DELETE`) a field. The primitive of every hash
     /// write; returns the number of fields changed.
     fn hash_set_raw(&self, field: &RStr, value: *mut raw::RedisModuleString) -> c_int {

@@ -164,6 +164,41 @@ impl SlotStore for HashSlots<'_> {
         }
     }
 
+    fn get_many(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
+        if self.mirror.is_some() || self.missing {
+            for (&(res_ms, index), out) in slots.iter().zip(out) {
+                *out = self.get(res_ms, index);
+            }
+            return;
+        }
+        // The names first (made in `names` without clearing it midway), then one batch of
+        // hash reads. A value that is not an integer is a stored slot holding nothing.
+        if self.names.len() + slots.len() > MAX_CACHED_NAMES {
+            self.names.clear();
+        }
+        let mut at = [usize::MAX; MAX_CACHED_NAMES];
+        for (&(res_ms, index), at) in slots.iter().zip(at.iter_mut()) {
+            *at = self.field_at(res_ms, index).unwrap_or(usize::MAX);
+        }
+        let at = at.get(..slots.len()).unwrap_or_default();
+        if at.iter().any(|&at| at >= self.names.len()) {
+            // A name could not be made: slot by slot, as `get` does.
+            for (&(res_ms, index), out) in slots.iter().zip(out) {
+                *out = self.get(res_ms, index);
+            }
+            return;
+        }
+        let names = &self.names;
+        let fields = at
+            .iter()
+            .filter_map(|&at| names.get(at).map(|name| &name.rstr));
+        self.key.hget_many(fields, |i, value| {
+            if let Some(out) = out.get_mut(i) {
+                *out = value.map(|v| crate::args::parse_i64(v.as_bytes()).unwrap_or(0));
+            }
+        });
+    }
+
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
         // The names first (made in `names` without clearing it midway), then the values,
         // then one batch of hash writes; the value strings go on to the replicated HSET.
@@ -455,22 +490,22 @@ pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Load
     match key.kind() {
         KeyKind::Empty => Ok(None),
         KeyKind::Hash => {
+            // Both fields with one hash read: the marker first, then the state.
             let (resolutions, parsed) = FIELD_NAMES.with(|names| {
                 let (marker_field, state_field) = names.as_ref().ok_or(Error::WrongType)?;
-                let resolutions = key
-                    .hget_with(marker_field, |marker| {
-                        if layout::is_family(marker, layout::COUNTER) {
-                            parse_marker_cached(marker)
-                        } else {
-                            None
-                        }
-                    })
-                    .flatten()
-                    .ok_or(Error::WrongType)?;
-                let parsed = key
-                    .hget_with(state_field, |state| parse_state_cached(&resolutions, state))
-                    .flatten();
-                Ok::<_, Error>((resolutions, parsed))
+                let (mut resolutions, mut parsed) = (None, None);
+                key.hget_many([marker_field, state_field], |i, value| match (i, value) {
+                    (0, Some(marker)) if layout::is_family(marker.as_bytes(), layout::COUNTER) => {
+                        resolutions = parse_marker_cached(marker.as_bytes());
+                    }
+                    (1, Some(state)) => {
+                        parsed = resolutions
+                            .as_deref()
+                            .and_then(|r| parse_state_cached(r, state.as_bytes()));
+                    }
+                    _ => {}
+                });
+                Ok::<_, Error>((resolutions.ok_or(Error::WrongType)?, parsed))
             })?;
             Ok(Some(match parsed {
                 Some((reference, tracks)) => Loaded {
