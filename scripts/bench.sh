@@ -356,11 +356,21 @@ counter_rows() {
     report "TSCOUNTER.INCR 100k keys / HSET of its 8 fields" "" ""
 
     # A counter that is not cached reads its bookkeeping and each slot before writing it
-    # (the module API has no HINCRBY): HMGET of those 9 fields, then the HSET above.
-    native hmget -r 100000 -- HMGET "fl:__rand_int__" _tally _state 1s:1795424420 5s:359084884 1m:29923740 5m:5984748 1h:498729 5h:99745 1d:20780
-    native_plus hset -r 100000 -- HSET "fl:__rand_int__" 1s:1795424420 1 5s:359084884 1 1m:29923740 1 5m:5984748 1 1h:498729 1 5h:99745 1 1d:20780 1 _state "1795424401000 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
+    # (the module API has no HINCRBY): HMGET of those 9 fields, then the HSET above, on
+    # copies of the counters as they are now (their slots of the last seconds included:
+    # a listpack is searched from its start, so its length counts), for the slots of now.
+    prefill COPY "c:__rand_int__" "cp:__rand_int__"
+    local t slots=() hmget_fields=() hset_pairs=()
+    t=$(server_ms)
+    for r in 1s:1000 5s:5000 1m:60000 5m:300000 1h:3600000 5h:18000000 1d:86400000; do
+        slots+=("${r%%:*}:$((t / ${r#*:}))")
+    done
+    hmget_fields=(_tally _state "${slots[@]}")
+    for f in "${slots[@]}"; do hset_pairs+=("$f" 1); done
+    native hmget -r 100000 -- HMGET "cp:__rand_int__" "${hmget_fields[@]}"
+    native_plus hset -r 100000 -- HSET "cp:__rand_int__" "${hset_pairs[@]}" _state "$t 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
     tally tscounter.incr -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
-    report "TSCOUNTER.INCR 100k keys / HMGET 9 + HSET 8 fields" "" ""
+    report "TSCOUNTER.INCR 100k keys / HMGET 9 + HSET 8, copies" "" ""
 
     native hincrby -- HINCRBY bench:hash f 1
     tally tscounter.incr -- TSCOUNTER.INCR ring

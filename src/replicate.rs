@@ -277,9 +277,18 @@ impl HashEffects {
             replicate(ctx, c"DEL", &[key]);
             return;
         }
-        let Some(key) = RStr::new(key) else {
+        if let Some(key) = RStr::new(key) {
+            self.emit_to(ctx, key.as_ptr());
+        }
+    }
+
+    /// [`HashEffects::emit`] with the key name as a live module string (a command's
+    /// argument: no copy of the name is made).
+    pub fn emit_to(&self, ctx: &Context, key: *mut redis_module::raw::RedisModuleString) {
+        if self.deleted_key {
+            replicate_strings(ctx, c"DEL", std::iter::once(key));
             return;
-        };
+        }
         let mut rest = self.writes.as_slice();
         while let Some((_, first)) = rest.first() {
             let deleting = first.is_none();
@@ -288,7 +297,7 @@ impl HashEffects {
                 .position(|(_, v)| v.is_none() != deleting)
                 .unwrap_or(rest.len());
             let (writes, after) = rest.split_at(run);
-            let key = std::iter::once(key.as_ptr());
+            let key = std::iter::once(key);
             if deleting {
                 let fields = writes.iter().map(|(f, _)| f.as_ptr());
                 replicate_strings(ctx, c"HDEL", key.chain(fields));

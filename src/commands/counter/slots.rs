@@ -5,7 +5,7 @@
 //! Owns: the counter's fields in its hash and the caches of parsed values. May not touch:
 //! raw module calls, command parsing.
 
-use redis_module::Context;
+use redis_module::{Context, RedisString};
 
 use crate::args::parse_i64;
 use crate::commands::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
@@ -592,10 +592,13 @@ pub(super) fn load_for_command(
 /// replicates the effects and schedules the next trim. `old_tracks` is the bookkeeping as
 /// stored (`None`: the stored `_state` is unusable and must be rewritten). Returns true if
 /// the key was deleted: the caller then calls `forget_deleted` (no keyspace event fires).
+/// `name_str`: the name as the command's module string, when there is one (replicated
+/// without a copy).
 pub(super) fn save(
     ctx: &Context,
     key: &Key,
     name: &[u8],
+    name_str: Option<&RedisString>,
     counter: &mut Counter,
     old_tracks: Option<&[Track]>,
     is_new: bool,
@@ -636,7 +639,10 @@ pub(super) fn save(
     }
     let due = counter.next_due();
     if !slots.effects.is_empty() {
-        slots.effects.emit(ctx, name);
+        match name_str {
+            Some(name) => slots.effects.emit_to(ctx, name.inner),
+            None => slots.effects.emit(ctx, name),
+        }
     }
     if counter.stored_slots() > 0 {
         slots.keep_counter(counter);
