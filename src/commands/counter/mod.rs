@@ -159,8 +159,7 @@ fn write<T>(
         let deleted = save(
             ctx,
             &key,
-            name.as_slice(),
-            Some(name),
+            (name.as_slice(), Some(name)),
             &mut counter,
             old_tracks,
             is_new,
@@ -406,8 +405,7 @@ pub fn expire(
             && save(
                 ctx,
                 &key,
-                name,
-                None,
+                (name, None),
                 &mut counter,
                 old_tracks.as_deref(),
                 false,

@@ -592,13 +592,12 @@ pub(super) fn load_for_command(
 /// replicates the effects and schedules the next trim. `old_tracks` is the bookkeeping as
 /// stored (`None`: the stored `_state` is unusable and must be rewritten). Returns true if
 /// the key was deleted: the caller then calls `forget_deleted` (no keyspace event fires).
-/// `name_str`: the name as the command's module string, when there is one (replicated
-/// without a copy).
+/// The key's name comes as bytes and, when there is one, as the command's module string
+/// (replicated without a copy).
 pub(super) fn save(
     ctx: &Context,
     key: &Key,
-    name: &[u8],
-    name_str: Option<&RedisString>,
+    (name, name_str): (&[u8], Option<&RedisString>),
     counter: &mut Counter,
     old_tracks: Option<&[Track]>,
     is_new: bool,
