@@ -259,10 +259,9 @@ fn is_hot(db: c_int, name: &[u8]) -> bool {
     })
 }
 
-/// The parsed counter kept with the mirror of `name` in `db`, if the mirror is valid for a
-/// hash of `fields` fields: a copy, or (`take`) taken out of the mirror by a write, which
-/// puts it back when it saves (see `HashSlots::keep_counter`).
-pub fn cached_counter(db: c_int, name: &[u8], fields: usize, take: bool) -> Option<Counter> {
+/// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is
+/// valid for a hash of `fields` fields.
+pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
     MIRRORS.with(|cell| {
         let mut mirrors = cell.try_borrow_mut().ok()?;
         if CLEAR_PENDING.with(Cell::get) {
@@ -272,10 +271,7 @@ pub fn cached_counter(db: c_int, name: &[u8], fields: usize, take: bool) -> Opti
         if mirror.fields != fields {
             return None;
         }
-        match take {
-            true => mirror.counter.take(),
-            false => mirror.counter.clone(),
-        }
+        mirror.counter.clone()
     })
 }
 

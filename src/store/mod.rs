@@ -129,6 +129,28 @@ pub const HSET_BATCH: usize = 8;
 /// `hash-max-listpack-value` (default 64).
 const ENCODING_PROBE_LEN: usize = 1024;
 
+/// Calls `RedisModule_HashSet` or `RedisModule_HashGet` with up to [`HSET_BATCH`] pairs
+/// (`args`: field, value or out pointer, ...): a NULL field ends the list (the last
+/// argument passed is always NULL).
+///
+/// # Safety
+/// `key` is an open key; up to the first NULL field, each pair is what `function` takes.
+unsafe fn call_with_pairs(
+    function: unsafe extern "C" fn(*mut raw::RedisModuleKey, c_int, ...) -> c_int,
+    key: *mut raw::RedisModuleKey,
+    args: [*mut c_void; 2 * HSET_BATCH],
+) -> c_int {
+    let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15] = args;
+    let flags = raw::REDISMODULE_HASH_NONE as c_int;
+    let end = ptr::null_mut::<c_void>();
+    // SAFETY: the caller's contract.
+    unsafe {
+        function(
+            key, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, end,
+        )
+    }
+}
+
 /// An open key, closed on drop.
 pub struct Key {
     ptr: *mut raw::RedisModuleKey,
@@ -257,34 +279,18 @@ impl Key {
                 n += 1;
             }
             if !self.ptr.is_null() {
-                let [f0, f1, f2, f3, f4, f5, f6, f7] = names;
-                let [v0, v1, v2, v3, v4, v5, v6, v7] = values.each_mut().map(ptr::from_mut);
-                // SAFETY: open key, live field strings up to the first NULL one, which ends
-                // the varargs (the last argument is always NULL); each field is followed by
-                // a pointer to its own out slot.
-                unsafe {
-                    api!(RedisModule_HashGet)(
-                        self.ptr,
-                        raw::REDISMODULE_HASH_NONE as c_int,
-                        f0,
-                        v0,
-                        f1,
-                        v1,
-                        f2,
-                        v2,
-                        f3,
-                        v3,
-                        f4,
-                        v4,
-                        f5,
-                        v5,
-                        f6,
-                        v6,
-                        f7,
-                        v7,
-                        ptr::null_mut::<c_void>(),
-                    )
-                };
+                // Each field is followed by a pointer to its own out slot.
+                let mut args = [ptr::null_mut::<c_void>(); 2 * HSET_BATCH];
+                for ((pair, &name), value) in args.chunks_exact_mut(2).zip(&names).zip(&mut values)
+                {
+                    if let [f, v] = pair {
+                        *f = name.cast();
+                        *v = ptr::from_mut(value).cast();
+                    }
+                }
+                // SAFETY: open key, live field strings up to the first NULL one, each with
+                // a live out slot.
+                unsafe { call_with_pairs(api!(RedisModule_HashGet), self.ptr, args) };
             }
             // HashGet hands us ownership of each value (no automatic memory).
             for (i, &value) in values.iter().take(n).enumerate() {
@@ -317,32 +323,8 @@ impl Key {
                     *v = value.as_ptr();
                 }
             }
-            let [f0, v0, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, f6, v6, f7, v7] = args;
-            // SAFETY: open key, live field and value strings up to the first NULL field,
-            // which ends the varargs (the last argument is always NULL).
-            unsafe {
-                api!(RedisModule_HashSet)(
-                    self.ptr,
-                    raw::REDISMODULE_HASH_NONE as c_int,
-                    f0,
-                    v0,
-                    f1,
-                    v1,
-                    f2,
-                    v2,
-                    f3,
-                    v3,
-                    f4,
-                    v4,
-                    f5,
-                    v5,
-                    f6,
-                    v6,
-                    f7,
-                    v7,
-                    ptr::null_mut::<c_void>(),
-                )
-            };
+            // SAFETY: open key, live field and value strings up to the first NULL field.
+            unsafe { call_with_pairs(api!(RedisModule_HashSet), self.ptr, args.map(|a| a.cast())) };
         }
     }
 

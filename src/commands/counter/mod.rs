@@ -329,8 +329,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Err(Error::Arity("tscounter.info".into()));
     }
     let key = Key::open(ctx, name, false);
-    let Some(Loaded { counter, .. }) =
-        load_for_command(ctx, &key, name.as_slice(), now_ms(), false)?
+    let Some(Loaded { counter, .. }) = load_for_command(ctx, &key, name.as_slice(), now_ms())?
     else {
         return Ok(Reply::Nil);
     };

@@ -566,19 +566,17 @@ pub(super) fn read_counter<T>(
     .map(Some)
 }
 
-/// [`load`] for a command, through the parsed counter kept with a valid mirror when there
-/// is one: a copy, or (`take`, a write) taken out of the mirror and put back by
-/// [`HashSlots::keep_counter`].
+/// [`load`] for a read, through a copy of the parsed counter kept with a valid mirror
+/// when there is one.
 pub(super) fn load_for_command(
     ctx: &Context,
     key: &Key,
     name: &[u8],
     now: i64,
-    take: bool,
 ) -> Result<Option<Loaded>> {
     if key.kind() == KeyKind::Hash {
         let db = selected_db(ctx);
-        if let Some(counter) = mirror::cached_counter(db, name, key.len(), take) {
+        if let Some(counter) = mirror::cached_counter(db, name, key.len()) {
             return Ok(Some(Loaded {
                 counter,
                 state_rebuilt: false,
