@@ -207,15 +207,19 @@ impl SlotStore for HashSlots<'_> {
         }
         let mut at = [0usize; MAX_CACHED_NAMES];
         let mut values: [Option<RStr>; MAX_CACHED_NAMES] = Default::default();
+        let mut written = [(0i64, 0i64, 0i64); MAX_CACHED_NAMES];
         let mut len = 0;
-        for &(res_ms, index, count) in slots {
+        for &slot in slots {
+            let (res_ms, index, count) = slot;
             let (Some(name_at), Some(value)) =
                 (self.field_at(res_ms, index), RStr::from_i64(count))
             else {
                 continue;
             };
-            if let (Some(a), Some(v)) = (at.get_mut(len), values.get_mut(len)) {
-                (*a, *v) = (name_at, Some(value));
+            if let (Some(a), Some(v), Some(w)) =
+                (at.get_mut(len), values.get_mut(len), written.get_mut(len))
+            {
+                (*a, *v, *w) = (name_at, Some(value), slot);
                 len += 1;
             }
         }
@@ -235,8 +239,9 @@ impl SlotStore for HashSlots<'_> {
             }
         }
         self.missing = false;
+        // The mirror follows the hash: only the slots written there.
         if let Some(mirror) = self.mirror.as_deref_mut() {
-            for &(res_ms, index, count) in slots {
+            for &(res_ms, index, count) in written.iter().take(len) {
                 mirror.slots.insert((res_ms, index), count);
             }
         }
