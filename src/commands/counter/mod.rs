@@ -113,9 +113,10 @@ fn write<T>(
     change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
 ) -> Result<T> {
     let key = Key::open(ctx, name, true);
+    // A new key has nothing to mirror; any other type than a hash answers WRONGTYPE.
     let build = match key.kind() {
-        KeyKind::Empty => Build::Never,
-        _ => Build::IfHot,
+        KeyKind::Hash => Build::IfHot,
+        _ => Build::Never,
     };
     // One mirror lookup: the parsed counter comes from the mirror (taken out, put back
     // by `save`) or else from the hash.

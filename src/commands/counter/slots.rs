@@ -96,6 +96,13 @@ impl<'a> HashSlots<'a> {
         Some(at)
     }
 
+    /// [`SlotStore::get`] of each slot in turn (the mirror, a missing key, no batch).
+    fn get_each(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
+        for (&(res_ms, index), out) in slots.iter().zip(out) {
+            *out = self.get(res_ms, index);
+        }
+    }
+
     /// The parsed counter kept with the mirror, taken out (a write puts it back with
     /// [`HashSlots::keep_counter`] when it saves).
     pub(super) fn take_counter(&mut self) -> Option<Counter> {
@@ -166,10 +173,7 @@ impl SlotStore for HashSlots<'_> {
 
     fn get_many(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
         if self.mirror.is_some() || self.missing {
-            for (&(res_ms, index), out) in slots.iter().zip(out) {
-                *out = self.get(res_ms, index);
-            }
-            return;
+            return self.get_each(slots, out);
         }
         // The names first (made in `names` without clearing it midway), then one batch of
         // hash reads. A value that is not an integer is a stored slot holding nothing.
@@ -183,10 +187,7 @@ impl SlotStore for HashSlots<'_> {
         let at = at.get(..slots.len()).unwrap_or_default();
         if at.iter().any(|&at| at >= self.names.len()) {
             // A name could not be made: slot by slot, as `get` does.
-            for (&(res_ms, index), out) in slots.iter().zip(out) {
-                *out = self.get(res_ms, index);
-            }
-            return;
+            return self.get_each(slots, out);
         }
         let names = &self.names;
         let fields = at
