@@ -63,6 +63,11 @@ impl ResolutionsConfig {
     pub fn get_list(&self) -> Vec<Resolution> {
         lock(&self.list).clone()
     }
+
+    /// `f` of the list, without a copy (a read of a missing counter only checks it).
+    pub fn with_list<T>(&self, f: impl FnOnce(&[Resolution]) -> T) -> T {
+        f(&lock(&self.list))
+    }
 }
 
 impl ConfigurationValue<RedisString> for ResolutionsConfig {

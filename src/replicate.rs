@@ -209,10 +209,9 @@ thread_local! {
 
 impl Default for HashEffects {
     fn default() -> HashEffects {
+        // The spare buffer is taken at the first write recorded (reads record none).
         HashEffects {
-            writes: SPARE_WRITES
-                .try_with(std::cell::Cell::take)
-                .unwrap_or_default(),
+            writes: Vec::new(),
             deleted_key: false,
         }
     }
@@ -221,7 +220,7 @@ impl Default for HashEffects {
 impl Drop for HashEffects {
     fn drop(&mut self) {
         let mut writes = std::mem::take(&mut self.writes);
-        if writes.capacity() <= KEPT_WRITES_CAPACITY {
+        if (1..=KEPT_WRITES_CAPACITY).contains(&writes.capacity()) {
             // Frees the strings recorded; the buffer stays.
             writes.clear();
             let _ = SPARE_WRITES.try_with(|spare| spare.set(writes));
@@ -254,6 +253,9 @@ impl HashEffects {
 
     fn record(&mut self, field: RStr, value: Option<RStr>) {
         if self.writes.capacity() == 0 {
+            self.writes = SPARE_WRITES
+                .try_with(std::cell::Cell::take)
+                .unwrap_or_default();
             // Room for a counter write (eight fields) at once, without growing.
             self.writes.reserve(12);
         }

@@ -176,6 +176,20 @@ struct SlotChange {
     new: i64,
 }
 
+/// The finest of `resolutions` whose kept span covers `window`.
+pub fn finest_covering(resolutions: &[Resolution], window: i64) -> Result<Resolution> {
+    resolutions
+        .iter()
+        .copied()
+        .find(|r| r.span() >= window)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "window '{}' is longer than any resolution keeps",
+                format_duration(window)
+            ))
+        })
+}
+
 impl Counter {
     pub fn new(resolutions: Vec<Resolution>) -> Self {
         let tracks = vec![Track::default(); resolutions.len()];
@@ -503,16 +517,7 @@ impl Counter {
 
     /// The finest resolution whose kept span covers `window`.
     pub fn resolution_for(&self, window: i64) -> Result<Resolution> {
-        self.resolutions
-            .iter()
-            .copied()
-            .find(|r| r.span() >= window)
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "window '{}' is longer than any resolution keeps",
-                    format_duration(window)
-                ))
-            })
+        finest_covering(&self.resolutions, window)
     }
 
     /// Sums of each window ending with the slot that contains `t` (`t <= now`), counting
@@ -524,6 +529,21 @@ impl Counter {
         t: i64,
         windows: &[i64],
     ) -> Result<Vec<i64>> {
+        let mut sums = vec![0; windows.len()];
+        self.sum_into(store, now, t, windows, &mut sums)?;
+        Ok(sums)
+    }
+
+    /// [`Counter::sum`] into `out` (as long as `windows`: a caller's stack array, so the
+    /// usual read allocates nothing).
+    pub fn sum_into(
+        &self,
+        store: &mut dyn SlotStore,
+        now: i64,
+        t: i64,
+        windows: &[i64],
+        out: &mut [i64],
+    ) -> Result<()> {
         // Each window becomes a slot-index range of one resolution (an error for a window
         // no resolution keeps: a read changes nothing, so failing midway is as good).
         let range_of = |window: i64| -> Result<(i64, i64, i64)> {
@@ -533,10 +553,13 @@ impl Counter {
                 (hi - slots_covering(window, res.ms) + 1).max(first_kept(now, res.ms, res.samples));
             Ok((res.ms, lo, hi))
         };
+        if out.len() != windows.len() {
+            return Err(Error::Invalid("one sum per window".into()));
+        }
         // A store that sums ranges itself (a mirrored counter) answers each window directly
-        // (the usual read: no allocation but the result).
-        let mut direct = Vec::with_capacity(windows.len());
-        for &window in windows {
+        // (the usual read: no allocation).
+        let mut direct = 0;
+        for (&window, out) in windows.iter().zip(out.iter_mut()) {
             let (res_ms, lo, hi) = range_of(window)?;
             let sum = if lo > hi {
                 Some(0)
@@ -544,10 +567,11 @@ impl Counter {
                 store.range_sum(res_ms, lo, hi)
             };
             let Some(sum) = sum else { break };
-            direct.push(i64::try_from(sum).map_err(|_| Error::Overflow)?);
+            *out = i64::try_from(sum).map_err(|_| Error::Overflow)?;
+            direct += 1;
         }
-        if direct.len() == windows.len() {
-            return Ok(direct);
+        if direct == windows.len() {
+            return Ok(());
         }
         let ranges = windows
             .iter()
@@ -597,9 +621,10 @@ impl Counter {
                 *sum = b - a;
             }
         }
-        sums.into_iter()
-            .map(|s| i64::try_from(s).map_err(|_| Error::Overflow))
-            .collect()
+        for (out, sum) in out.iter_mut().zip(sums) {
+            *out = i64::try_from(sum).map_err(|_| Error::Overflow)?;
+        }
+        Ok(())
     }
 
     /// `(slot start, count)` of resolution `res_ms` for the slots from the one containing

@@ -10,7 +10,8 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use crate::args::{parse_duration, parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{
-    parse_resolutions, parse_slot_field, Counter, Track, MAX_RESOLUTIONS, STATE_FIELD,
+    finest_covering, parse_resolutions, parse_slot_field, Counter, Track, MAX_RESOLUTIONS,
+    STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
@@ -278,25 +279,33 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let windows = &*windows;
     let now = now_ms();
     let t = parse_at(&mut args, now)?;
-    let key = Key::open(ctx, name, false);
-    let sums = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
-        counter.sum(slots, now, t, windows)
-    })?;
-    let sums = match sums {
+    // The sums, like the windows: on the stack when few (one window replies without any
+    // allocation).
+    let mut sums_on_stack = [0i64; 8];
+    let mut sums_on_heap = Vec::new();
+    let sums: &mut [i64] = match sums_on_stack.get_mut(..windows.len()) {
         Some(sums) => sums,
         None => {
-            // A missing key answers as an empty counter with the default resolutions, so a
-            // window no default resolution spans is still an error.
-            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
-            for &window in windows {
-                empty.resolution_for(window)?;
-            }
-            vec![0; windows.len()]
+            sums_on_heap.resize(windows.len(), 0);
+            &mut sums_on_heap
         }
     };
-    Ok(match sums.as_slice() {
+    let key = Key::open(ctx, name, false);
+    let found = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
+        counter.sum_into(slots, now, t, windows, sums)
+    })?;
+    if found.is_none() {
+        // A missing key answers as an empty counter with the default resolutions (zeros),
+        // so a window no default resolution spans is still an error.
+        config::COUNTER_RESOLUTIONS.with_list(|defaults| {
+            windows
+                .iter()
+                .try_for_each(|&window| finest_covering(defaults, window).map(drop))
+        })?;
+    }
+    Ok(match &*sums {
         [single] => Reply::Int(*single),
-        _ => Reply::Ints(sums),
+        _ => Reply::Ints(sums.to_vec()),
     })
 }
 

@@ -53,8 +53,12 @@ thread_local! {
 
 impl Drop for HashSlots<'_> {
     fn drop(&mut self) {
-        let names = std::mem::take(&mut self.names);
-        SLOT_NAMES.with(|cache| cache.set(names));
+        // Only names this command took from the cache (or made) go back: a read that made
+        // none leaves the cache as it was.
+        if self.names.capacity() > 0 {
+            let names = std::mem::take(&mut self.names);
+            SLOT_NAMES.with(|cache| cache.set(names));
+        }
     }
 }
 
@@ -65,7 +69,8 @@ impl<'a> HashSlots<'a> {
             effects: HashEffects::default(),
             mirror,
             missing: key.kind() == KeyKind::Empty,
-            names: SLOT_NAMES.with(std::cell::Cell::take),
+            // Taken from the cache at the first name asked for (most reads ask none).
+            names: Vec::new(),
         }
     }
 
@@ -77,6 +82,7 @@ impl<'a> HashSlots<'a> {
 
     /// Where the field name of a slot is in `names` (made there if needed).
     fn field_at(&mut self, res_ms: i64, index: i64) -> Option<usize> {
+        self.take_cached_names();
         let slot = (res_ms, index);
         let at = match self.names.iter().position(|name| name.slot == slot) {
             Some(at) => at,
@@ -94,6 +100,13 @@ impl<'a> HashSlots<'a> {
             }
         };
         Some(at)
+    }
+
+    /// The names kept by the last command, taken for this one (once).
+    fn take_cached_names(&mut self) {
+        if self.names.capacity() == 0 {
+            self.names = SLOT_NAMES.with(std::cell::Cell::take);
+        }
     }
 
     /// [`SlotStore::get`] of each slot in turn (the mirror, a missing key, no batch).
@@ -172,11 +185,15 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn get_many(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
-        if self.mirror.is_some() || self.missing {
+        if let Some(mirror) = self.mirror.as_deref() {
+            return mirror.slots.get_many(slots, out);
+        }
+        if self.missing {
             return self.get_each(slots, out);
         }
         // The names first (made in `names` without clearing it midway), then one batch of
         // hash reads. A value that is not an integer is a stored slot holding nothing.
+        self.take_cached_names();
         if self.names.len() + slots.len() > MAX_CACHED_NAMES {
             self.names.clear();
         }
@@ -203,6 +220,7 @@ impl SlotStore for HashSlots<'_> {
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
         // The names first (made in `names` without clearing it midway), then the values,
         // then one batch of hash writes; the value strings go on to the replicated HSET.
+        self.take_cached_names();
         if self.names.len() + slots.len() > MAX_CACHED_NAMES {
             self.names.clear();
         }
@@ -242,9 +260,9 @@ impl SlotStore for HashSlots<'_> {
         self.missing = false;
         // The mirror follows the hash: only the slots written there.
         if let Some(mirror) = self.mirror.as_deref_mut() {
-            for &(res_ms, index, count) in written.iter().take(len) {
-                mirror.slots.insert((res_ms, index), count);
-            }
+            mirror
+                .slots
+                .insert_many(written.get(..len).unwrap_or_default());
         }
     }
 
