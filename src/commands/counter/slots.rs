@@ -42,6 +42,8 @@ pub(super) struct HashSlots<'a> {
     /// increment reads, then writes, the same fields, and the next increment of any
     /// counter at the same time uses the same names.
     names: Vec<SlotName>,
+    /// Where in `names` the next name asked for is looked for first.
+    next_name: usize,
 }
 
 /// Field names kept (an increment touches one field per resolution).
@@ -71,6 +73,7 @@ impl<'a> HashSlots<'a> {
             missing: key.kind() == KeyKind::Empty,
             // Taken from the cache at the first name asked for (most reads ask none).
             names: Vec::new(),
+            next_name: 0,
         }
     }
 
@@ -84,7 +87,15 @@ impl<'a> HashSlots<'a> {
     fn field_at(&mut self, res_ms: i64, index: i64) -> Option<usize> {
         self.take_cached_names();
         let slot = (res_ms, index);
-        let at = match self.names.iter().position(|name| name.slot == slot) {
+        // A write asks for the names of its slots in the order of the last write (the
+        // cached names): the one after the last found is tried first.
+        let hinted = self
+            .names
+            .get(self.next_name)
+            .filter(|name| name.slot == slot)
+            .map(|_| self.next_name);
+        let found = hinted.or_else(|| self.names.iter().position(|name| name.slot == slot));
+        let at = match found {
             Some(at) => at,
             None => {
                 // Only the few fields of one increment are worth keeping: a long probe run
@@ -99,6 +110,7 @@ impl<'a> HashSlots<'a> {
                 self.names.len() - 1
             }
         };
+        self.next_name = at + 1;
         Some(at)
     }
 
