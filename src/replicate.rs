@@ -191,8 +191,10 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
 /// replicated command as they are (a reference each, no copy), so a write path that made
 /// a value string for its own `RedisModule_HashSet`, or keeps its field names, hands the
 /// same strings over.
+#[derive(Default)]
 pub struct HashEffects {
-    /// `(field, value)` in write order; no value for a delete.
+    /// `(field, value)` in write order; no value for a delete. Empty until the first write
+    /// is recorded, which takes the spare buffer (reads record none).
     writes: Vec<(RStr, Option<RStr>)>,
     deleted_key: bool,
 }
@@ -205,16 +207,6 @@ thread_local! {
     /// records its effects: no allocation for them on the hot paths).
     static SPARE_WRITES: std::cell::Cell<Vec<(RStr, Option<RStr>)>> =
         const { std::cell::Cell::new(Vec::new()) };
-}
-
-impl Default for HashEffects {
-    fn default() -> HashEffects {
-        // The spare buffer is taken at the first write recorded (reads record none).
-        HashEffects {
-            writes: Vec::new(),
-            deleted_key: false,
-        }
-    }
 }
 
 impl Drop for HashEffects {
