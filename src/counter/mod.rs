@@ -549,8 +549,14 @@ impl Counter {
         let range_of = |window: i64| -> Result<(i64, i64, i64)> {
             let res = self.resolution_for(window)?;
             let hi = slot_index(t, res.ms);
-            let lo =
-                (hi - slots_covering(window, res.ms) + 1).max(first_kept(now, res.ms, res.samples));
+            // `first_kept(now, ..)`, with one division less in the usual read (`t == now`).
+            let now_index = if t == now {
+                hi
+            } else {
+                slot_index(now, res.ms)
+            };
+            let first = now_index.saturating_sub(res.samples).saturating_add(1);
+            let lo = (hi - slots_covering(window, res.ms) + 1).max(first);
             Ok((res.ms, lo, hi))
         };
         if out.len() != windows.len() {
