@@ -263,6 +263,19 @@ impl HashEffects {
         self.writes.is_empty() && !self.deleted_key
     }
 
+    /// Number of writes recorded.
+    pub fn len(&self) -> usize {
+        self.writes.len()
+    }
+
+    /// The `(field, value)` of each set recorded from the `first`-th write on.
+    pub fn sets_since(&self, first: usize) -> impl Iterator<Item = (&RStr, &RStr)> {
+        let writes = self.writes.get(first..).unwrap_or_default();
+        writes
+            .iter()
+            .filter_map(|(field, value)| Some((field, value.as_ref()?)))
+    }
+
     /// Sends the writes to `key`: `DEL`, or each run of sets as one `HSET` and each run of
     /// deletes as one `HDEL`, in the order they were made (so a field written twice ends
     /// as on the primary; the usual write is one `HDEL` of trimmed slots, then one `HSET`).

@@ -230,45 +230,33 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
-        // The names first (made in `names` without clearing it midway), then the values,
-        // then one batch of hash writes; the value strings go on to the replicated HSET.
+        // The names first (made in `names` without clearing it midway); each value string
+        // is recorded as an effect (it goes on to the replicated HSET), then the hash is
+        // written from the recorded pairs in one batch.
         self.take_cached_names();
         if self.names.len() + slots.len() > MAX_CACHED_NAMES {
             self.names.clear();
         }
-        let mut at = [0usize; MAX_CACHED_NAMES];
-        let mut values: [Option<RStr>; MAX_CACHED_NAMES] = Default::default();
+        let first = self.effects.len();
         let mut written = [(0i64, 0i64, 0i64); MAX_CACHED_NAMES];
         let mut len = 0;
         for &slot in slots {
             let (res_ms, index, count) = slot;
-            let (Some(name_at), Some(value)) =
-                (self.field_at(res_ms, index), RStr::from_i64(count))
-            else {
+            let Some(name_at) = self.field_at(res_ms, index) else {
                 continue;
             };
-            if let (Some(a), Some(v), Some(w)) =
-                (at.get_mut(len), values.get_mut(len), written.get_mut(len))
-            {
-                (*a, *v, *w) = (name_at, Some(value), slot);
-                len += 1;
-            }
+            let (Some(name), Some(value), Some(w)) = (
+                self.names.get(name_at),
+                RStr::from_i64(count),
+                written.get_mut(len),
+            ) else {
+                continue;
+            };
+            self.effects.set_strings(&name.rstr, value);
+            *w = slot;
+            len += 1;
         }
-        let names = &self.names;
-        let pairs = at
-            .iter()
-            .zip(&values)
-            .take(len)
-            .filter_map(|(&name_at, value)| {
-                let name = names.get(name_at)?;
-                Some((&name.rstr, value.as_ref()?))
-            });
-        self.key.hset_many(pairs);
-        for (&name_at, value) in at.iter().zip(values.iter_mut()).take(len) {
-            if let (Some(name), Some(value)) = (self.names.get(name_at), value.take()) {
-                self.effects.set_strings(&name.rstr, value);
-            }
-        }
+        self.key.hset_many(self.effects.sets_since(first));
         self.missing = false;
         // The mirror follows the hash: only the slots written there.
         if let Some(mirror) = self.mirror.as_deref_mut() {
