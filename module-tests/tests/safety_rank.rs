@@ -994,3 +994,69 @@ fn a_board_moved_or_deleted_right_after_its_meta_was_garbled_leaves_nothing_behi
     wait_replica_synced(&srv, &replica);
     assert_replica_equal(&srv, &replica, "replica");
 }
+
+per_server!(a_garbled_meta_goes_with_its_board);
+/// Fault fuzz seed 767908158 (Redis 7.0): a board's meta garbled (`_slots` deleted) in
+/// the transaction that deleted or renamed the board. The job removing (or moving) the
+/// board ran first and took only its valid parts: the garbled meta stayed behind at the
+/// old name, tally forgot the board, and every read of that name answered WRONGTYPE from
+/// then on. A garbled meta of a board tally knows now goes (or moves) with the board.
+fn a_garbled_meta_goes_with_its_board(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    let mut conn = srv.conn();
+    let top_of =
+        |srv: &Server, name: &str| srv.cmd_value(&["TSRANK.TOP", name, "10", "WITHSCORES"]);
+    // Deleted: nothing is left of the board, the name answers as an empty board.
+    srv.cmd_value(&["TSRANK.INCRBY", "a", "3", "m1"]);
+    let delete = [
+        strings(&["MULTI"]),
+        strings(&["DEL", "a"]),
+        strings(&["HDEL", "a|meta", "_slots"]),
+        strings(&["EXEC"]),
+    ];
+    assert_eq!(
+        pipeline(&mut conn, &delete).last(),
+        Some(&v_arr(vec![v_int(1), v_int(1)])),
+        "{k}"
+    );
+    sleep_ms(50);
+    assert_eq!(top_of(&srv, "a"), v_arr(vec![]), "{k}: the deleted board");
+    assert!(!exists(&srv, "a|meta"), "{k}: its garbled meta stayed");
+    // Renamed: the board answers at its new name, the old name as empty.
+    srv.cmd_value(&["TSRANK.INCRBY", "b", "3", "m1"]);
+    let rename = [
+        strings(&["MULTI"]),
+        strings(&["RENAME", "b", "c"]),
+        strings(&["HDEL", "b|meta", "_slots"]),
+        strings(&["EXEC"]),
+    ];
+    assert_eq!(
+        pipeline(&mut conn, &rename).last(),
+        Some(&v_arr(vec![v_ok(), v_int(1)])),
+        "{k}"
+    );
+    sleep_ms(50);
+    assert_eq!(top_of(&srv, "b"), v_arr(vec![]), "{k}: the old name");
+    assert!(
+        !exists(&srv, "b|meta"),
+        "{k}: the garbled meta stayed behind"
+    );
+    assert_eq!(
+        top_of(&srv, "c"),
+        v_arr(vec![v_bulk("m1"), v_int(3)]),
+        "{k}: the moved board"
+    );
+    assert_eq!(
+        srv.cmd_value(&["HGET", "c|meta", "_tally"]),
+        v_bulk("rank 86400000 3600000"),
+        "{k}: the moved board's meta"
+    );
+    srv.cmd_value(&["DEBUG", "RELOAD"]);
+    assert_eq!(
+        top_of(&srv, "c"),
+        v_arr(vec![v_bulk("m1"), v_int(3)]),
+        "{k}: after a reload"
+    );
+    srv.assert_alive();
+}

@@ -413,13 +413,20 @@ fn stored_meta(ctx: &Context, base: &[u8]) -> Option<Meta> {
 }
 
 /// Existing parts of the board at `base`: meta first (if present), then slot hashes.
+/// A hash at `base|meta` that is not a valid meta is the board's meta a user garbled
+/// when tally knows the board (it would put it back): it goes (or moves) with the board,
+/// rather than stay behind as a name that answers WRONGTYPE.
 fn parts(ctx: &Context, db: c_int, base: &[u8]) -> Vec<Vec<u8>> {
     let stored = stored_meta(ctx, base);
-    let Some(meta) = stored.or_else(|| known_meta(db, base)) else {
+    let known = known_meta(db, base);
+    let Some(meta) = stored.or(known) else {
         return Vec::new();
     };
     let mut names = Vec::new();
-    if stored.is_some() {
+    let garbled_meta = stored.is_none()
+        && known.is_some()
+        && Key::open_bytes(ctx, &meta_key(base), false).is_some_and(|k| k.kind() == KeyKind::Hash);
+    if stored.is_some() || garbled_meta {
         names.push(meta_key(base));
     }
     if !meta.is_empty() {
