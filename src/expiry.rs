@@ -16,14 +16,13 @@
 //! the [`Visitor`] given to [`start`]) or raw module calls (`server`, `store::scan`).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::raw::c_int;
-use std::rc::Rc;
 use std::time::Duration;
 
 use redis_module::{Context, NotifyEvent};
 
 use crate::config;
+use crate::due_queue::DueQueue;
 use crate::server::{
     is_acting_primary, monotonic_us, now_ms, replica_traffic_paused, selected_db, DbGuard,
 };
@@ -75,12 +74,8 @@ impl Default for Visitor {
 
 #[derive(Default)]
 struct Schedule {
-    /// (due ms, db, key) ordered by due time.
-    queue: BTreeSet<(i64, c_int, Rc<[u8]>)>,
-    /// db -> key -> due, to update a key's entry without scanning the queue. The key's
-    /// bytes are shared with its queue entry (one allocation per scheduled key). The few
-    /// databases in a tree: every write looks its own up, without hashing the number.
-    due_of: BTreeMap<c_int, HashMap<Rc<[u8]>, i64>>,
+    /// The keys and when each next has work.
+    due: DueQueue,
     scan: Option<ScanState>,
     was_primary: bool,
     stats: Stats,
@@ -101,100 +96,22 @@ fn with_schedule<T>(f: impl FnOnce(&mut Schedule) -> T) -> T {
     SCHEDULE.with(|s| f(&mut s.borrow_mut()))
 }
 
-impl Schedule {
-    /// Puts `key` in the queue at `due`, unless it is already there at an earlier time
-    /// (an early visit is harmless: it recomputes the real due time).
-    fn insert(&mut self, db: c_int, key: &[u8], due: i64) {
-        let keys = self.due_of.entry(db).or_default();
-        match keys.get_key_value(key) {
-            Some((_, &existing)) if existing <= due => {}
-            Some((shared, &existing)) => {
-                let shared = Rc::clone(shared);
-                self.queue.remove(&(existing, db, Rc::clone(&shared)));
-                self.queue.insert((due, db, Rc::clone(&shared)));
-                keys.insert(shared, due);
-            }
-            None => {
-                let shared: Rc<[u8]> = Rc::from(key);
-                keys.insert(Rc::clone(&shared), due);
-                self.queue.insert((due, db, shared));
-            }
-        }
-    }
-
-    fn pop_due(&mut self, now: i64) -> Option<(c_int, Vec<u8>)> {
-        let first = self.queue.first()?;
-        if first.0 > now {
-            return None;
-        }
-        let (_, db, key) = self.queue.pop_first()?;
-        if let Some(keys) = self.due_of.get_mut(&db) {
-            keys.remove(&key);
-        }
-        Some((db, key.to_vec()))
-    }
-
-    fn tracked(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// Drops `key`'s entry, if any (the key is gone: nothing left to expire).
-    fn remove(&mut self, db: c_int, key: &[u8]) {
-        let Some(keys) = self.due_of.get_mut(&db) else {
-            return;
-        };
-        if let Some((shared, due)) = keys.remove_entry(key) {
-            self.queue.remove(&(due, db, shared));
-        }
-        if keys.is_empty() {
-            self.due_of.remove(&db);
-        }
-    }
-
-    fn swap_dbs(&mut self, a: c_int, b: c_int) {
-        let swap = |d: c_int| match d {
-            d if d == a => b,
-            d if d == b => a,
-            d => d,
-        };
-        let queue = std::mem::take(&mut self.queue);
-        self.queue = queue
-            .into_iter()
-            .map(|(due, d, k)| (due, swap(d), k))
-            .collect();
-        let due_of = std::mem::take(&mut self.due_of);
-        self.due_of = due_of.into_iter().map(|(d, m)| (swap(d), m)).collect();
-    }
-
-    /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports).
-    fn clear_db(&mut self, db: c_int) {
-        if db < 0 {
-            self.queue.clear();
-            self.due_of.clear();
-            return;
-        }
-        if self.due_of.remove(&db).is_some() {
-            self.queue.retain(|(_, d, _)| *d != db);
-        }
-    }
-}
-
 /// Called by writes: `key` (in the caller's database) has work at `due`.
 pub fn schedule(ctx: &Context, key: &[u8], due: i64) {
     let db = selected_db(ctx);
-    with_schedule(|s| s.insert(db, key, due));
+    with_schedule(|s| s.due.insert(db, key, due));
 }
 
 /// A key tally was tracking is gone (deleted by tally itself or by anyone): forget it, so
 /// the schedule stays proportional to the live tally objects.
 pub fn unschedule(ctx: &Context, key: &[u8]) {
     let db = selected_db(ctx);
-    with_schedule(|s| s.remove(db, key));
+    with_schedule(|s| s.due.remove(db, key));
 }
 
 /// FLUSHDB / FLUSHALL (`db` = -1): every entry of the flushed databases goes.
 pub fn forget_db(db: c_int) {
-    with_schedule(|s| s.clear_db(db));
+    with_schedule(|s| s.due.clear_db(db));
 }
 
 /// Keyspace events: a key that arrived under a new name or from elsewhere is visited
@@ -220,14 +137,14 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
 
 /// SWAPDB a b: scheduled keys of one database now live in the other.
 pub fn swap_dbs(a: c_int, b: c_int) {
-    with_schedule(|s| s.swap_dbs(a, b));
+    with_schedule(|s| s.due.swap_dbs(a, b));
 }
 
 pub fn stats() -> (Stats, usize, usize, bool) {
     let now = now_ms();
     with_schedule(|s| {
-        let backlog = s.queue.iter().take_while(|(due, _, _)| *due <= now).count();
-        (s.stats, s.tracked(), backlog, s.scan.is_some())
+        let backlog = s.due.backlog(now);
+        (s.stats, s.due.tracked(), backlog, s.scan.is_some())
     })
 }
 
@@ -275,7 +192,7 @@ fn tick(ctx: &Context, _: ()) {
     // a budget smaller than opening one key would otherwise never trim anything).
     let mut first = true;
     while first || monotonic_us() < deadline {
-        let Some((db, key)) = with_schedule(|s| s.pop_due(now)) else {
+        let Some((db, key)) = with_schedule(|s| s.due.pop_due(now)) else {
             break;
         };
         if !db_guard.select(db) {
@@ -291,8 +208,8 @@ fn tick(ctx: &Context, _: ()) {
         with_schedule(|s| {
             s.stats.keys_visited += 1;
             match visit {
-                Visit::DueAt(due) => s.insert(db, &key, due),
-                Visit::Unfinished => s.insert(db, &key, now),
+                Visit::DueAt(due) => s.due.insert(db, &key, due),
+                Visit::Unfinished => s.due.insert(db, &key, now),
                 Visit::Done => {}
             }
         });
@@ -307,8 +224,8 @@ fn tick(ctx: &Context, _: ()) {
         if s.scan.is_some() {
             return 1;
         }
-        match s.queue.first() {
-            Some((due, _, _)) => due.saturating_sub(now_ms()),
+        match s.due.first_due() {
+            Some(due) => due.saturating_sub(now_ms()),
             None => IDLE_TICK_MS,
         }
     });
@@ -361,7 +278,7 @@ fn scan_step(ctx: &Context, db_guard: &DbGuard, deadline: u64, now: i64) {
         let is_object = visitor().is_object;
         for name in names {
             if is_object(ctx, &name) {
-                with_schedule(|s| s.insert(scan.db, &name, now));
+                with_schedule(|s| s.due.insert(scan.db, &name, now));
             }
         }
         if !more {

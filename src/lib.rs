@@ -2,15 +2,17 @@
 //!
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `counter`,
-//!   `rank`, `stats`, `moments`, `sketch`, `error`;
+//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `due_queue`, `error`;
 //! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
 //!   databases, role, event hooks), `store` (keys, hashes, sorted sets, scans, ACL),
 //!   `replicate` (effects), `reply`, `cmdinfo` (command table entries, registration);
-//! * `expiry`: the schedule and the one timer, calling the families through a visitor;
+//! * `expiry`: the schedule (a `due_queue`) and the one timer, calling the families through
+//!   a visitor;
 //! * `commands/`: the command table, the family registry, one file per family.
 
 pub mod args;
 pub mod counter;
+pub mod due_queue;
 pub mod error;
 pub mod layout;
 pub mod limit;
