@@ -626,11 +626,12 @@ pub(super) fn save(
     slots: &mut HashSlots,
 ) -> bool {
     let effects = &mut slots.effects;
-    let deleted = counter.stored_slots() == 0 && !is_new;
+    let stored = counter.stored_slots();
+    let deleted = stored == 0 && !is_new;
     if deleted {
         key.delete();
         effects.delete_key();
-    } else if counter.stored_slots() > 0 {
+    } else if stored > 0 {
         if is_new {
             let marker = counter.marker();
             key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
@@ -665,7 +666,7 @@ pub(super) fn save(
             None => slots.effects.emit(ctx, name),
         }
     }
-    if counter.stored_slots() > 0 {
+    if stored > 0 {
         slots.keep_counter(counter);
     }
     if let Some(due) = due {
