@@ -117,9 +117,10 @@ pub fn dispatch(
             let name = String::from_utf8_lossy(name.unwrap_or_default()).into_owned();
             return Err(Error::Arity(name));
         };
-        // The key as the handlers take it (retained while the command runs); the other
-        // arguments are only read, borrowed from the server for this call.
-        let key = RedisString::new(std::ptr::NonNull::new(ctx), key);
+        // The key as the handlers take it and the other arguments, all borrowed from the
+        // server for this call: the key's string is neither retained nor freed (never
+        // dropped), since it outlives the call anyway.
+        let key = std::mem::ManuallyDrop::new(RedisString::from_redis_module_string(ctx, key));
         // SAFETY: the argument strings live for this call.
         let bytes = |&a: &*mut raw::RedisModuleString| unsafe { borrowed_bytes(a) };
         let rest = argv.get(2..).unwrap_or_default();

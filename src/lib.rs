@@ -16,6 +16,7 @@ pub mod due_queue;
 pub mod error;
 pub mod layout;
 pub mod limit;
+pub mod memo_map;
 pub mod moments;
 pub mod rank;
 pub mod sketch;

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::os::raw::c_int;
 
 use crate::counter::{Counter, OrderedSlots};
+use crate::memo_map::MemoMap;
 
 /// At most this many slots are mirrored in all; past it every mirror is dropped and the
 /// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
@@ -78,13 +79,14 @@ impl Mirror {
 
 #[derive(Default)]
 struct Mirrors {
-    /// Per database (a short list: a lookup hashes only the key name).
-    by_db: Vec<(c_int, HashMap<Vec<u8>, Mirror>)>,
+    /// Per database (a short list: a lookup hashes only the key name, and a key used
+    /// again right after is found without hashing it).
+    by_db: Vec<(c_int, MemoMap<Mirror>)>,
     slots: usize,
 }
 
 impl Mirrors {
-    fn db_mut(&mut self, db: c_int) -> Option<&mut HashMap<Vec<u8>, Mirror>> {
+    fn db_mut(&mut self, db: c_int) -> Option<&mut MemoMap<Mirror>> {
         self.by_db
             .iter_mut()
             .find(|(d, _)| *d == db)
@@ -93,12 +95,9 @@ impl Mirrors {
 }
 
 /// The mirrors of `db`, made if missing.
-fn db_entry(
-    by_db: &mut Vec<(c_int, HashMap<Vec<u8>, Mirror>)>,
-    db: c_int,
-) -> Option<&mut HashMap<Vec<u8>, Mirror>> {
+fn db_entry(by_db: &mut Vec<(c_int, MemoMap<Mirror>)>, db: c_int) -> Option<&mut MemoMap<Mirror>> {
     if !by_db.iter().any(|(d, _)| *d == db) {
-        by_db.push((db, HashMap::new()));
+        by_db.push((db, MemoMap::default()));
     }
     by_db
         .iter_mut()
@@ -176,7 +175,7 @@ pub fn with_mirror<T>(
                     };
                     if load(&mut mirror) && mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
                         *slots += mirror.slots.len();
-                        built = Some(keys.entry(name.to_vec()).or_insert(mirror));
+                        built = keys.insert(name, mirror);
                     }
                 }
                 built
@@ -198,6 +197,27 @@ pub fn with_mirror<T>(
             *mirrors = Mirrors::default();
         }
         result
+    })
+}
+
+/// Runs `f` with the mirror of `name` in `db` if there is one valid for a hash of `fields`
+/// fields (`None` otherwise: nothing is built). For reads: `f` must not change the slots.
+pub fn with_valid_mirror<T>(
+    db: c_int,
+    name: &[u8],
+    fields: usize,
+    f: impl FnOnce(&mut Mirror) -> T,
+) -> Option<T> {
+    MIRRORS.with(|cell| {
+        let mut mirrors = cell.try_borrow_mut().ok()?;
+        if CLEAR_PENDING.with(Cell::get) {
+            return None;
+        }
+        let mirror = mirrors.db_mut(db)?.get_mut(name)?;
+        if mirror.fields != fields {
+            return None;
+        }
+        Some(f(mirror))
     })
 }
 

@@ -337,6 +337,46 @@ impl OrderedSlots {
     }
 }
 
+/// The in-memory copy answers a counter's reads by itself: a read of a mirrored counter
+/// goes straight to it (no hash involved). Writes change this copy only, so the command
+/// layer writes through its hash store, never through this.
+impl super::SlotStore for OrderedSlots {
+    fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
+        OrderedSlots::get(self, &(res_ms, index)).copied()
+    }
+    fn put(&mut self, res_ms: i64, index: i64, count: i64) {
+        self.insert((res_ms, index), count);
+    }
+    fn get_many(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
+        OrderedSlots::get_many(self, slots, out);
+    }
+    fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
+        self.insert_many(slots);
+    }
+    fn remove(&mut self, res_ms: i64, index: i64) -> bool {
+        OrderedSlots::remove(self, &(res_ms, index)).is_some()
+    }
+    fn stored_slots(&mut self) -> usize {
+        self.len
+    }
+    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+        for ((res_ms, index), count) in self.iter() {
+            f(res_ms, index, count);
+        }
+    }
+    fn ordered_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) {
+        if lo <= hi {
+            out.extend(self.range(res_ms, lo, hi));
+        }
+    }
+    fn probes_are_cheap(&mut self, _probes: i64) -> bool {
+        true
+    }
+    fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
+        Some(OrderedSlots::range_sum(self, res_ms, lo, hi))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -562,3 +562,52 @@ fn range_sums_agree_with_listed_slots() {
         );
     }
 }
+
+/// The in-memory ordered copy, used as the store of a mirrored counter's reads, answers
+/// every read (SUM, RANGE, trims, LIMIT's listing) exactly like a plain map of the same
+/// slots, whatever the writes before.
+#[test]
+fn ordered_copy_answers_like_a_plain_store() {
+    let mut rng = Rng(43);
+    let rs = res("1s:60 1m:60 1h:24 1d:30");
+    let mut on_map = Counter::new(rs.clone());
+    let mut on_copy = Counter::new(rs);
+    let mut map = MapStore::ordered();
+    let mut copy = OrderedSlots::default();
+    let mut now: i64 = 10_000_000_000;
+    for step in 0..5_000 {
+        now += rng.below(4_000);
+        let far = rng.below(4) == 0;
+        let ts = now - rng.below(if far { 20 * 86_400_000 } else { 90_000 });
+        let inc = rng.below(9) - 3;
+        assert_eq!(
+            on_copy.incrby(&mut copy, now, ts, inc),
+            on_map.incrby(&mut map, now, ts, inc),
+            "step {step}"
+        );
+        if step % 5 == 0 {
+            let windows: Vec<i64> = (0..1 + rng.below(5))
+                .map(|_| 1 + rng.below(30 * 86_400_000))
+                .collect();
+            let t = now - rng.below(3_600_000);
+            assert_eq!(
+                on_copy.sum(&mut copy, now, t, &windows),
+                on_map.sum(&mut map, now, t, &windows),
+                "step {step}: {windows:?} at {t}"
+            );
+            let r = [1_000, 60_000, 3_600_000, 86_400_000][rng.below(4) as usize];
+            let empty = rng.below(2) == 0;
+            assert_eq!(
+                on_copy.range(&mut copy, now, r, None, None, empty),
+                on_map.range(&mut map, now, r, None, None, empty),
+                "step {step}"
+            );
+        }
+        if step % 50 == 0 {
+            assert_eq!(on_copy.trim(&mut copy, now), on_map.trim(&mut map, now));
+        }
+        let listed: Vec<((i64, i64), i64)> = copy.iter().collect();
+        let plain: Vec<((i64, i64), i64)> = map.0.iter().map(|(&s, &c)| (s, c)).collect();
+        assert_eq!(listed, plain, "step {step}");
+    }
+}

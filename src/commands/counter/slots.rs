@@ -561,7 +561,7 @@ pub(super) fn read_counter<T>(
     key: &Key,
     name: &[u8],
     now: i64,
-    f: impl FnOnce(&Counter, &mut HashSlots) -> Result<T>,
+    f: impl FnOnce(&Counter, &mut dyn SlotStore) -> Result<T>,
 ) -> Result<Option<T>> {
     match key.kind() {
         KeyKind::Empty => return Ok(None),
@@ -569,6 +569,23 @@ pub(super) fn read_counter<T>(
         _ => return Err(Error::WrongType),
     }
     let mut f = Some(f);
+    // The usual read: a valid mirror with its parsed counter answers by itself (`f` only
+    // reads, so the mirror's copy of the slots serves as the store).
+    let cached = mirror::with_valid_mirror(selected_db(ctx), name, key.len(), |mirror| {
+        let Mirror {
+            counter: Some(counter),
+            slots,
+            ..
+        } = mirror
+        else {
+            return None;
+        };
+        f.take().map(|f| f(counter, slots))
+    });
+    if let Some(result) = cached.flatten() {
+        return result.map(Some);
+    }
+    // No valid mirror: built from the hash when the counter is worth one.
     let cached = with_slots(ctx, key, name, Build::Always, |slots| {
         let counter = slots.mirror.as_deref_mut()?.counter.take()?;
         let result = f.take().map(|f| f(&counter, slots));
