@@ -14,6 +14,7 @@ pub mod args;
 pub mod counter;
 pub mod due_queue;
 pub mod error;
+pub mod inline_vec;
 pub mod layout;
 pub mod limit;
 pub mod memo_map;

@@ -35,6 +35,7 @@ use std::collections::BinaryHeap;
 
 use crate::args::parse_i64;
 use crate::error::{Error, Result};
+use crate::inline_vec::InlineVec;
 use crate::layout;
 use crate::window::{first_kept, leaves_at, slot_index};
 
@@ -230,17 +231,20 @@ fn numbers<const N: usize>(text: &[u8]) -> Option<[i64; N]> {
     fields.next().is_none().then_some(out)
 }
 
+/// A derived key's name, built on the stack when short (every INCRBY builds two).
+pub type KeyName = InlineVec<u8, 64>;
+
 /// Name of the meta hash of leaderboard `base`.
-pub fn meta_key(base: &[u8]) -> Vec<u8> {
-    let mut name = Vec::with_capacity(base.len() + META_SUFFIX.len());
+pub fn meta_key(base: &[u8]) -> KeyName {
+    let mut name = KeyName::new();
     name.extend_from_slice(base);
     name.extend_from_slice(META_SUFFIX);
     name
 }
 
 /// Name of the hash of slot `index` of leaderboard `base`.
-pub fn slot_key(base: &[u8], index: i64) -> Vec<u8> {
-    let mut name = Vec::with_capacity(base.len() + SLOT_INFIX.len() + 20);
+pub fn slot_key(base: &[u8], index: i64) -> KeyName {
+    let mut name = KeyName::new();
     name.extend_from_slice(base);
     name.extend_from_slice(SLOT_INFIX);
     push_decimal(&mut name, index);
@@ -249,7 +253,7 @@ pub fn slot_key(base: &[u8], index: i64) -> Vec<u8> {
 
 /// Appends `n` in decimal (what `to_string` writes) without a temporary string: slot
 /// names are built on every INCRBY and by every read of the slots.
-fn push_decimal(out: &mut Vec<u8>, n: i64) {
+fn push_decimal(out: &mut KeyName, n: i64) {
     if n < 0 {
         out.push(b'-');
     }

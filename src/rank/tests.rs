@@ -164,8 +164,8 @@ fn ranges_follow_the_window() {
 
 #[test]
 fn derived_names_and_hash_tags() {
-    assert_eq!(meta_key(b"{lb}x"), b"{lb}x|meta".to_vec());
-    assert_eq!(slot_key(b"lb", 42), b"lb|slot|42".to_vec());
+    assert_eq!(meta_key(b"{lb}x").to_vec(), b"{lb}x|meta".to_vec());
+    assert_eq!(slot_key(b"lb", 42).to_vec(), b"lb|slot|42".to_vec());
     assert_eq!(base_of_meta(b"lb|meta"), Some(&b"lb"[..]));
     assert_eq!(base_of_meta(b"lb"), None);
     assert!(has_hash_tag(b"{a}"));
@@ -283,6 +283,6 @@ fn slot_names_write_the_index_in_decimal() {
     for index in [0i64, 7, 10, -1, -10, 478_617, i64::MAX, i64::MIN] {
         let mut want = b"b|slot|".to_vec();
         want.extend_from_slice(index.to_string().as_bytes());
-        assert_eq!(slot_key(b"b", index), want, "{index}");
+        assert_eq!(slot_key(b"b", index).to_vec(), want, "{index}");
     }
 }

@@ -15,8 +15,11 @@ use crate::args::{set_once, Args};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::inline_vec::InlineVec;
 use crate::rank::MAX_TOTAL;
-use crate::rank::{meta_key, score_to_total, slot_key, validate_settings, Meta, MetaLayout};
+use crate::rank::{
+    meta_key, score_to_total, slot_key, validate_settings, KeyName, Meta, MetaLayout,
+};
 use crate::replicate::{replicate_strings, Effects};
 use crate::reply::Reply;
 use crate::server::{now_ms, selected_db};
@@ -39,6 +42,9 @@ const OPEN_ATTEMPTS: usize = 3;
 
 /// Above this many increments, repeated members are found through a map.
 const LINEAR_LOOKUP_MAX: usize = 8;
+
+/// Increments (and their replies) kept on the stack: the usual write has one.
+const INLINE_PAIRS: usize = 8;
 
 /// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -65,15 +71,15 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
 
 /// A parsed INCRBY.
 struct Increments<'a> {
-    /// `(increment, member)`, in order.
-    pairs: Vec<(i64, &'a [u8])>,
+    /// `(increment, member)`, in order (on the stack when few).
+    pairs: InlineVec<(i64, &'a [u8]), INLINE_PAIRS>,
     /// The `AT` timestamp, if given.
     at: Option<i64>,
 }
 
 fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
     let mut args = Args::new(rest);
-    let mut pairs: Vec<(i64, &[u8])> = Vec::with_capacity(rest.len() / 2);
+    let mut pairs = InlineVec::new();
     let mut at = None;
     while !args.is_done() {
         if args.eat_keyword("AT") {
@@ -104,7 +110,7 @@ fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
 /// The keys of one INCRBY, opened for writing and checked.
 struct Target {
     zset: Key,
-    meta_name: Vec<u8>,
+    meta_name: KeyName,
     /// The meta hash, opened unless the board's verified meta was used (then this write
     /// neither reads nor writes it).
     meta_hash: Option<Key>,
@@ -141,11 +147,11 @@ fn apply(
         return Ok(None);
     };
     prepare(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
-    let (changes, replies) = compute_changes(pairs, &target)?;
-    write(ctx, name, target, &changes);
+    let (mut changes, replies) = compute_changes(pairs, &target)?;
+    write(ctx, name, target, &mut changes);
     Ok(Some(match replies.as_slice() {
         [single] => Reply::Int(*single),
-        _ => Reply::Array(replies.into_iter().map(Reply::Int).collect()),
+        _ => Reply::Array(replies.iter().map(|&reply| Reply::Int(reply)).collect()),
     }))
 }
 
@@ -327,6 +333,8 @@ struct Change<'a> {
     slot_count: i64,
     total: i64,
     pending: i64,
+    /// The slot count and total as written (module strings, also replicated).
+    written: Option<(RStr, RStr)>,
 }
 
 /// The new values of every member (a member may appear several times) and the reply to
@@ -334,10 +342,10 @@ struct Change<'a> {
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
     target: &Target,
-) -> Result<(Vec<Change<'a>>, Vec<i64>)> {
+) -> Result<(Vec<Change<'a>>, InlineVec<i64, INLINE_PAIRS>)> {
     let mut changes: Vec<Change> = Vec::with_capacity(pairs.len());
     let mut index_of: HashMap<&[u8], usize> = HashMap::new();
-    let mut replies = Vec::with_capacity(pairs.len());
+    let mut replies = InlineVec::new();
     let by_map = pairs.len() > LINEAR_LOOKUP_MAX;
     for &(increment, member) in pairs {
         let found = if by_map {
@@ -390,21 +398,21 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
         slot_count,
         total,
         pending,
+        written: None,
     })
 }
 
 /// Writes the new values and the meta (if its range changed, the board is new or its
 /// meta is still in the four-number layout), then replicates the absolute values:
 /// `HSET meta ...`, `HSET slot member count ...`, `ZADD key total member ...`.
-fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &[Change]) {
+fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &mut [Change]) {
     let key_name = name.as_slice();
     if target.slot_is_leftover {
         target.slot.delete();
     }
     // The replicated HSET and ZADD take the module strings the write made (the members,
     // the counts set in the slot hash, the names): a reference each, nothing copied.
-    let mut values = Vec::with_capacity(changes.len());
-    for change in changes {
+    for change in changes.iter_mut() {
         let (Some(count), Some(total)) = (
             RStr::from_i64(change.slot_count),
             RStr::from_i64(change.total),
@@ -413,8 +421,13 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &[Chang
         };
         target.slot.hset_str_value(&change.member, &count);
         target.zset.zadd(&change.member, change.total as f64);
-        values.push((change, count, total));
+        change.written = Some((count, total));
     }
+    let values = || {
+        changes
+            .iter()
+            .filter_map(|change| Some((&change.member, change.written.as_ref()?)))
+    };
     let mut effects = Effects::new();
     let range_changed = target.meta.note_write(target.index);
     let meta = target.meta;
@@ -438,14 +451,10 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &[Chang
         effects.command(c"DEL").arg(target.slot_name.as_bytes());
     }
     effects.emit(ctx);
-    let slot_counts = values
-        .iter()
-        .flat_map(|(change, count, _)| [change.member.as_ptr(), count.as_ptr()]);
+    let slot_counts = values().flat_map(|(member, (count, _))| [member.as_ptr(), count.as_ptr()]);
     let hset = std::iter::once(target.slot_name.as_ptr()).chain(slot_counts);
     replicate_strings(ctx, c"HSET", hset);
-    let totals = values
-        .iter()
-        .flat_map(|(change, _, total)| [total.as_ptr(), change.member.as_ptr()]);
+    let totals = values().flat_map(|(member, (_, total))| [total.as_ptr(), member.as_ptr()]);
     replicate_strings(ctx, c"ZADD", std::iter::once(name.inner).chain(totals));
     if target.meta_hash.is_none() {
         // The verified meta was used and this write left it as it was: nothing to record.

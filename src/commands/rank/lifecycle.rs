@@ -427,14 +427,14 @@ fn parts(ctx: &Context, db: c_int, base: &[u8]) -> Vec<Vec<u8>> {
         && known.is_some()
         && Key::open_bytes(ctx, &meta_key(base), false).is_some_and(|k| k.kind() == KeyKind::Hash);
     if stored.is_some() || garbled_meta {
-        names.push(meta_key(base));
+        names.push(meta_key(base).to_vec());
     }
     if !meta.is_empty() {
         // `span_fits` bounds this walk to two windows of slot names.
         for index in meta.lo..=meta.hi {
             let name = slot_key(base, index);
             if Key::open_bytes(ctx, &name, false).is_some_and(|k| k.kind() == KeyKind::Hash) {
-                names.push(name);
+                names.push(name.to_vec());
             }
         }
     }
@@ -487,7 +487,7 @@ fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
     // A meta a user deleted or renamed away just before the board moved (on Redis 7.0 the
     // job putting it back runs after this move) is put back at the new name (below), which
     // must be free like the other targets.
-    let meta_left_behind = meta.is_some() && !names.contains(&meta_key(from));
+    let meta_left_behind = meta.is_some() && !names.contains(&meta_key(from).to_vec());
     let occupied = targets.iter().any(|t| taken(t)) || (meta_left_behind && taken(&meta_key(to)));
     if occupied || targets.len() != names.len() {
         unlink(ctx, &names);
