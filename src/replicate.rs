@@ -304,17 +304,46 @@ impl HashEffects {
                 .position(|(_, v)| v.is_none() != deleting)
                 .unwrap_or(rest.len());
             let (writes, after) = rest.split_at(run);
-            let key = std::iter::once(key);
             if deleting {
                 let fields = writes.iter().map(|(f, _)| f.as_ptr());
-                replicate_strings(ctx, c"HDEL", key.chain(fields));
+                replicate_strings(ctx, c"HDEL", std::iter::once(key).chain(fields));
             } else {
-                let pairs = writes.iter().filter_map(|(f, v)| Some((f, v.as_ref()?)));
-                let args = pairs.flat_map(|(f, v)| [f.as_ptr(), v.as_ptr()]);
-                replicate_strings(ctx, c"HSET", key.chain(args));
+                replicate_sets(ctx, key, writes);
             }
             rest = after;
         }
+    }
+}
+
+/// `HSET key field value ...` of a run of sets, gathered with a plain loop (a counter write
+/// sends seven pairs: iterator adapters cost more than the copying).
+fn replicate_sets(
+    ctx: &Context,
+    key: *mut redis_module::raw::RedisModuleString,
+    writes: &[(RStr, Option<RStr>)],
+) {
+    let mut a = [std::ptr::null_mut(); STACK_STRINGS];
+    let mut count = 0;
+    let mut push = |arg| match a.get_mut(count) {
+        Some(slot) => {
+            *slot = arg;
+            count += 1;
+            true
+        }
+        None => false,
+    };
+    let mut fits = push(key);
+    for (field, value) in writes {
+        if let Some(value) = value {
+            fits = fits && push(field.as_ptr()) && push(value.as_ptr());
+        }
+    }
+    if fits {
+        replicate_array(ctx, c"HSET", &a, count);
+    } else {
+        let pairs = writes.iter().filter_map(|(f, v)| Some((f, v.as_ref()?)));
+        let args = pairs.flat_map(|(f, v)| [f.as_ptr(), v.as_ptr()]);
+        replicate_strings(ctx, c"HSET", std::iter::once(key).chain(args));
     }
 }
 
@@ -326,39 +355,46 @@ const STACK_STRINGS: usize = 40;
 const STRING_FORMATS: &CStr = c"ssssssssssssssssssssssssssssssssssssssss";
 
 /// Sends one command whose arguments are module strings (the server takes a reference to
-/// each, no copy). Up to 40 arguments (every hot path) go as format `s` each, passed from
-/// the stack: the server then sizes its argument vector once (format `v` grows it twice).
+/// each, no copy). Up to 40 arguments (every hot path) go as format `s` each, gathered
+/// straight into the array passed from the stack: the server then sizes its argument
+/// vector once (format `v` grows it twice).
 pub fn replicate_strings(
     ctx: &Context,
     name: &CStr,
-    args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
+    mut args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
 ) {
-    gathered::<_, STACK_STRINGS>(std::ptr::null_mut(), args, |argv| {
-        replicate_string_slice(ctx, name, argv)
-    });
+    let mut a = [std::ptr::null_mut(); STACK_STRINGS];
+    let mut count = 0;
+    for (slot, arg) in a.iter_mut().zip(&mut args) {
+        *slot = arg;
+        count += 1;
+    }
+    match args.next() {
+        None => replicate_array(ctx, name, &a, count),
+        Some(more) => {
+            let mut argv: Vec<_> = a.to_vec();
+            argv.push(more);
+            argv.extend(args);
+            replicate_vector(ctx, name, &mut argv);
+        }
+    }
 }
 
-/// [`replicate_strings`] of the gathered arguments.
-fn replicate_string_slice(
+/// Sends the first `count` strings of `a` (the rest NULL: the server reads as many
+/// arguments as the format names), with one `s` per argument.
+fn replicate_array(
     ctx: &Context,
     name: &CStr,
-    argv: &mut [*mut redis_module::raw::RedisModuleString],
+    a: &[*mut redis_module::raw::RedisModuleString; STACK_STRINGS],
+    count: usize,
 ) {
-    let count = argv.len();
-    // The arguments again in a full array of NULLs: every one of them is passed.
-    let mut stack = [std::ptr::null_mut(); STACK_STRINGS];
-    let fits = stack
-        .get_mut(..count)
-        .map(|slots| slots.copy_from_slice(argv))
-        .is_some();
     let formats = STRING_FORMATS.to_bytes_with_nul();
     let format = formats
         .len()
         .checked_sub(count + 1)
         .and_then(|at| formats.get(at..));
     match format {
-        Some(format) if fits => {
-            let a = stack;
+        Some(format) => {
             // SAFETY: live context; a NUL-terminated format of `count` letters `s`, each
             // matched by a live module string (the server reads as many arguments as the
             // format names and ignores the rest, all NULL).
@@ -410,18 +446,28 @@ fn replicate_string_slice(
                 )
             };
         }
-        _ => {
-            // SAFETY: live context; "v" takes an array of live module strings and its
-            // length (the server takes a reference to each).
-            unsafe {
-                api!(RedisModule_Replicate)(
-                    ctx.ctx,
-                    name.as_ptr(),
-                    c"v".as_ptr(),
-                    argv.as_mut_ptr(),
-                    argv.len(),
-                )
-            };
+        None => {
+            let mut argv = a.get(..count).unwrap_or_default().to_vec();
+            replicate_vector(ctx, name, &mut argv);
         }
     }
+}
+
+/// Sends one command of any number of module strings (format `v`).
+fn replicate_vector(
+    ctx: &Context,
+    name: &CStr,
+    argv: &mut [*mut redis_module::raw::RedisModuleString],
+) {
+    // SAFETY: live context; "v" takes an array of live module strings and its length
+    // (the server takes a reference to each).
+    unsafe {
+        api!(RedisModule_Replicate)(
+            ctx.ctx,
+            name.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_mut_ptr(),
+            argv.len(),
+        )
+    };
 }
