@@ -515,6 +515,34 @@ impl Counter {
         Ok(reply)
     }
 
+    /// The usual increment of a hot counter, made on its ordered in-memory copy alone when
+    /// it only adds to slots that are stored: every resolution's newest stored slot
+    /// contains `ts`, no slot has left since the last write (so every stored slot is kept
+    /// at `now`) and none of the new counts is 0. Then the bookkeeping does not change and
+    /// [`Counter::incrby`] would
+    /// write exactly these counts. Fills `writes` with `(res_ms, index, new count)` and
+    /// returns how many and the reply; `None` (nothing changed) when the increment needs
+    /// the general path.
+    pub fn add_to_stored(
+        &self,
+        slots: &mut OrderedSlots,
+        now: i64,
+        ts: i64,
+        increment: i64,
+        writes: &mut [(i64, i64, i64); MAX_RESOLUTIONS],
+    ) -> Option<(usize, i64)> {
+        if increment == 0 || self.stored_slots() != slots.len() as i64 || self.has_left(now) {
+            return None;
+        }
+        let mut res_ms = [0i64; MAX_RESOLUTIONS];
+        for (ms, res) in res_ms.iter_mut().zip(&self.resolutions) {
+            *ms = res.ms;
+        }
+        let res_ms = res_ms.get(..self.resolutions.len())?;
+        let len = slots.add_to_newest(res_ms, ts, increment, writes)?;
+        Some((len, writes.first()?.2))
+    }
+
     /// The finest resolution whose kept span covers `window`.
     pub fn resolution_for(&self, window: i64) -> Result<Resolution> {
         finest_covering(&self.resolutions, window)

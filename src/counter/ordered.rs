@@ -100,17 +100,8 @@ impl Resolution {
     fn set(&mut self, index: i64, count: i64) -> Option<i64> {
         match self.find(index) {
             Ok(at) => {
-                let slot = self.slots.get_mut(at)?;
-                let old = std::mem::replace(&mut slot.1, count);
-                let delta = i128::from(count) - i128::from(old);
-                if at + 1 == self.sums.len() {
-                    // The last computed sum (the newest slot, usually): kept in step.
-                    if let Some(sum) = self.sums.back_mut() {
-                        *sum += delta;
-                    }
-                } else {
-                    self.sums.truncate(at);
-                }
+                let old = self.slots.get(at)?.1;
+                self.set_at(at, count);
                 Some(old)
             }
             Err(at) => {
@@ -124,6 +115,35 @@ impl Resolution {
                 }
                 None
             }
+        }
+    }
+
+    /// Sets the count of the newest slot (keeping its running total in step).
+    fn set_newest(&mut self, count: i64) {
+        let Some(newest) = self.slots.back_mut() else {
+            return;
+        };
+        let delta = i128::from(count) - i128::from(std::mem::replace(&mut newest.1, count));
+        if self.sums.len() == self.slots.len() {
+            if let Some(sum) = self.sums.back_mut() {
+                *sum += delta;
+            }
+        }
+    }
+
+    /// Sets the count of the stored slot at position `at` (found by [`Resolution::find`]).
+    fn set_at(&mut self, at: usize, count: i64) {
+        let Some(slot) = self.slots.get_mut(at) else {
+            return;
+        };
+        let delta = i128::from(count) - i128::from(std::mem::replace(&mut slot.1, count));
+        if at + 1 == self.sums.len() {
+            // The last computed sum (the newest slot, usually): kept in step.
+            if let Some(sum) = self.sums.back_mut() {
+                *sum += delta;
+            }
+        } else {
+            self.sums.truncate(at);
         }
     }
 
@@ -328,6 +348,41 @@ impl OrderedSlots {
             self.resolutions.remove(at);
         }
         Some(old)
+    }
+
+    /// Adds `increment` to the newest stored slot of each resolution, when those slots
+    /// are the ones that contain `ts` for exactly the resolutions `res_ms` (in order), no
+    /// other resolution is stored and no new count is 0 or overflows: then fills `writes`
+    /// with `(res_ms, index, new count)` and returns how many. Otherwise `None` and nothing
+    /// changed. (A hot counter's usual write: no division, no search.)
+    pub fn add_to_newest(
+        &mut self,
+        res_ms: &[i64],
+        ts: i64,
+        increment: i64,
+        writes: &mut [(i64, i64, i64)],
+    ) -> Option<usize> {
+        if res_ms.is_empty()
+            || self.resolutions.len() != res_ms.len()
+            || writes.len() < res_ms.len()
+        {
+            return None;
+        }
+        // First check every slot, then change them.
+        for ((resolution, &ms), write) in self.resolutions.iter().zip(res_ms).zip(writes.iter_mut())
+        {
+            let &(index, count) = resolution.slots.back()?;
+            let start = index.checked_mul(ms)?;
+            let contains_ts = resolution.res_ms == ms
+                && start <= ts
+                && ts.checked_sub(start).is_some_and(|offset| offset < ms);
+            let new = count.checked_add(increment).filter(|&new| new != 0);
+            *write = (ms, index, new.filter(|_| contains_ts)?);
+        }
+        for (resolution, &(_, _, new)) in self.resolutions.iter_mut().zip(writes.iter()) {
+            resolution.set_newest(new);
+        }
+        Some(res_ms.len())
     }
 
     /// The sum of the slots `lo ..= hi` of resolution `res_ms`.

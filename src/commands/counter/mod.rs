@@ -94,10 +94,16 @@ pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
 fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
     let now = now_ms();
     let ts = parse_at(args, now)?;
-    let reply = write(ctx, name, now, |counter, slots| {
-        let reply = counter.incrby(slots, now, ts, increment)?;
-        Ok((reply, increment != 0))
-    })?;
+    let reply = write(
+        ctx,
+        name,
+        now,
+        |slots| slots.add_in_place(now, ts, increment),
+        |counter, slots| {
+            let reply = counter.incrby(slots, now, ts, increment)?;
+            Ok((reply, increment != 0))
+        },
+    )?;
     if increment != 0 {
         notify(ctx, NotifyEvent::HASH, c"tscounter.incrby", name);
     }
@@ -105,12 +111,15 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
 }
 
 /// A write to the counter at `name` (created with the default resolutions if missing):
-/// `change` computes over its slots and says whether it changed them; then the
-/// bookkeeping is saved, the effects replicated and the next trim scheduled.
+/// `in_place` may make it on a hot counter's mirror (an increment of stored slots: the
+/// bookkeeping stays as it is); otherwise `change` computes over its slots and says
+/// whether it changed them, then the bookkeeping is saved. Either way the effects are
+/// replicated and the next trim scheduled.
 fn write<T>(
     ctx: &Context,
     name: &RedisString,
     now: i64,
+    in_place: impl FnOnce(&mut HashSlots) -> Option<T>,
     change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
 ) -> Result<T> {
     let key = Key::open(ctx, name, true);
@@ -122,6 +131,13 @@ fn write<T>(
     // One mirror lookup: the parsed counter comes from the mirror (taken out, put back
     // by `save`) or else from the hash.
     let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
+        if let Some(reply) = in_place(slots) {
+            slots.effects.emit_to(ctx, name.inner);
+            if let Some(due) = slots.mirrored_due() {
+                expiry::schedule(ctx, name.as_slice(), due);
+            }
+            return Ok((reply, false));
+        }
         let loaded = match slots.take_counter() {
             Some(counter) => Some(Loaded {
                 counter,
@@ -211,14 +227,20 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
     }
     drop(key);
-    let decision = write(ctx, name, now, |counter, slots| {
-        let decision = crate::limit::decide(counter, slots, now, ts, increment, &limits)?;
-        if decision.allowed {
-            counter.incrby(slots, now, ts, increment)?;
-        }
-        let applied = decision.allowed;
-        Ok((decision, applied))
-    })?;
+    let decision = write(
+        ctx,
+        name,
+        now,
+        |_| None,
+        |counter, slots| {
+            let decision = crate::limit::decide(counter, slots, now, ts, increment, &limits)?;
+            if decision.allowed {
+                counter.incrby(slots, now, ts, increment)?;
+            }
+            let applied = decision.allowed;
+            Ok((decision, applied))
+        },
+    )?;
     if decision.allowed {
         notify(ctx, NotifyEvent::HASH, c"tscounter.limit", name);
     }

@@ -155,6 +155,67 @@ impl<'a> HashSlots<'a> {
     }
 
     /// Records the hash's field count in the mirror once the command's writes are done.
+    /// Writes `slots` to the hash only, recording the effects: the names first (made in
+    /// `names` without clearing it midway); each value string is recorded as an effect (it
+    /// goes on to the replicated HSET), then the hash is written from the recorded pairs in
+    /// one batch. Returns the slots written and how many.
+    fn write_fields(
+        &mut self,
+        slots: &[(i64, i64, i64)],
+    ) -> ([(i64, i64, i64); MAX_CACHED_NAMES], usize) {
+        self.take_cached_names();
+        if self.names.len() + slots.len() > MAX_CACHED_NAMES {
+            self.names.clear();
+        }
+        let first = self.effects.len();
+        let mut written = [(0i64, 0i64, 0i64); MAX_CACHED_NAMES];
+        let mut len = 0;
+        for &slot in slots {
+            let (res_ms, index, count) = slot;
+            let Some(name_at) = self.field_at(res_ms, index) else {
+                continue;
+            };
+            let (Some(name), Some(value), Some(w)) = (
+                self.names.get(name_at),
+                RStr::from_i64(count),
+                written.get_mut(len),
+            ) else {
+                continue;
+            };
+            self.effects.set_strings(&name.rstr, value);
+            *w = slot;
+            len += 1;
+        }
+        self.key.hset_many(self.effects.sets_since(first));
+        self.missing = false;
+        (written, len)
+    }
+
+    /// A hot counter's usual increment (see [`Counter::add_to_stored`]): made on the
+    /// mirror in place, then written to the hash; the bookkeeping does not change. `None`
+    /// (nothing changed) when it needs the general path.
+    pub(super) fn add_in_place(&mut self, now: i64, ts: i64, increment: i64) -> Option<i64> {
+        let mirror = self.mirror.as_deref_mut()?;
+        let counter = mirror.counter.as_ref()?;
+        let mut writes = [(0, 0, 0); crate::counter::MAX_RESOLUTIONS];
+        let (len, reply) =
+            counter.add_to_stored(&mut mirror.slots, now, ts, increment, &mut writes)?;
+        let (_, written) = self.write_fields(writes.get(..len).unwrap_or_default());
+        if written != len {
+            // A field could not be written (out of memory): the mirror holds a count the
+            // hash does not, so it must go (no hash has this many fields).
+            if let Some(mirror) = self.mirror.take() {
+                mirror.fields = usize::MAX;
+            }
+        }
+        Some(reply)
+    }
+
+    /// The next trim of the mirrored counter, if any.
+    pub(super) fn mirrored_due(&self) -> Option<i64> {
+        self.mirror.as_deref()?.counter.as_ref()?.next_due()
+    }
+
     fn sync_mirror(&mut self) {
         if let Some(mirror) = self.mirror.as_deref_mut() {
             mirror.fields = self.key.len();
@@ -230,34 +291,7 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
-        // The names first (made in `names` without clearing it midway); each value string
-        // is recorded as an effect (it goes on to the replicated HSET), then the hash is
-        // written from the recorded pairs in one batch.
-        self.take_cached_names();
-        if self.names.len() + slots.len() > MAX_CACHED_NAMES {
-            self.names.clear();
-        }
-        let first = self.effects.len();
-        let mut written = [(0i64, 0i64, 0i64); MAX_CACHED_NAMES];
-        let mut len = 0;
-        for &slot in slots {
-            let (res_ms, index, count) = slot;
-            let Some(name_at) = self.field_at(res_ms, index) else {
-                continue;
-            };
-            let (Some(name), Some(value), Some(w)) = (
-                self.names.get(name_at),
-                RStr::from_i64(count),
-                written.get_mut(len),
-            ) else {
-                continue;
-            };
-            self.effects.set_strings(&name.rstr, value);
-            *w = slot;
-            len += 1;
-        }
-        self.key.hset_many(self.effects.sets_since(first));
-        self.missing = false;
+        let (written, len) = self.write_fields(slots);
         // The mirror follows the hash: only the slots written there.
         if let Some(mirror) = self.mirror.as_deref_mut() {
             mirror
