@@ -243,15 +243,22 @@ impl HashEffects {
         self.record(field, None);
     }
 
+    #[inline]
     fn record(&mut self, field: RStr, value: Option<RStr>) {
         if self.writes.capacity() == 0 {
-            self.writes = SPARE_WRITES
-                .try_with(std::cell::Cell::take)
-                .unwrap_or_default();
-            // Room for a counter write (eight fields) at once, without growing.
-            self.writes.reserve(12);
+            self.take_spare();
         }
         self.writes.push((field, value));
+    }
+
+    /// The first write takes the buffer the last command left.
+    #[cold]
+    fn take_spare(&mut self) {
+        self.writes = SPARE_WRITES
+            .try_with(std::cell::Cell::take)
+            .unwrap_or_default();
+        // Room for a counter write (eight fields) at once, without growing.
+        self.writes.reserve(12);
     }
 
     /// The whole key went away: nothing else needs sending.

@@ -84,17 +84,25 @@ impl<'a> HashSlots<'a> {
     }
 
     /// Where the field name of a slot is in `names` (made there if needed).
+    #[inline]
     fn field_at(&mut self, res_ms: i64, index: i64) -> Option<usize> {
+        // A write asks for the names of its slots in the order of the last write (the
+        // cached names): the one after the last found is tried first (the usual write
+        // finds every name there: kept inline, the rest is not).
+        let next = self.next_name;
+        if self.names.get(next).is_some_and(|name| name.slot == (res_ms, index)) {
+            self.next_name = next + 1;
+            return Some(next);
+        }
+        self.field_at_searched(res_ms, index)
+    }
+
+    /// [`HashSlots::field_at`] past the hint: searched, or made.
+    #[cold]
+    fn field_at_searched(&mut self, res_ms: i64, index: i64) -> Option<usize> {
         self.take_cached_names();
         let slot = (res_ms, index);
-        // A write asks for the names of its slots in the order of the last write (the
-        // cached names): the one after the last found is tried first.
-        let hinted = self
-            .names
-            .get(self.next_name)
-            .filter(|name| name.slot == slot)
-            .map(|_| self.next_name);
-        let found = hinted.or_else(|| self.names.iter().position(|name| name.slot == slot));
+        let found = self.names.iter().position(|name| name.slot == slot);
         let at = match found {
             Some(at) => at,
             None => {
