@@ -79,7 +79,20 @@ impl Resolution {
     }
 
     /// The running total of the slots before position `n`, computing missing sums up to it.
+    #[inline]
     fn before(&mut self, n: usize) -> i128 {
+        if self.sums.len() < n {
+            self.extend_sums(n);
+        }
+        n.checked_sub(1)
+            .and_then(|k| self.sums.get(k))
+            .copied()
+            .unwrap_or(self.base)
+    }
+
+    /// Computes the running totals of the first `n` slots (a write truncated them).
+    #[cold]
+    fn extend_sums(&mut self, n: usize) {
         while self.sums.len() < n {
             let at = self.sums.len();
             let previous = at
@@ -90,10 +103,6 @@ impl Resolution {
             let count = self.slots.get(at).map_or(0, |&(_, c)| c);
             self.sums.push_back(previous + i128::from(count));
         }
-        n.checked_sub(1)
-            .and_then(|k| self.sums.get(k))
-            .copied()
-            .unwrap_or(self.base)
     }
 
     /// Sets the slot `index` to `count`; its old count, if it was stored.
