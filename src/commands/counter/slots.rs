@@ -90,7 +90,11 @@ impl<'a> HashSlots<'a> {
         // cached names): the one after the last found is tried first (the usual write
         // finds every name there: kept inline, the rest is not).
         let next = self.next_name;
-        if self.names.get(next).is_some_and(|name| name.slot == (res_ms, index)) {
+        if self
+            .names
+            .get(next)
+            .is_some_and(|name| name.slot == (res_ms, index))
+        {
             self.next_name = next + 1;
             return Some(next);
         }
