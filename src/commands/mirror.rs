@@ -282,17 +282,7 @@ fn is_hot(db: c_int, name: &[u8]) -> bool {
 /// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is
 /// valid for a hash of `fields` fields.
 pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
-    MIRRORS.with(|cell| {
-        let mut mirrors = cell.try_borrow_mut().ok()?;
-        if CLEAR_PENDING.with(Cell::get) {
-            return None;
-        }
-        let mirror = mirrors.db_mut(db)?.get_mut(name)?;
-        if mirror.fields != fields {
-            return None;
-        }
-        mirror.counter.clone()
-    })
+    with_valid_mirror(db, name, fields, |mirror| mirror.counter.clone()).flatten()
 }
 
 /// Drops the mirror of one key (keyspace events).
