@@ -34,6 +34,7 @@ const MARGIN_MS: i64 = 20_000;
 mod config;
 mod encoding;
 mod errors;
+mod in_place;
 mod keyspace;
 mod model;
 mod replies;
