@@ -127,19 +127,6 @@ impl Resolution {
         }
     }
 
-    /// Sets the count of the newest slot (keeping its running total in step).
-    fn set_newest(&mut self, count: i64) {
-        let Some(newest) = self.slots.back_mut() else {
-            return;
-        };
-        let delta = i128::from(count) - i128::from(std::mem::replace(&mut newest.1, count));
-        if self.sums.len() == self.slots.len() {
-            if let Some(sum) = self.sums.back_mut() {
-                *sum += delta;
-            }
-        }
-    }
-
     /// Sets the count of the stored slot at position `at` (found by [`Resolution::find`]).
     fn set_at(&mut self, at: usize, count: i64) {
         let Some(slot) = self.slots.get_mut(at) else {
@@ -389,7 +376,9 @@ impl OrderedSlots {
             *write = (ms, index, new.filter(|_| contains_ts)?);
         }
         for (resolution, &(_, _, new)) in self.resolutions.iter_mut().zip(writes.iter()) {
-            resolution.set_newest(new);
+            if let Some(newest) = resolution.slots.len().checked_sub(1) {
+                resolution.set_at(newest, new);
+            }
         }
         Some(res_ms.len())
     }
