@@ -149,22 +149,33 @@ const UNITS: [(&str, i64); 6] = [
     ("w", 604_800_000),
 ];
 
+/// The length of the one-letter unit `letter` (any case) in [`UNITS`], by a `match` (a
+/// unit test keeps the two equal).
+fn letter_unit_ms(letter: u8) -> Option<i64> {
+    match letter.to_ascii_lowercase() {
+        b's' => Some(1_000),
+        b'm' => Some(60_000),
+        b'h' => Some(3_600_000),
+        b'd' => Some(86_400_000),
+        b'w' => Some(604_800_000),
+        _ => None,
+    }
+}
+
 /// Parses a positive duration: bare milliseconds (`1500`) or an integer with a unit
 /// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`). Units are case-insensitive.
 pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
     let invalid = || Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned());
     // The unit is the last letter (or `ms`): picked without a search, as this runs for
     // every window of every read.
-    let (digits, unit_ms) = match bytes.split_last() {
-        Some((last, init)) if !last.is_ascii_digit() => {
-            match (last.to_ascii_lowercase(), init.split_last()) {
-                (b's', Some((m, digits))) if m.eq_ignore_ascii_case(&b'm') => (digits, 1),
-                (unit, _) => match UNITS.iter().find(|(suffix, _)| suffix.as_bytes() == [unit]) {
-                    Some(&(_, ms)) => (init, ms),
-                    None => return Err(invalid()),
-                },
-            }
+    let (digits, unit_ms) = match bytes {
+        [digits @ .., m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => {
+            (digits, 1)
         }
+        [digits @ .., unit] if !unit.is_ascii_digit() => match letter_unit_ms(*unit) {
+            Some(ms) => (digits, ms),
+            None => return Err(invalid()),
+        },
         _ => (bytes, 1),
     };
     if digits.is_empty() || digits.len() > 18 {
@@ -347,6 +358,28 @@ mod tests {
             parse_duration(b"5x").unwrap_err().to_string(),
             "ERR invalid duration '5x'"
         );
+    }
+
+    /// The `match` of one-letter units and the table of units agree, in either case.
+    #[test]
+    fn letter_units_match_the_table() {
+        for (suffix, ms) in UNITS {
+            let &[letter] = suffix.as_bytes() else {
+                continue;
+            };
+            assert_eq!(letter_unit_ms(letter), Some(ms), "{suffix}");
+            assert_eq!(
+                letter_unit_ms(letter.to_ascii_uppercase()),
+                Some(ms),
+                "{suffix}"
+            );
+            assert_eq!(parse_duration(format!("3{suffix}").as_bytes()), Ok(3 * ms));
+        }
+        let letters = UNITS.iter().filter(|(suffix, _)| suffix.len() == 1).count();
+        let matched = (0..=u8::MAX)
+            .filter(|&b| letter_unit_ms(b).is_some())
+            .count();
+        assert_eq!(matched, 2 * letters, "no unit beyond the table's");
     }
 
     #[test]

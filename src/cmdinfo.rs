@@ -17,7 +17,7 @@ use std::ptr;
 use redis_module::{raw, Context, RedisString};
 
 use crate::error::{Error, Result};
-use crate::reply::{send_error, Reply};
+use crate::reply::{reply_int, send_error, Reply};
 use crate::server::{api, borrowed_bytes};
 
 /// Where a command's key is found.
@@ -95,6 +95,29 @@ pub(crate) use command_table;
 
 /// Arguments (after the key) borrowed without a heap allocation.
 const STACK_ARGS: usize = 16;
+/// ... into a smaller array when there are this many or fewer.
+const FEW_ARGS: usize = 4;
+
+/// An argument's bytes, borrowed as long as the argument vector is.
+fn bytes(arg: &*mut raw::RedisModuleString) -> &[u8] {
+    // SAFETY: the argument strings live for this call, as does the vector holding them.
+    unsafe { borrowed_bytes(*arg) }
+}
+
+/// Runs `body` with `rest` (at most `N`) borrowed into a stack array.
+fn body_on_stack<const N: usize>(
+    context: &Context,
+    key: &RedisString,
+    rest: &[*mut raw::RedisModuleString],
+    body: Handler,
+) -> Result<Reply> {
+    let mut on_stack: [&[u8]; N] = [&[]; N];
+    let slots = on_stack.get_mut(..rest.len()).unwrap_or_default();
+    for (slot, arg) in slots.iter_mut().zip(rest) {
+        *slot = bytes(arg);
+    }
+    body(context, key, slots)
+}
 
 /// Runs a command body: sends its reply or error, and turns a panic (a bug) into an error
 /// reply instead of aborting the server. The server has checked the arity already.
@@ -121,23 +144,27 @@ pub fn dispatch(
         // server for this call: the key's string is neither retained nor freed (never
         // dropped), since it outlives the call anyway.
         let key = std::mem::ManuallyDrop::new(RedisString::from_redis_module_string(ctx, key));
-        // SAFETY: the argument strings live for this call.
-        let bytes = |&a: &*mut raw::RedisModuleString| unsafe { borrowed_bytes(a) };
         let rest = argv.get(2..).unwrap_or_default();
-        // Most commands have a few arguments: borrowed into a stack array, not a Vec.
-        let mut on_stack: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
-        match on_stack.get_mut(..rest.len()) {
-            Some(slots) => {
-                for (slot, arg) in slots.iter_mut().zip(rest) {
-                    *slot = bytes(arg);
-                }
-                body(&context, &key, slots)
-            }
-            None => body(&context, &key, &rest.iter().map(bytes).collect::<Vec<_>>()),
+        // Most commands have a few arguments: borrowed into a stack array, not a Vec (a
+        // small one for the usual reads, whose filling costs a store per slot).
+        if rest.len() <= FEW_ARGS {
+            body_on_stack::<FEW_ARGS>(&context, &key, rest, body)
+        } else if rest.len() <= STACK_ARGS {
+            body_on_stack::<STACK_ARGS>(&context, &key, rest, body)
+        } else {
+            body(&context, &key, &rest.iter().map(bytes).collect::<Vec<_>>())
         }
     }));
     match outcome {
-        Ok(Ok(reply)) => reply.send(&context),
+        Ok(Ok(reply)) => match reply {
+            // The usual reply, sent without `Reply::send`'s dispatch and not dropped (an
+            // integer holds nothing to free).
+            Reply::Int(value) => {
+                reply_int(&context, value);
+                std::mem::forget(reply);
+            }
+            reply => reply.send(&context),
+        },
         Ok(Err(error)) => send_error(&context, &error.to_string()),
         Err(_) => send_error(
             &context,

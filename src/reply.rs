@@ -20,6 +20,12 @@ thread_local! {
     static DOUBLE_TEXT: RefCell<String> = RefCell::new(String::with_capacity(32));
 }
 
+/// Replies an integer.
+pub fn reply_int(ctx: &Context, value: i64) {
+    // SAFETY: `ctx.ctx` is the live context of the current command.
+    unsafe { api!(RedisModule_ReplyWithLongLong)(ctx.ctx, value) };
+}
+
 /// The client's protocol, asked of the server when a reply first needs it.
 enum Protocol {
     Unknown,
@@ -88,10 +94,7 @@ impl Reply {
             Reply::Ok => unsafe {
                 api!(RedisModule_ReplyWithSimpleString)(c, c"OK".as_ptr());
             },
-            // SAFETY: as above.
-            Reply::Int(v) => unsafe {
-                api!(RedisModule_ReplyWithLongLong)(c, *v);
-            },
+            Reply::Int(v) => reply_int(ctx, *v),
             Reply::Double(v) => {
                 if v.is_finite() && !protocol.is_resp3(ctx) {
                     // RESP2 has no double: Redis would send `%.17g` text as a bulk

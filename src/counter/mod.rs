@@ -178,16 +178,20 @@ struct SlotChange {
 
 /// The finest of `resolutions` whose kept span covers `window`.
 pub fn finest_covering(resolutions: &[Resolution], window: i64) -> Result<Resolution> {
-    resolutions
-        .iter()
-        .copied()
-        .find(|r| r.span() >= window)
-        .ok_or_else(|| {
-            Error::Invalid(format!(
-                "window '{}' is longer than any resolution keeps",
-                format_duration(window)
-            ))
-        })
+    for &resolution in resolutions {
+        if resolution.span() >= window {
+            return Ok(resolution);
+        }
+    }
+    Err(window_too_long(window))
+}
+
+#[cold]
+fn window_too_long(window: i64) -> Error {
+    Error::Invalid(format!(
+        "window '{}' is longer than any resolution keeps",
+        format_duration(window)
+    ))
 }
 
 impl Counter {
@@ -562,6 +566,34 @@ impl Counter {
         Ok(sums)
     }
 
+    /// The sum of one window ending with the slot that contains `now` ([`Counter::sum`]
+    /// of `[window]` at `t = now`): the usual read, asked straight of a store that sums
+    /// ranges itself (a mirrored counter).
+    pub fn window_sum(&self, store: &mut dyn SlotStore, now: i64, window: i64) -> Result<i64> {
+        let (res_ms, lo, hi) = self.window_range(now, now, window)?;
+        let sum = match store.range_sum(res_ms, lo, hi) {
+            Some(sum) => sum,
+            None => return self.sum(store, now, now, &[window]).map(|sums| sums[0]),
+        };
+        i64::try_from(sum).map_err(|_| Error::Overflow)
+    }
+
+    /// The slots a window ending with the slot that contains `t` sums, among those still
+    /// kept at `now`: (resolution ms, first index, last index), empty when first > last.
+    fn window_range(&self, now: i64, t: i64, window: i64) -> Result<(i64, i64, i64)> {
+        let res = self.resolution_for(window)?;
+        let hi = slot_index(t, res.ms);
+        // `first_kept(now, ..)`, with one division less in the usual read (`t == now`).
+        let now_index = if t == now {
+            hi
+        } else {
+            slot_index(now, res.ms)
+        };
+        let first = now_index.saturating_sub(res.samples).saturating_add(1);
+        let lo = (hi - slots_covering(window, res.ms) + 1).max(first);
+        Ok((res.ms, lo, hi))
+    }
+
     /// [`Counter::sum`] into `out` (as long as `windows`: a caller's stack array, so the
     /// usual read allocates nothing).
     pub fn sum_into(
@@ -574,19 +606,7 @@ impl Counter {
     ) -> Result<()> {
         // Each window becomes a slot-index range of one resolution (an error for a window
         // no resolution keeps: a read changes nothing, so failing midway is as good).
-        let range_of = |window: i64| -> Result<(i64, i64, i64)> {
-            let res = self.resolution_for(window)?;
-            let hi = slot_index(t, res.ms);
-            // `first_kept(now, ..)`, with one division less in the usual read (`t == now`).
-            let now_index = if t == now {
-                hi
-            } else {
-                slot_index(now, res.ms)
-            };
-            let first = now_index.saturating_sub(res.samples).saturating_add(1);
-            let lo = (hi - slots_covering(window, res.ms) + 1).max(first);
-            Ok((res.ms, lo, hi))
-        };
+        let range_of = |window: i64| self.window_range(now, t, window);
         if out.len() != windows.len() {
             return Err(Error::Invalid("one sum per window".into()));
         }

@@ -612,6 +612,63 @@ fn ordered_copy_answers_like_a_plain_store() {
     }
 }
 
+/// SUM's one-window read (`window_sum`) answers exactly what `sum` of `[window]` at `now`
+/// does, on a store that sums ranges itself (the mirror's copy) and on one that lists its
+/// slots (the hash), errors included, whatever the writes and the time.
+#[test]
+fn one_window_sum_answers_like_the_general_path() {
+    for (seed, text) in [
+        (61u64, "1s:60 1m:60 1h:24 1d:30"),
+        (62, "500ms:3 2s:2 1m:5"),
+    ] {
+        let mut rng = Rng(seed);
+        let mut on_map = Counter::new(res(text));
+        let mut on_copy = Counter::new(res(text));
+        let mut map = MapStore::default();
+        let mut copy = OrderedSlots::default();
+        let mut now: i64 = 10_000_000_000;
+        for step in 0..20_000 {
+            let pick = rng.below(4);
+            now += rng.below([30, 5_000, 400_000, 1][pick as usize]);
+            if pick == 3 {
+                // Onto a slot boundary of every resolution (where a window's last slot
+                // starts).
+                now += 60_000 - now.rem_euclid(60_000);
+            }
+            let far = rng.below(4) == 0;
+            let ts = now - rng.below(if far { 20 * 86_400_000 } else { 90_000 });
+            // Increments of any sign, huge ones now and then (sums past i64 are an error).
+            let inc = match rng.below(50) {
+                0 => i64::MAX / 3,
+                _ => rng.below(9) - 3,
+            };
+            let _ = on_copy.incrby(&mut copy, now, ts, inc);
+            let _ = on_map.incrby(&mut map, now, ts, inc);
+            if step % 100 == 0 {
+                assert_eq!(on_copy.trim(&mut copy, now), on_map.trim(&mut map, now));
+            }
+            let window = match rng.below(4) {
+                0 => 1 + rng.below(40 * 86_400_000),
+                1 => 1 + rng.below(5_000),
+                _ => [1_000, 5_000, 60_000, 300_000, 3_600_000, 86_400_000][rng.below(6) as usize],
+            };
+            let general = on_map
+                .sum(&mut map, now, now, &[window])
+                .map(|sums| sums[0]);
+            assert_eq!(
+                on_map.window_sum(&mut map, now, window),
+                general,
+                "step {step}"
+            );
+            assert_eq!(
+                on_copy.window_sum(&mut copy, now, window),
+                general,
+                "step {step}"
+            );
+        }
+    }
+}
+
 /// A hot counter's in-place increment (`add_to_stored`), with the general path where it
 /// declines, ends every step exactly like the general path alone: same replies, slots and
 /// bookkeeping, whatever the times, increments and trims.
