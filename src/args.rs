@@ -165,34 +165,37 @@ fn letter_unit_ms(letter: u8) -> Option<i64> {
 /// Parses a positive duration: bare milliseconds (`1500`) or an integer with a unit
 /// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`). Units are case-insensitive.
 pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
-    let invalid = || Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned());
-    // The unit is the last letter (or `ms`): picked without a search, as this runs for
-    // every window of every read.
+    duration_ms(bytes).ok_or_else(|| invalid_duration(bytes))
+}
+
+#[cold]
+fn invalid_duration(bytes: &[u8]) -> Error {
+    Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// [`parse_duration`] without the error (kept apart: this runs for every window of every
+/// read, and the error's text costs the usual path registers and stack).
+fn duration_ms(bytes: &[u8]) -> Option<i64> {
+    // The unit is the last letter (or `ms`): picked without a search.
     let (digits, unit_ms) = match bytes {
         [digits @ .., m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => {
             (digits, 1)
         }
-        [digits @ .., unit] if !unit.is_ascii_digit() => match letter_unit_ms(*unit) {
-            Some(ms) => (digits, ms),
-            None => return Err(invalid()),
-        },
+        [digits @ .., unit] if !unit.is_ascii_digit() => (digits, letter_unit_ms(*unit)?),
         _ => (bytes, 1),
     };
     if digits.is_empty() || digits.len() > 18 {
-        return Err(invalid());
+        return None;
     }
     let mut count = 0i64;
     for &digit in digits {
         if !digit.is_ascii_digit() {
-            return Err(invalid());
+            return None;
         }
         // At most 18 digits: no overflow.
         count = count * 10 + i64::from(digit - b'0');
     }
-    match count.checked_mul(unit_ms) {
-        Some(ms) if ms > 0 => Ok(ms),
-        _ => Err(invalid()),
-    }
+    count.checked_mul(unit_ms).filter(|&ms| ms > 0)
 }
 
 /// Appends the shortest readable form of a duration (see [`format_duration`]).

@@ -64,8 +64,12 @@ impl Resolution {
     /// is missing in between (the usual busy counter): checked, then searched.
     fn first_at_or_after(&self, lo: i64) -> usize {
         let len = self.slots.len();
-        if let Some(&(first, _)) = self.slots.front() {
+        if let (Some(&(first, _)), Some(&(last, _))) = (self.slots.front(), self.slots.back()) {
             let guess = usize::try_from(lo.saturating_sub(first)).map_or(0, |g| g.min(len));
+            // No slot missing at all (a busy counter): the guess is right, no slot read.
+            if last.checked_sub(first) == i64::try_from(len.saturating_sub(1)).ok() {
+                return guess;
+            }
             let before_ok = guess
                 .checked_sub(1)
                 .and_then(|k| self.slots.get(k))
@@ -163,16 +167,24 @@ impl Resolution {
         if lo > hi {
             return 0;
         }
-        // Windows usually end at the newest slot: no search for that end.
-        let to = match self.slots.back() {
-            Some(&(newest, _)) if newest <= hi => self.slots.len(),
-            _ => self.slots.partition_point(|&(i, _)| i <= hi),
+        let len = self.slots.len();
+        // Windows usually end at the newest slot: no search for that end, and its running
+        // total is the last one when all are computed.
+        let (to, total) = match self.slots.back() {
+            Some(&(newest, _)) if newest <= hi => match self.sums.back() {
+                Some(&total) if self.sums.len() == len => (len, total),
+                _ => (len, self.before(len)),
+            },
+            _ => {
+                let to = self.slots.partition_point(|&(i, _)| i <= hi);
+                (to, self.before(to))
+            }
         };
         let from = self.first_at_or_after(lo);
         if from >= to {
             return 0;
         }
-        self.before(to) - self.before(from)
+        total - self.before(from)
     }
 }
 
