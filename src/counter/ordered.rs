@@ -60,16 +60,15 @@ impl Resolution {
     }
 
     /// The position of the first slot whose index is `lo` or more. Indexes are distinct
-    /// and increasing, so it is at most `lo - first index`, and exactly that when no slot
-    /// is missing in between (the usual busy counter): checked, then searched.
+    /// and increasing, so at most `newest index - lo + 1` slots follow it, and exactly
+    /// that many when no slot is missing in between (the usual busy counter): checked,
+    /// then searched. Counted from the newest slot: reads end there, so the slots
+    /// checked share its cache lines.
     fn first_at_or_after(&self, lo: i64) -> usize {
         let len = self.slots.len();
-        if let (Some(&(first, _)), Some(&(last, _))) = (self.slots.front(), self.slots.back()) {
-            let guess = usize::try_from(lo.saturating_sub(first)).map_or(0, |g| g.min(len));
-            // No slot missing at all (a busy counter): the guess is right, no slot read.
-            if last.checked_sub(first) == i64::try_from(len.saturating_sub(1)).ok() {
-                return guess;
-            }
+        if let Some(&(newest, _)) = self.slots.back() {
+            let following = usize::try_from(newest.saturating_sub(lo).saturating_add(1));
+            let guess = len.saturating_sub(following.unwrap_or(0));
             let before_ok = guess
                 .checked_sub(1)
                 .and_then(|k| self.slots.get(k))
