@@ -79,15 +79,21 @@ impl Mirror {
 
 #[derive(Default)]
 struct Mirrors {
-    /// Per database (a short list: a lookup hashes only the key name, and a key used
-    /// again right after is found without hashing it).
-    by_db: Vec<(c_int, MemoMap<Mirror>)>,
+    /// Database 0's (the usual one, and the only one in a cluster), kept inline: a lookup
+    /// loads one cache line less than through a list.
+    db0: MemoMap<Mirror>,
+    /// The other databases' (a short list: a lookup hashes only the key name, and a key
+    /// used again right after is found without hashing it).
+    others: Vec<(c_int, MemoMap<Mirror>)>,
     slots: usize,
 }
 
 impl Mirrors {
     fn db_mut(&mut self, db: c_int) -> Option<&mut MemoMap<Mirror>> {
-        self.by_db
+        if db == 0 {
+            return Some(&mut self.db0);
+        }
+        self.others
             .iter_mut()
             .find(|(d, _)| *d == db)
             .map(|(_, keys)| keys)
@@ -95,11 +101,18 @@ impl Mirrors {
 }
 
 /// The mirrors of `db`, made if missing.
-fn db_entry(by_db: &mut Vec<(c_int, MemoMap<Mirror>)>, db: c_int) -> Option<&mut MemoMap<Mirror>> {
-    if !by_db.iter().any(|(d, _)| *d == db) {
-        by_db.push((db, MemoMap::default()));
+fn db_entry<'a>(
+    db0: &'a mut MemoMap<Mirror>,
+    others: &'a mut Vec<(c_int, MemoMap<Mirror>)>,
+    db: c_int,
+) -> Option<&'a mut MemoMap<Mirror>> {
+    if db == 0 {
+        return Some(db0);
     }
-    by_db
+    if !others.iter().any(|(d, _)| *d == db) {
+        others.push((db, MemoMap::default()));
+    }
+    others
         .iter_mut()
         .find(|(d, _)| *d == db)
         .map(|(_, keys)| keys)
@@ -143,8 +156,8 @@ pub fn with_mirror<T>(
         if CLEAR_PENDING.with(|c| c.replace(false)) {
             *mirrors = Mirrors::default();
         }
-        let Mirrors { by_db, slots } = &mut *mirrors;
-        let Some(keys) = db_entry(by_db, db) else {
+        let Mirrors { db0, others, slots } = &mut *mirrors;
+        let Some(keys) = db_entry(db0, others, db) else {
             return f(None);
         };
         // The common case, one lookup: a valid mirror.
