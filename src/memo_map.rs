@@ -87,6 +87,54 @@ impl<V> MemoMap<V> {
     }
 }
 
+/// One [`MemoMap`] per database: database 0's (the usual one, and the only one in a
+/// cluster) inline, so a lookup there loads one cache line less than through a list; the
+/// others in a short list.
+pub struct DbMaps<V> {
+    db0: MemoMap<V>,
+    others: Vec<(i32, MemoMap<V>)>,
+}
+
+impl<V> Default for DbMaps<V> {
+    fn default() -> Self {
+        DbMaps {
+            db0: MemoMap::default(),
+            others: Vec::new(),
+        }
+    }
+}
+
+impl<V> DbMaps<V> {
+    /// The map of `db`, if it has one.
+    pub fn db(&mut self, db: i32) -> Option<&mut MemoMap<V>> {
+        if db == 0 {
+            return Some(&mut self.db0);
+        }
+        self.others
+            .iter_mut()
+            .find(|(d, _)| *d == db)
+            .map(|(_, map)| map)
+    }
+
+    /// Entries in all databases.
+    #[cfg(test)]
+    pub fn entries(&self) -> usize {
+        self.db0.len() + self.others.iter().map(|(_, map)| map.len()).sum::<usize>()
+    }
+
+    /// The map of `db`, made if missing.
+    pub fn db_or_new(&mut self, db: i32) -> &mut MemoMap<V> {
+        if db != 0 && !self.others.iter().any(|(d, _)| *d == db) {
+            self.others.push((db, MemoMap::default()));
+        }
+        let others = self.others.iter_mut().find(|(d, _)| *d == db);
+        match others {
+            Some((_, map)) => map,
+            None => &mut self.db0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +173,25 @@ mod tests {
         }
         // Removed entries are reused: the vector never outgrows the names.
         assert!(memo.entries.len() <= names.len());
+    }
+
+    /// Each database has its own map, database 0's as much as any other's.
+    #[test]
+    fn databases_keep_their_own_maps() {
+        let mut maps: DbMaps<i64> = DbMaps::default();
+        assert!(maps.db(3).is_none());
+        for db in [0, 3, 0, 15, 3] {
+            maps.db_or_new(db).insert(b"k", i64::from(db));
+        }
+        for db in [0, 3, 15] {
+            assert_eq!(
+                maps.db(db).and_then(|m| m.get_mut(b"k")).copied(),
+                Some(i64::from(db))
+            );
+        }
+        assert!(maps.db(1).is_none());
+        assert_eq!(maps.db_or_new(1).get_mut(b"k"), None);
+        assert_eq!(maps.db(0).and_then(|m| m.remove(b"k")), Some(0));
+        assert_eq!(maps.db(3).and_then(|m| m.get_mut(b"k")).copied(), Some(3));
     }
 }

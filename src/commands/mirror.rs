@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::os::raw::c_int;
 
 use crate::counter::{Counter, OrderedSlots};
-use crate::memo_map::MemoMap;
+use crate::memo_map::DbMaps;
 
 /// At most this many slots are mirrored in all; past it every mirror is dropped and the
 /// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
@@ -79,43 +79,10 @@ impl Mirror {
 
 #[derive(Default)]
 struct Mirrors {
-    /// Database 0's (the usual one, and the only one in a cluster), kept inline: a lookup
-    /// loads one cache line less than through a list.
-    db0: MemoMap<Mirror>,
-    /// The other databases' (a short list: a lookup hashes only the key name, and a key
-    /// used again right after is found without hashing it).
-    others: Vec<(c_int, MemoMap<Mirror>)>,
+    /// Per database (a lookup hashes only the key name, and a key used again right after
+    /// is found without hashing it).
+    by_db: DbMaps<Mirror>,
     slots: usize,
-}
-
-impl Mirrors {
-    fn db_mut(&mut self, db: c_int) -> Option<&mut MemoMap<Mirror>> {
-        if db == 0 {
-            return Some(&mut self.db0);
-        }
-        self.others
-            .iter_mut()
-            .find(|(d, _)| *d == db)
-            .map(|(_, keys)| keys)
-    }
-}
-
-/// The mirrors of `db`, made if missing.
-fn db_entry<'a>(
-    db0: &'a mut MemoMap<Mirror>,
-    others: &'a mut Vec<(c_int, MemoMap<Mirror>)>,
-    db: c_int,
-) -> Option<&'a mut MemoMap<Mirror>> {
-    if db == 0 {
-        return Some(db0);
-    }
-    if !others.iter().any(|(d, _)| *d == db) {
-        others.push((db, MemoMap::default()));
-    }
-    others
-        .iter_mut()
-        .find(|(d, _)| *d == db)
-        .map(|(_, keys)| keys)
 }
 
 thread_local! {
@@ -156,10 +123,8 @@ pub fn with_mirror<T>(
         if CLEAR_PENDING.with(|c| c.replace(false)) {
             *mirrors = Mirrors::default();
         }
-        let Mirrors { db0, others, slots } = &mut *mirrors;
-        let Some(keys) = db_entry(db0, others, db) else {
-            return f(None);
-        };
+        let Mirrors { by_db, slots } = &mut *mirrors;
+        let keys = by_db.db_or_new(db);
         // The common case, one lookup: a valid mirror.
         let valid = match keys.get_mut(name) {
             Some(mirror) if mirror.fields == fields => Some(mirror),
@@ -226,7 +191,7 @@ pub fn with_valid_mirror<T>(
         if CLEAR_PENDING.with(Cell::get) {
             return None;
         }
-        let mirror = mirrors.db_mut(db)?.get_mut(name)?;
+        let mirror = mirrors.by_db.db(db)?.get_mut(name)?;
         if mirror.fields != fields {
             return None;
         }
@@ -302,7 +267,7 @@ pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> 
 pub fn forget(db: c_int, name: &[u8]) {
     MIRRORS.with(|cell| match cell.try_borrow_mut() {
         Ok(mut mirrors) => {
-            let removed = mirrors.db_mut(db).and_then(|keys| keys.remove(name));
+            let removed = mirrors.by_db.db(db).and_then(|keys| keys.remove(name));
             if let Some(old) = removed {
                 mirrors.slots = mirrors.slots.saturating_sub(old.slots.len());
             }

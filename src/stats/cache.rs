@@ -19,11 +19,11 @@
 //! Owns: the cache. May not touch: Redis (pure; the commands read the keys).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
 use super::{Record, Settings, ShownSummary};
+use crate::memo_map::DbMaps;
 
 /// Windows kept per key (a client reads a few window sizes); the oldest goes first.
 const WINDOWS_PER_KEY: usize = 4;
@@ -69,7 +69,9 @@ impl Entry {
 
 #[derive(Default)]
 struct Cache {
-    by_db: HashMap<c_int, HashMap<Vec<u8>, Entry>>,
+    /// Per database, each remembering the key found last (a key read again and again is
+    /// found without hashing its name).
+    by_db: DbMaps<Entry>,
     /// Sum of the entries' weights.
     bytes: usize,
 }
@@ -102,14 +104,14 @@ fn invalidate(f: impl FnOnce(&mut Cache)) {
 }
 
 fn find<'a>(
-    cache: &'a Cache,
+    cache: &'a mut Cache,
     db: c_int,
     name: &[u8],
     settings: &Settings,
     lo: i64,
     hi: i64,
 ) -> Option<&'a Window> {
-    let entry = cache.by_db.get(&db)?.get(name)?;
+    let entry = cache.by_db.db(db)?.get_mut(name)?;
     if entry.settings != *settings {
         return None;
     }
@@ -165,8 +167,8 @@ fn store(
     set: impl FnOnce(&mut Window),
 ) {
     with_cache(|cache| {
-        let keys = cache.by_db.entry(db).or_default();
-        let before = keys.get(name).map_or(0, |e| e.weight(name));
+        let keys = cache.by_db.db_or_new(db);
+        let before = keys.get_mut(name).map_or(0, |e| e.weight(name));
         let mut entry = keys.remove(name).unwrap_or(Entry {
             settings,
             windows: Vec::new(),
@@ -201,18 +203,14 @@ fn store(
         let after = entry.weight(name);
         cache.bytes = cache.bytes.saturating_sub(before);
         if cache.bytes.saturating_add(after) > BUDGET_BYTES {
-            cache.by_db.clear();
+            cache.by_db = DbMaps::default();
             cache.bytes = 0;
             if after > BUDGET_BYTES {
                 return;
             }
         }
         cache.bytes += after;
-        cache
-            .by_db
-            .entry(db)
-            .or_default()
-            .insert(name.to_vec(), entry);
+        cache.by_db.db_or_new(db).insert(name, entry);
     });
 }
 
@@ -220,7 +218,7 @@ fn store(
 /// the closed merges that include `index`.
 pub fn wrote(db: c_int, name: &[u8], index: i64) {
     invalidate(|cache| {
-        let Some(entry) = cache.by_db.get_mut(&db).and_then(|keys| keys.get_mut(name)) else {
+        let Some(entry) = cache.by_db.db(db).and_then(|keys| keys.get_mut(name)) else {
             return;
         };
         let before = entry.weight(name);
@@ -238,7 +236,7 @@ pub fn wrote(db: c_int, name: &[u8], index: i64) {
 /// `name` in `db` changed (or went) in a way the cache does not follow: drop its entry.
 pub fn forget(db: c_int, name: &[u8]) {
     invalidate(|cache| {
-        if let Some(entry) = cache.by_db.get_mut(&db).and_then(|keys| keys.remove(name)) {
+        if let Some(entry) = cache.by_db.db(db).and_then(|keys| keys.remove(name)) {
             cache.bytes = cache.bytes.saturating_sub(entry.weight(name));
         }
     });
@@ -252,8 +250,7 @@ pub fn forget_all() {
 /// Number of keys cached and the estimated bytes held.
 #[cfg(test)]
 fn size() -> (usize, usize) {
-    with_cache(|cache| (cache.by_db.values().map(HashMap::len).sum(), cache.bytes))
-        .unwrap_or((0, 0))
+    with_cache(|cache| (cache.by_db.entries(), cache.bytes)).unwrap_or((0, 0))
 }
 
 #[cfg(test)]
