@@ -124,12 +124,15 @@ impl<V> DbMaps<V> {
 
     /// The map of `db`, made if missing.
     pub fn db_or_new(&mut self, db: i32) -> &mut MemoMap<V> {
-        if db != 0 && !self.others.iter().any(|(d, _)| *d == db) {
+        if db == 0 {
+            return &mut self.db0;
+        }
+        if !self.others.iter().any(|(d, _)| *d == db) {
             self.others.push((db, MemoMap::default()));
         }
-        let others = self.others.iter_mut().find(|(d, _)| *d == db);
-        match others {
+        match self.others.iter_mut().find(|(d, _)| *d == db) {
             Some((_, map)) => map,
+            // Not reached: pushed just above.
             None => &mut self.db0,
         }
     }

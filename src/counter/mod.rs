@@ -571,11 +571,13 @@ impl Counter {
     /// ranges itself (a mirrored counter).
     pub fn window_sum(&self, store: &mut dyn SlotStore, now: i64, window: i64) -> Result<i64> {
         let (res_ms, lo, hi) = self.window_range(now, now, window)?;
-        let sum = match store.range_sum(res_ms, lo, hi) {
-            Some(sum) => sum,
-            None => return self.sum(store, now, now, &[window]).map(|sums| sums[0]),
-        };
-        i64::try_from(sum).map_err(|_| Error::Overflow)
+        if let Some(sum) = store.range_sum(res_ms, lo, hi) {
+            return i64::try_from(sum).map_err(|_| Error::Overflow);
+        }
+        let mut sum = [0];
+        self.sum_into(store, now, now, &[window], &mut sum)?;
+        let [sum] = sum;
+        Ok(sum)
     }
 
     /// The slots a window ending with the slot that contains `t` sums, among those still

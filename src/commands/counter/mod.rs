@@ -322,13 +322,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         counter.sum_into(slots, now, t, windows, sums)
     })?;
     if found.is_none() {
-        // A missing key answers as an empty counter with the default resolutions (zeros),
-        // so a window no default resolution spans is still an error.
-        config::COUNTER_RESOLUTIONS.with_list(|defaults| {
-            windows
-                .iter()
-                .try_for_each(|&window| finest_covering(defaults, window).map(drop))
-        })?;
+        check_default_windows(windows)?;
     }
     Ok(match &*sums {
         [single] => Reply::Int(*single),
@@ -346,10 +340,18 @@ fn sum_one_window(ctx: &Context, name: &RedisString, window: i64) -> Result<Repl
     })?;
     match found {
         Some(sum) => Ok(Reply::Int(sum)),
-        // A missing key: an empty counter with the default resolutions (see `sum`).
-        None => config::COUNTER_RESOLUTIONS
-            .with_list(|defaults| finest_covering(defaults, window).map(|_| Reply::Int(0))),
+        None => check_default_windows(&[window]).map(|()| Reply::Int(0)),
     }
+}
+
+/// A SUM of a missing key answers as an empty counter with the default resolutions
+/// (zeros), so a window no default resolution spans is still an error.
+fn check_default_windows(windows: &[i64]) -> Result<()> {
+    config::COUNTER_RESOLUTIONS.with_list(|defaults| {
+        windows
+            .iter()
+            .try_for_each(|&window| finest_covering(defaults, window).map(drop))
+    })
 }
 
 /// TSCOUNTER.RANGE key resolution [FROM ts] [TO ts] [EMPTY]
