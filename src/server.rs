@@ -145,10 +145,29 @@ pub unsafe fn borrowed_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
 
 // ------------------------------------------------------------------------------ clock
 
-/// The server's clock, in ms (what `AT` defaults to).
+/// The server's clock, in ms, read now: for timers and other work outside a command.
 pub fn now_ms() -> i64 {
     // SAFETY: plain read of the server clock; no arguments.
     unsafe { api!(RedisModule_Milliseconds)() }
+}
+
+/// A command's now, in ms (what `AT` defaults to): the time the server took for the
+/// command it is running, where the server offers it (`RedisModule_CachedMicroseconds`,
+/// Redis 7.2+ and Valkey), else the clock read now (Redis 7.0).
+///
+/// Why: reading the wall clock costs about 0.02 us, a tenth of a one-window SUM. The
+/// cached time is the one the server itself uses for the command (key expiry included),
+/// taken when the outermost command started: every tally command of one MULTI/EXEC or
+/// script sees the same now, as every key expiry in it does. Only for commands: in a
+/// timer callback the cached time can be a whole event-loop iteration old.
+pub fn command_now_ms() -> i64 {
+    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
+    // (absent on servers without the function); nothing writes it afterwards.
+    match unsafe { raw::RedisModule_CachedMicroseconds } {
+        // SAFETY: plain read of the server's cached time; no arguments.
+        Some(cached_us) => unsafe { cached_us() }.div_euclid(1000),
+        None => now_ms(),
+    }
 }
 
 /// A monotonic clock for work budgets, in µs.

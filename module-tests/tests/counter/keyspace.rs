@@ -242,3 +242,53 @@ fn the_timer_follows_counters_that_move(kind: &ServerKind) {
         );
     }
 }
+
+per_server!(a_transaction_counts_at_its_servers_command_time);
+/// A command without `AT` counts at the command's now. Servers that give modules their
+/// cached command time (Redis 7.2+, every Valkey) give the time the outermost command
+/// started: every increment of one MULTI/EXEC lands at EXEC's time, as every key expiry in
+/// it is judged at that time, however long the transaction runs. Redis 7.0 has no cached
+/// time for modules: each command reads the clock.
+fn a_transaction_counts_at_its_servers_command_time(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1s:60"]),
+        v_ok(),
+        "{k}"
+    );
+    let before = server_ms(&srv);
+    let replies = transaction(
+        &srv,
+        &[
+            &["TSCOUNTER.INCR", "c"],
+            &["DEBUG", "SLEEP", "1.2"],
+            &["TSCOUNTER.INCR", "c"],
+        ],
+    );
+    let after = server_ms(&srv);
+    assert_eq!(replies.len(), 3, "{k}: {replies:?}");
+    assert!(
+        matches!(replies[0], Value::Int(_)) && matches!(replies[2], Value::Int(_)),
+        "{k}: {replies:?}"
+    );
+    let slots: Vec<(i64, i64)> = srv.query(&["TSCOUNTER.RANGE", "c", "1s"]);
+    let second_of = |ms: i64| ms.div_euclid(1000) * 1000;
+    let cached_clock = kind.is_valkey() || kind.version() >= (7, 2, 0);
+    if cached_clock {
+        // One slot, the second EXEC started in (after `before`, 1.2 s before `after`).
+        assert_eq!(slots.len(), 1, "{k}: {slots:?}");
+        let (start, count) = slots[0];
+        assert_eq!(count, 2, "{k}: {slots:?}");
+        assert!(
+            start >= second_of(before) && start <= second_of(after - 1200),
+            "{k}: {slots:?} ({before}..{after})"
+        );
+    } else {
+        // Two slots at least a second apart, one increment each.
+        assert_eq!(slots.len(), 2, "{k}: {slots:?}");
+        assert_eq!((slots[0].1, slots[1].1), (1, 1), "{k}: {slots:?}");
+        assert!(slots[1].0 - slots[0].0 >= 1000, "{k}: {slots:?}");
+    }
+    srv.assert_alive();
+}

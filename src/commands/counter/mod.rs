@@ -18,7 +18,7 @@ use crate::expiry::{self, Visit};
 use crate::layout::{self, MARKER_FIELD};
 use crate::replicate::HashEffects;
 use crate::reply::Reply;
-use crate::server::{monotonic_us, now_ms, selected_db};
+use crate::server::{command_now_ms, monotonic_us, selected_db};
 use crate::store::{notify, Key, KeyKind};
 
 mod slots;
@@ -68,7 +68,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     let counter = Counter::new(resolutions);
     let mut counter = counter;
-    let (marker, state) = (counter.marker(), counter.state(now_ms()));
+    let (marker, state) = (counter.marker(), counter.state(command_now_ms()));
     key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
     key.hset(STATE_FIELD.as_bytes(), state.as_bytes());
     let mut effects = HashEffects::default();
@@ -92,7 +92,7 @@ pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
 }
 
 fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
-    let now = now_ms();
+    let now = command_now_ms();
     let ts = parse_at(args, now)?;
     let reply = write(
         ctx,
@@ -215,7 +215,7 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
         limits.push((window, max));
     }
-    let now = now_ms();
+    let now = command_now_ms();
     let ts = parse_at(&mut args, now)?;
     let key = Key::open(ctx, name, false);
     if increment == 0 || key.kind() != KeyKind::Hash {
@@ -304,7 +304,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         *window = parse_duration(arg)?;
     }
     let windows = &*windows;
-    let now = now_ms();
+    let now = command_now_ms();
     let t = parse_at(&mut args, now)?;
     // The sums, like the windows: on the stack when few (one window replies without any
     // allocation).
@@ -333,7 +333,7 @@ pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
 /// TSCOUNTER.SUM key window: exactly what the general path answers for one window and no
 /// `AT` (the model test `one_window_sum_answers_like_the_general_path` compares them).
 fn sum_one_window(ctx: &Context, name: &RedisString, window: i64) -> Result<Reply> {
-    let now = now_ms();
+    let now = command_now_ms();
     let key = Key::open(ctx, name, false);
     let found = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
         counter.window_sum(slots, now, window)
@@ -368,7 +368,7 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
     }
     let key = Key::open(ctx, name, false);
-    let now = now_ms();
+    let now = command_now_ms();
     let rows = read_counter(ctx, &key, name.as_slice(), now, |counter, slots| {
         counter.range(slots, now, res_ms, from, to, empty.unwrap_or(false))
     })?
@@ -384,7 +384,8 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Err(Error::Arity("tscounter.info".into()));
     }
     let key = Key::open(ctx, name, false);
-    let Some(Loaded { counter, .. }) = load_for_command(ctx, &key, name.as_slice(), now_ms())?
+    let Some(Loaded { counter, .. }) =
+        load_for_command(ctx, &key, name.as_slice(), command_now_ms())?
     else {
         return Ok(Reply::Nil);
     };

@@ -22,7 +22,7 @@ use crate::rank::{
 };
 use crate::replicate::{replicate_strings, Effects};
 use crate::reply::Reply;
-use crate::server::{now_ms, selected_db};
+use crate::server::{command_now_ms, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
@@ -49,7 +49,7 @@ const INLINE_PAIRS: usize = 8;
 /// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let Increments { pairs, at } = parse(rest)?;
-    let now = now_ms();
+    let now = command_now_ms();
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
     let flags = ctx.get_flags();
     check_cluster(&flags, name.as_slice())?;

@@ -15,7 +15,7 @@ use crate::args::Args;
 use crate::error::{Error, Result};
 use crate::rank::{ahead, rank_adjusted, slot_key, sort_totals, top_adjusted, Meta};
 use crate::reply::Reply;
-use crate::server::now_ms;
+use crate::server::command_now_ms;
 use crate::store::acl::Acl;
 use crate::store::{KeyKind, RStr};
 use crate::window::slot_start;
@@ -41,7 +41,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     if count < 0 || offset < 0 {
         return Err(Error::NotInteger);
     }
-    let now = now_ms();
+    let now = command_now_ms();
     let (acl, transit, board) = open_for_read(ctx, name, now)?;
     let Some(mut board) = board else {
         return Ok(Reply::Array(Vec::new()));
@@ -140,7 +140,7 @@ pub fn history(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Repl
             _ => return Err(Error::Syntax),
         }
     }
-    let now = now_ms();
+    let now = command_now_ms();
     let (acl, transit, board) = open_for_read(ctx, name, now)?;
     let Some(board) = board else {
         return Ok(Reply::Array(Vec::new()));
@@ -192,7 +192,7 @@ pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let [member] = rest else {
         return Err(Error::Arity("tsrank.score".into()));
     };
-    let (_, _, board) = open_for_read(ctx, name, now_ms())?;
+    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
     let Some(board) = board else {
         return Ok(Reply::Nil);
     };
@@ -209,7 +209,7 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
     };
-    let (_, _, board) = open_for_read(ctx, name, now_ms())?;
+    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
     let Some(mut board) = board else {
         return Ok(Reply::Nil);
     };
@@ -248,7 +248,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if !rest.is_empty() {
         return Err(Error::Arity("tsrank.info".into()));
     }
-    let now = now_ms();
+    let now = command_now_ms();
     let (acl, transit, board) = open_for_read(ctx, name, now)?;
     let Some(board) = board else {
         // No main key and no meta here: during a reshard the meta hash of a board without

@@ -18,7 +18,7 @@ use crate::expiry::{self, Visit};
 use crate::layout::MARKER_FIELD;
 use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
-use crate::server::{now_ms, selected_db};
+use crate::server::{command_now_ms, selected_db};
 use crate::stats::{
     cache, check_quantile, check_value, field, parse_keep, Part, Record, Settings, ShownSummary,
 };
@@ -168,7 +168,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             _ => return Err(Error::Syntax),
         }
     }
-    let now = now_ms();
+    let now = command_now_ms();
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
 
     let key = Key::open(ctx, name, true);
@@ -361,7 +361,7 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let Some(settings) = settings else {
         return Ok(Reply::Nil);
     };
-    let (lo, hi) = settings.window_range(now_ms(), periods);
+    let (lo, hi) = settings.window_range(command_now_ms(), periods);
     let (db, name) = (selected_db(ctx), name.as_slice());
     let summary = match cache::summary(db, name, &settings, lo, hi) {
         Some(summary) => summary,
@@ -392,7 +392,7 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
     let Some(settings) = settings else {
         return Ok(Reply::Nil);
     };
-    let (lo, hi) = settings.window_range(now_ms(), periods);
+    let (lo, hi) = settings.window_range(command_now_ms(), periods);
     let record = window_record(&key, selected_db(ctx), name.as_slice(), &settings, lo, hi);
     if record.count() == 0 {
         return Ok(Reply::Nil);
@@ -422,7 +422,7 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let Some(settings) = load(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let Some((lo, hi)) = settings.range_bounds(now_ms(), from, to) else {
+    let Some((lo, hi)) = settings.range_bounds(command_now_ms(), from, to) else {
         return Ok(Reply::Array(Vec::new()));
     };
     let rows = load_periods(&key, &settings, lo, hi)
@@ -446,7 +446,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     let Some(settings) = load(&key)? else {
         return Ok(Reply::Nil);
     };
-    let stored = inventory(&key, &settings, now_ms()).stored;
+    let stored = inventory(&key, &settings, command_now_ms()).stored;
     drop(key);
     Ok(Reply::Map(vec![
         ("period", Reply::Int(settings.period)),
