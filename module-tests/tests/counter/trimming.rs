@@ -80,8 +80,11 @@ fn zero_slots_are_removed_and_an_empty_counter_disappears(kind: &ServerKind) {
 }
 
 per_server!(old_slots_are_removed_by_the_next_write);
-/// Proof that a write trims: the old slot and the write run inside one MULTI/EXEC, where
-/// no timer can run, with a DEBUG SLEEP in between that lets the slot leave its range.
+/// Proof that a write trims: the old slot and the write come in one pipeline, which the
+/// server reads and runs at once (timers run only between event-loop iterations), with a
+/// DEBUG SLEEP in between that lets the slot leave its range; `tally_slots_expired` (the
+/// timer's count) at the end of the same pipeline shows no timer trimmed anything. Not a
+/// MULTI/EXEC: on servers with a cached command time its commands share EXEC's now.
 fn old_slots_are_removed_by_the_next_write(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
@@ -89,22 +92,24 @@ fn old_slots_are_removed_by_the_next_write(kind: &ServerKind) {
         srv.cmd_value(&["TSCOUNTER.CREATE", "w", "RESOLUTIONS", "100ms:3", "1h:2"]),
         v_ok()
     );
+    let expired_before = info_i64(&srv, "tally", "tally_slots_expired");
     let mut conn = srv.conn();
-    let got = pipeline(
+    let exec = pipeline(
         &mut conn,
         &[
-            args(&["MULTI"]),
             args(&["TSCOUNTER.INCR", "w"]),
             args(&["HKEYS", "w"]),
             args(&["DEBUG", "SLEEP", "0.5"]),
             args(&["TSCOUNTER.INCR", "w"]),
             args(&["HKEYS", "w"]),
-            args(&["EXEC"]),
+            args(&["INFO", "tally"]),
         ],
     );
-    let Value::Array(exec) = &got[6] else {
-        panic!("{k}: EXEC gave {got:?}")
-    };
+    let info = value_text(&exec[5]).unwrap_or_default();
+    assert!(
+        info.contains(&format!("tally_slots_expired:{expired_before}\r\n")),
+        "{k}: no timer trimmed during the pipeline: {info}"
+    );
     assert_eq!(exec[0], v_int(1), "{k}");
     assert_eq!(exec[3], v_int(1), "{k}: the new 100ms slot starts at 1");
     let keys = |v: &Value| -> Vec<String> {
