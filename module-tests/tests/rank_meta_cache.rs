@@ -65,9 +65,14 @@ const EDITS: &[&str] = &[
     "SET string",
 ];
 
-/// What a user sees of board `key` after the edit: the next write, then reads.
+/// What a user sees of board `key` after the edit: reads (which use a verified meta too),
+/// the next write, then reads.
 fn after_edit(srv: &Server, key: &str) -> Vec<Value> {
     vec![
+        srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES"]),
+        srv.cmd_value(&["TSRANK.SCORE", key, "m"]),
+        srv.cmd_value(&["TSRANK.RANK", key, "m"]),
+        srv.cmd_value(&["TSRANK.INFO", key]),
         srv.cmd_value(&["TSRANK.INCRBY", key, "1", "m"]),
         srv.cmd_value(&["TSRANK.INCRBY", key, "2", "n"]),
         srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES"]),

@@ -57,6 +57,11 @@ impl Acl {
         Ok(())
     }
 
+    /// [`Acl::check`] of a name given as bytes.
+    pub fn check_bytes(&self, name: &[u8], write: bool) -> Result<()> {
+        self.check(&RStr::new(name).ok_or(Error::WrongType)?, write)
+    }
+
     /// Checks `name` and opens it.
     pub fn open(&self, ctx: &Context, name: &[u8], write: bool) -> Result<Key> {
         self.open_str(ctx, &RStr::new(name).ok_or(Error::WrongType)?, write)

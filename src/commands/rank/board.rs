@@ -7,18 +7,22 @@
 //! derived key is opened through the caller's [`Acl`].
 
 use std::collections::HashMap;
+use std::os::raw::c_int;
 
 use redis_module::{Context, RedisString};
 
 use crate::args::parse_i64;
+use crate::config;
 use crate::error::{Error, Result};
-use crate::rank::{meta_key, score_to_total, slot_key, Meta};
+use crate::rank::{meta_key, score_to_total, slot_key, Meta, MetaLayout};
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{pending_restore, resolve_base};
-use super::registry::{is_quarantined, known_meta, remember_read};
+use super::registry::{
+    is_quarantined, known_meta, note_mismatch, remember_read, unverify, verified_meta,
+};
 use super::stored;
 use super::transit::Transit;
 
@@ -33,6 +37,38 @@ pub(super) struct Board {
     /// A quarantined board's window totals, computed from its slot hashes: its sorted set
     /// may have been edited, the slots are what tally counted.
     pub(super) computed: Option<HashMap<Vec<u8>, i64>>,
+}
+
+/// The board's verified meta (see `registry`), for a command that may use it without
+/// reading the meta hash `meta_name`: none while the board is quarantined. With
+/// `check-caches` the stored meta is read and compared, and a stale copy is an error
+/// (counted, and the copy dropped).
+pub(super) fn checked_verified_meta(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    meta_name: &[u8],
+) -> Result<Option<Meta>> {
+    let Some(meta) = verified_meta(db, base) else {
+        return Ok(None);
+    };
+    if is_quarantined(db, base) {
+        return Ok(None);
+    }
+    if config::check_caches() {
+        let stored = Key::open_bytes(ctx, meta_name, false)
+            .filter(|key| !key.has_ttl())
+            .and_then(|key| stored::read(&key));
+        if stored != Some((meta, MetaLayout::Current)) {
+            note_mismatch();
+            unverify(db, base);
+            ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
+            return Err(Error::TryAgain(
+                "tally's copy of this leaderboard's meta was stale (check-caches)".into(),
+            ));
+        }
+    }
+    Ok(Some(meta))
 }
 
 impl Board {
@@ -54,7 +90,14 @@ impl Board {
             // answers as the empty board it is about to be.
             return Ok(None);
         };
-        let key = acl.open(ctx, &meta_key(&base), false)?;
+        let meta_name = meta_key(&base);
+        // The usual read: a verified meta (equal to the stored one, see `registry`) spares
+        // reading and parsing the meta hash. The read permission is checked all the same.
+        if let Some(meta) = checked_verified_meta(ctx, db, &base, &meta_name)? {
+            acl.check_bytes(&meta_name, false)?;
+            return Board::with_meta(ctx, acl, zset, base, meta, now, transit).map(Some);
+        }
+        let key = acl.open(ctx, &meta_name, false)?;
         let meta = match stored::load(&key) {
             Ok(Some((meta, _))) => Some(meta),
             // A user deleted the meta of a board tally knows; a job puts it back.
@@ -81,19 +124,33 @@ impl Board {
             };
         };
         remember_read(db, &base, meta);
-        let (pending, computed) = if is_quarantined(db, &base) {
+        Board::with_meta(ctx, acl, zset, base, meta, now, transit).map(Some)
+    }
+
+    /// The board of sorted set `zset` and meta `meta`, with the slots still being
+    /// subtracted, or for a quarantined board the totals computed from its slot hashes.
+    fn with_meta(
+        ctx: &Context,
+        acl: &Acl,
+        zset: Key,
+        base: Vec<u8>,
+        meta: Meta,
+        now: i64,
+        transit: &Transit,
+    ) -> Result<Board> {
+        let (pending, computed) = if is_quarantined(selected_db(ctx), &base) {
             let totals = window_totals(ctx, acl, &base, &meta, meta.slots(), now, transit)?;
             (Vec::new(), Some(totals))
         } else {
             (open_pending(ctx, acl, &base, &meta, now, transit)?, None)
         };
-        Ok(Some(Board {
+        Ok(Board {
             zset,
             base,
             meta,
             pending,
             computed,
-        }))
+        })
     }
 
     /// `member`'s exact window total (0 if absent).

@@ -27,12 +27,10 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
-use super::board::open_pending;
+use super::board::{checked_verified_meta, open_pending};
 use super::check_cluster;
 use super::lifecycle::{flush_jobs, has_jobs};
-use super::registry::{
-    is_quarantined, note_mismatch, remember, remember_verified, unverify, verified_meta,
-};
+use super::registry::{is_quarantined, remember, remember_verified};
 use super::repair::repair;
 use super::stored;
 use super::transit::Transit;
@@ -236,7 +234,7 @@ fn open_target(
 /// The board's verified meta (see `registry`), when this write may use it without reading
 /// the meta hash: the board is not quarantined and the write stays in its slot range (a
 /// new slot rewrites the meta). The caller's write permission on the meta hash is still
-/// checked. With `check-caches`, the stored meta is read and compared.
+/// checked.
 fn trusted_meta(
     ctx: &Context,
     acl: &Acl,
@@ -245,27 +243,14 @@ fn trusted_meta(
     meta_name: &[u8],
     ts: i64,
 ) -> Result<Option<Meta>> {
-    let Some(meta) = verified_meta(db, key_name) else {
+    let Some(meta) = checked_verified_meta(ctx, db, key_name, meta_name)? else {
         return Ok(None);
     };
     let mut stretched = meta;
-    if is_quarantined(db, key_name) || stretched.note_write(slot_index(ts, meta.slot)) {
+    if stretched.note_write(slot_index(ts, meta.slot)) {
         return Ok(None);
     }
-    acl.check(&RStr::new(meta_name).ok_or(Error::WrongType)?, true)?;
-    if config::check_caches() {
-        let stored = Key::open_bytes(ctx, meta_name, false)
-            .filter(|key| !key.has_ttl())
-            .and_then(|key| stored::read(&key));
-        if stored != Some((meta, MetaLayout::Current)) {
-            note_mismatch();
-            unverify(db, key_name);
-            ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
-            return Err(Error::TryAgain(
-                "tally's copy of this leaderboard's meta was stale (check-caches)".into(),
-            ));
-        }
-    }
+    acl.check_bytes(meta_name, true)?;
     Ok(Some(meta))
 }
 
