@@ -47,12 +47,8 @@ impl<'a> Args<'a> {
 
     /// The next argument as an upper-cased option name, for `match`ing option keywords.
     /// Option names are short; anything longer than 32 bytes cannot be one.
-    pub fn next_keyword(&mut self) -> Result<String> {
-        let item = self.next_bytes()?;
-        if item.len() > 32 {
-            return Err(Error::Syntax);
-        }
-        Ok(String::from_utf8_lossy(item).to_ascii_uppercase())
+    pub fn next_keyword(&mut self) -> Result<Keyword> {
+        Keyword::new(self.next_bytes()?).ok_or(Error::Syntax)
     }
 
     /// The arguments from here up to (not including) the first that is one of `keywords`
@@ -159,6 +155,39 @@ fn letter_unit_ms(letter: u8) -> Option<i64> {
         b'd' => Some(86_400_000),
         b'w' => Some(604_800_000),
         _ => None,
+    }
+}
+
+/// An option name, upper-cased into a stack buffer: every option of every command is
+/// read through one, so it allocates nothing (it was a `String`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keyword {
+    upper: [u8; Keyword::MAX_LEN],
+    len: usize,
+}
+
+impl Keyword {
+    /// Option names are short; anything longer cannot be one.
+    const MAX_LEN: usize = 32;
+
+    /// `None` for an argument longer than any option name.
+    fn new(item: &[u8]) -> Option<Keyword> {
+        let mut upper = [0u8; Keyword::MAX_LEN];
+        upper.get_mut(..item.len())?.copy_from_slice(item);
+        upper.make_ascii_uppercase();
+        Some(Keyword {
+            upper,
+            len: item.len(),
+        })
+    }
+
+    /// The upper-cased name; an argument that is not UTF-8 (never an option name) reads
+    /// as the replacement character, which matches no option.
+    pub fn as_str(&self) -> &str {
+        self.upper
+            .get(..self.len)
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+            .unwrap_or("\u{FFFD}")
     }
 }
 
@@ -275,6 +304,26 @@ pub fn format_duration(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keywords read as the old `String` did: upper-cased ASCII, at most 32 bytes, and
+    /// an argument that is not UTF-8 matching no option.
+    #[test]
+    fn keywords_upper_case_on_the_stack() {
+        let keyword = |item: &[u8]| {
+            let items = [item];
+            Args::new(&items)
+                .next_keyword()
+                .map(|k| k.as_str().to_string())
+        };
+        assert_eq!(keyword(b"withScores"), Ok("WITHSCORES".to_string()));
+        assert_eq!(keyword(b"at"), Ok("AT".to_string()));
+        assert_eq!(keyword(b""), Ok(String::new()));
+        assert_eq!(keyword(b"\xc3\xa9t\xc3\xa9"), Ok("\u{e9}T\u{e9}".to_string()));
+        assert_eq!(keyword(&[b'a'; 32]), Ok("A".repeat(32)));
+        assert_eq!(keyword(&[b'a'; 33]), Err(Error::Syntax));
+        assert_eq!(keyword(b"\xff\xfeAT"), Ok("\u{FFFD}".to_string()));
+        assert_eq!(Args::new(&[]).next_keyword(), Err(Error::Syntax));
+    }
 
     #[test]
     fn integers_print_as_redis_writes_them() {
@@ -447,7 +496,10 @@ mod tests {
         let mut args = Args::new(&raw);
         assert!(args.eat_keyword("at"));
         assert_eq!(args.next_i64(), Ok(12));
-        assert_eq!(args.next_keyword(), Ok("AT".to_string()));
+        assert_eq!(
+            args.next_keyword().map(|k| k.as_str().to_string()),
+            Ok("AT".to_string())
+        );
         assert_eq!(args.next_i64(), Err(Error::Syntax));
         assert!(args.is_done());
     }

@@ -127,7 +127,10 @@ proptest! {
             let consumed = match op {
                 0 => args.next_bytes().is_ok(),
                 1 => args.eat_keyword("AT"),
-                2 => args.next_keyword().map(|k| k == k.to_ascii_uppercase()).is_ok(),
+                2 => args
+                    .next_keyword()
+                    .map(|k| k.as_str() == k.as_str().to_ascii_uppercase())
+                    .is_ok(),
                 3 => args.next_i64().is_ok(),
                 4 => args.next_f64().is_ok(),
                 5 => args.next_duration().is_ok(),
