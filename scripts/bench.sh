@@ -24,6 +24,13 @@
 #
 # The family scripts scripts/bench_rank.sh and scripts/bench_stats.sh are sourced: they
 # define their fixtures, rows and memory figures as functions that use the helpers below.
+#
+# The server also loads benchfloor (scripts/floor_module.c, built here with cc into
+# target/bench/ against the redismodule.h of the redis-module crate tally is built with):
+# its FLOOR.READ / FLOOR.READNC open a key and reply one integer, with and without reading
+# the clock, the least any module read command can do, and FLOOR.HGET reads one hash field
+# through the module API. Their "floor: module ..." rows measure what the server charges a
+# module read, to compare TSCOUNTER.SUM's rows with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -47,6 +54,38 @@ if [ ! -f "$MODULE" ]; then
     exit 1
 fi
 
+# benchfloor: found through cargo metadata, the header of the redis-module crate in cargo's
+# registry (never copied into the project).
+FLOOR="$ROOT/target/bench/floor_module.so"
+if ! command -v cc >/dev/null 2>&1; then
+    echo "bench: cc is missing: it builds scripts/floor_module.c (apt-get install gcc)" >&2
+    exit 1
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "bench: python3 is missing: it finds redismodule.h in cargo metadata's output" >&2
+    exit 1
+fi
+FLOOR_MANIFEST=$("${CARGO:-cargo}" metadata --format-version 1 2>/dev/null | python3 -c '
+import json, sys
+print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "redis-module"))
+' 2>/dev/null) || FLOOR_MANIFEST=""
+if [ -z "$FLOOR_MANIFEST" ]; then
+    echo "bench: redismodule.h not found: '${CARGO:-cargo} metadata' lists no redis-module" \
+        "package (its src/include/redismodule.h builds scripts/floor_module.c)" >&2
+    exit 1
+fi
+FLOOR_INCLUDE="$(dirname "$FLOOR_MANIFEST")/src/include"
+if [ ! -f "$FLOOR_INCLUDE/redismodule.h" ]; then
+    echo "bench: $FLOOR_INCLUDE/redismodule.h is missing (builds scripts/floor_module.c);" \
+        "run 'cargo fetch'" >&2
+    exit 1
+fi
+mkdir -p "$(dirname "$FLOOR")"
+if ! cc -O2 -fPIC -shared -o "$FLOOR" scripts/floor_module.c -I"$FLOOR_INCLUDE"; then
+    echo "bench: building scripts/floor_module.c failed" >&2
+    exit 1
+fi
+
 port_is_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 PORT=${BENCH_PORT:-}
 if [ -z "$PORT" ]; then
@@ -58,7 +97,8 @@ CLI=(redis-cli -p "$PORT")
 RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
 
 "$SERVER" --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
-    --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE"
+    --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE" \
+    --loadmodule "$FLOOR"
 cleanup() {
     "${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true
     rm -rf "$DIR"
@@ -401,6 +441,25 @@ counter_rows() {
     native hget -- HGET bench:hash f
     tally tscounter.sum -- TSCOUNTER.SUM bench:missing 5m
     report "floor: TSCOUNTER.SUM missing key / HGET" "" ""
+
+    # Floors on the ring itself: benchfloor's commands (scripts/floor_module.c, measured in
+    # the tally columns) read the clock, open the key, take its length and reply an integer
+    # that is not a shared 0/1, with the arguments of SUM of one window: what the server
+    # charges any module read; the second without the clock.
+    native hget -- HGET bench:hash f
+    tally floor.read -- FLOOR.READ ring 5m
+    report "floor: module read, clock, int reply / HGET" "" ""
+
+    native hget -- HGET bench:hash f
+    tally floor.readnc -- FLOOR.READNC ring 5m
+    report "floor: module read, no clock / HGET" "" ""
+
+    # The least a module pays to read one value of a hash (HashGet of HGET's field, with
+    # the clock, replied as an integer): a SUM that read its slots from the counter's hash
+    # would pay at least this, and more per slot.
+    native hget -- HGET bench:hash f
+    tally floor.hget -- FLOOR.HGET bench:hash f
+    report "floor: module HashGet 1 field, clock / HGET" "" ""
 
     native evalsha -- EVALSHA "$SHA_COUNTER" 1 hits 1
     tally tscounter.incr -- TSCOUNTER.INCR hot

@@ -1,0 +1,76 @@
+/*
+ * benchfloor: a benchmark aid for scripts/bench.sh, never loaded in production.
+ *
+ * It measures what the server charges any module read command before the command does any
+ * work of its own: dispatch into a module, opening a key, reading the clock and replying
+ * one integer. make bench loads it next to tally and reports its commands against HGET in
+ * the rows "floor: module read ...", so tally's read rows (TSCOUNTER.SUM of one window)
+ * can be compared against the least a module read can cost on the same server.
+ *
+ *   FLOOR.READ key arg     the clock (RedisModule_Milliseconds), OpenKey READ, ValueLength,
+ *                          CloseKey, an integer reply
+ *   FLOOR.READNC key arg   the same without the clock
+ *   FLOOR.HGET key field   the clock, OpenKey READ, one field read with RedisModule_HashGet
+ *                          and parsed as an integer, CloseKey, an integer reply: the least a
+ *                          module pays to read one value stored in a hash
+ *
+ * Both take a key and one ignored argument (arity 3, as TSCOUNTER.SUM ring 5m) so the
+ * server parses as many arguments. The reply depends on the key's length and the clock
+ * and is never 0 or 1: the server formats it like SUM's reply, not as a shared integer.
+ *
+ * Built by scripts/bench.sh: cc -O2 -fPIC -shared -I<redis-module crate>/src/include.
+ */
+#include "redismodule.h"
+
+/* length * 1000 + 100 + (now & 1): never a shared 0/1 reply object. */
+static long long floor_reply(RedisModuleCtx *ctx, RedisModuleString *keyname, long long now) {
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, keyname, REDISMODULE_READ);
+    long long len = key ? (long long)RedisModule_ValueLength(key) : 0;
+    if (key) RedisModule_CloseKey(key);
+    return len * 1000 + 100 + (now & 1);
+}
+
+static int FloorRead(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    long long now = RedisModule_Milliseconds();
+    return RedisModule_ReplyWithLongLong(ctx, floor_reply(ctx, argv[1], now));
+}
+
+static int FloorReadNoClock(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    return RedisModule_ReplyWithLongLong(ctx, floor_reply(ctx, argv[1], 0));
+}
+
+static int FloorHashGet(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    long long now = RedisModule_Milliseconds();
+    long long value = 0;
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ);
+    if (key && RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_HASH) {
+        RedisModuleString *field = NULL;
+        RedisModule_HashGet(key, REDISMODULE_HASH_NONE, argv[2], &field, NULL);
+        if (field) {
+            if (RedisModule_StringToLongLong(field, &value) != REDISMODULE_OK) value = 0;
+            RedisModule_FreeString(ctx, field);
+        }
+    }
+    if (key) RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithLongLong(ctx, value * 1000 + 100 + (now & 1));
+}
+
+int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv;
+    (void)argc;
+    if (RedisModule_Init(ctx, "benchfloor", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.read", FloorRead, "readonly fast", 1, 1, 1) ==
+        REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.readnc", FloorReadNoClock, "readonly fast", 1, 1,
+                                  1) == REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.hget", FloorHashGet, "readonly fast", 1, 1, 1) ==
+        REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    return REDISMODULE_OK;
+}
