@@ -318,7 +318,10 @@ mod tests {
         assert_eq!(keyword(b"withScores"), Ok("WITHSCORES".to_string()));
         assert_eq!(keyword(b"at"), Ok("AT".to_string()));
         assert_eq!(keyword(b""), Ok(String::new()));
-        assert_eq!(keyword(b"\xc3\xa9t\xc3\xa9"), Ok("\u{e9}T\u{e9}".to_string()));
+        assert_eq!(
+            keyword(b"\xc3\xa9t\xc3\xa9"),
+            Ok("\u{e9}T\u{e9}".to_string())
+        );
         assert_eq!(keyword(&[b'a'; 32]), Ok("A".repeat(32)));
         assert_eq!(keyword(&[b'a'; 33]), Err(Error::Syntax));
         assert_eq!(keyword(b"\xff\xfeAT"), Ok("\u{FFFD}".to_string()));
