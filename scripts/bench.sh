@@ -30,7 +30,8 @@
 # its FLOOR.READ / FLOOR.READNC open a key and reply one integer, with and without reading
 # the clock, the least any module read command can do, and FLOOR.HGET reads one hash field
 # through the module API. Their "floor: module ..." rows measure what the server charges a
-# module read, to compare TSCOUNTER.SUM's rows with.
+# module read, to compare TSCOUNTER.SUM's rows with; FLOOR.REPLICATE (the TSRANK rows)
+# what replicating a leaderboard increment's two effects costs a module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -58,6 +58,18 @@ rank_rows() {
     tally tsrank.incrby -r 100000 -- TSRANK.INCRBY rk:board 1 "m:__rand_int__"
     report "TSRANK.INCRBY / ZINCRBY + HINCRBY slot hash" "" ""
 
+    # What replicating those two writes as effects costs a module (benchfloor's
+    # FLOOR.REPLICATE: two RedisModule_Replicate calls and nothing else; no replica here,
+    # the server builds each effect anyway), alone and added to the pair.
+    native zincrby -r 100000 -- ZINCRBY rk:plain 1 "m:__rand_int__"
+    tally floor.replicate -r 100000 -- FLOOR.REPLICATE rk:floorz rk:floorh "m:__rand_int__"
+    report "floor: module replicating 2 effects / ZINCRBY" "" ""
+    native zincrby -r 100000 -- ZINCRBY rk:plain 1 "m:__rand_int__"
+    native_plus hincrby -r 100000 -- HINCRBY rk:plainslot "m:__rand_int__" 1
+    native_plus floor.replicate -r 100000 -- FLOOR.REPLICATE rk:floorz rk:floorh "m:__rand_int__"
+    tally tsrank.incrby -r 100000 -- TSRANK.INCRBY rk:board 1 "m:__rand_int__"
+    report "TSRANK.INCRBY / the pair + 2 effects replicated" "" ""
+
     local pairs=() i
     for i in $(seq 10); do pairs+=(1 "m:__rand_int__"); done
     native zincrby -r 100000 -- ZINCRBY rk:plain 1 "m:__rand_int__"

@@ -13,6 +13,12 @@
  *   FLOOR.HGET key field   the clock, OpenKey READ, one field read with RedisModule_HashGet
  *                          and parsed as an integer, CloseKey, an integer reply: the least a
  *                          module pays to read one value stored in a hash
+ *   FLOOR.REPLICATE zkey hkey member
+ *                          two RedisModule_Replicate calls (ZINCRBY zkey 1 member, HINCRBY
+ *                          hkey member 1) and nothing else, replying 1: what replicating a
+ *                          leaderboard increment's two effects costs a module (the server
+ *                          looks the command name up and builds an argument vector per
+ *                          call, replicas or not; a native write pays nothing there)
  *
  * Both take a key and one ignored argument (arity 3, as TSCOUNTER.SUM ring 5m) so the
  * server parses as many arguments. The reply depends on the key's length and the clock
@@ -58,6 +64,13 @@ static int FloorHashGet(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     return RedisModule_ReplyWithLongLong(ctx, value * 1000 + 100 + (now & 1));
 }
 
+static int FloorReplicate(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 4) return RedisModule_WrongArity(ctx);
+    RedisModule_Replicate(ctx, "ZINCRBY", "scs", argv[1], "1", argv[3]);
+    RedisModule_Replicate(ctx, "HINCRBY", "ssc", argv[2], argv[3], "1");
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv;
     (void)argc;
@@ -70,6 +83,9 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
                                   1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.hget", FloorHashGet, "readonly fast", 1, 1, 1) ==
+        REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.replicate", FloorReplicate, "write fast", 1, 2, 1) ==
         REDISMODULE_ERR)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;
