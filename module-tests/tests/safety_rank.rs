@@ -147,6 +147,50 @@ fn a_write_that_lazily_expires_the_board_starts_a_new_one_whole(kind: &ServerKin
     srv.assert_alive();
 }
 
+per_server!(a_read_that_lazily_expires_a_part_answers_as_the_removed_board);
+/// A read that expired the board's meta lazily (active expiry off, a TTL run out) answered
+/// from the meta tally last saw, as for a meta a user deleted, while the expiry had queued
+/// the removal of the whole board: TOP listed members of a board on its way out, and
+/// whether a read saw the board depended on whether active expiry had come first. A part
+/// that expires takes the whole board with it, so from that read on it answers as the
+/// removed board, and the removal runs.
+fn a_read_that_lazily_expires_a_part_answers_as_the_removed_board(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = Server::start(kind);
+    assert_eq!(
+        srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        v_ok(),
+        "{k}"
+    );
+    for (part, writes) in [("b", 1), ("b", 3), ("b|meta", 1), ("b|meta", 3)] {
+        let what = format!("{k}: {part} expired after {writes} writes");
+        for _ in 0..writes {
+            srv.cmd(&["TSRANK.INCRBY", "b", "1", "m"]).expect("write");
+        }
+        assert_eq!(srv.cmd_value(&["PEXPIRE", part, "10"]), v_int(1), "{what}");
+        sleep_ms(50);
+        // Each read on its own: the first one expires the part.
+        for read in [
+            vec!["TSRANK.TOP", "b", "10", "WITHSCORES"],
+            vec!["TSRANK.SCORE", "b", "m"],
+            vec!["TSRANK.RANK", "b", "m"],
+            vec!["TSRANK.INFO", "b"],
+        ] {
+            let expected = if read[0] == "TSRANK.TOP" {
+                v_arr(vec![])
+            } else {
+                v_nil()
+            };
+            assert_eq!(srv.cmd_value(&read), expected, "{what}: {read:?}");
+        }
+        sleep_ms(50);
+        let mut c = srv.conn();
+        let left: Vec<String> = redis::cmd("KEYS").arg("b*").query(&mut c).unwrap();
+        assert!(left.is_empty(), "{what}: left {left:?}");
+    }
+    srv.assert_alive();
+}
+
 per_server!(eviction_leaves_every_board_whole_or_gone);
 /// Item 7: a part lost to eviction left totals that never come down, or a board without
 /// meta answering WRONGTYPE. Now: whole or consistent.

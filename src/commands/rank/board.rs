@@ -19,7 +19,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::lifecycle::{pending_restore, resolve_base};
+use super::lifecycle::{has_jobs, pending_restore, resolve_base};
 use super::registry::{
     is_quarantined, known_meta, note_mismatch, remember_read, unverify, verified_meta,
 };
@@ -93,11 +93,19 @@ impl Board {
         let meta_name = meta_key(&base);
         // The usual read: a verified meta (equal to the stored one, see `registry`) spares
         // reading and parsing the meta hash. The read permission is checked all the same.
+        // Opening a part can expire it lazily, and a part that expires takes the whole
+        // board with it: the expiry queues the removal, and from then on the board
+        // answers as the removed board it is about to be (a write starts over instead).
+        let removed_meanwhile = || has_jobs() && resolve_base(db, name.as_slice()).is_none();
         if let Some(meta) = checked_verified_meta(ctx, db, &base, &meta_name)? {
             acl.check_bytes(&meta_name, false)?;
-            return Board::with_meta(ctx, acl, zset, base, meta, now, transit).map(Some);
+            let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
+            return Ok(Some(board).filter(|_| !removed_meanwhile()));
         }
         let key = acl.open(ctx, &meta_name, false)?;
+        if removed_meanwhile() {
+            return Ok(None);
+        }
         let meta = match stored::load(&key) {
             Ok(Some((meta, _))) => Some(meta),
             // A user deleted the meta of a board tally knows; a job puts it back.
@@ -124,7 +132,8 @@ impl Board {
             };
         };
         remember_read(db, &base, meta);
-        Board::with_meta(ctx, acl, zset, base, meta, now, transit).map(Some)
+        let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
+        Ok(Some(board).filter(|_| !removed_meanwhile()))
     }
 
     /// The board of sorted set `zset` and meta `meta`, with the slots still being
