@@ -11,6 +11,18 @@ fn sleep_ms(ms: u64) {
 }
 
 /// Sum of `member`'s counts over the slot hashes of board `key` (garbage counts nothing).
+/// A server whose keys expire only lazily (when a command opens them).
+fn start_without_active_expiry(kind: &ServerKind) -> Server {
+    let srv = Server::start(kind);
+    assert_eq!(
+        srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        v_ok(),
+        "{}",
+        kind.name
+    );
+    srv
+}
+
 fn slot_sum(srv: &Server, key: &str, member: &str) -> i64 {
     let mut conn = srv.conn();
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -97,12 +109,7 @@ per_server!(a_write_that_lazily_expires_the_board_starts_a_new_one_whole);
 /// queued delete job then removed what the write had just used: WRONGTYPE forever.
 fn a_write_that_lazily_expires_the_board_starts_a_new_one_whole(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    assert_eq!(
-        srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
-        v_ok(),
-        "{k}"
-    );
+    let srv = start_without_active_expiry(kind);
     // The main key, the meta, then a slot hash expire lazily inside the write.
     for part in ["b", "b|meta", "slot"] {
         assert_eq!(
@@ -156,12 +163,7 @@ per_server!(a_read_that_lazily_expires_a_part_answers_as_the_removed_board);
 /// removed board, and the removal runs.
 fn a_read_that_lazily_expires_a_part_answers_as_the_removed_board(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
-    assert_eq!(
-        srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
-        v_ok(),
-        "{k}"
-    );
+    let srv = start_without_active_expiry(kind);
     for (part, writes) in [("b", 1), ("b", 3), ("b|meta", 1), ("b|meta", 3)] {
         let what = format!("{k}: {part} expired after {writes} writes");
         for _ in 0..writes {
