@@ -91,12 +91,12 @@ impl Board {
             return Ok(None);
         };
         let meta_name = meta_key(&base);
-        // The usual read: a verified meta (equal to the stored one, see `registry`) spares
-        // reading and parsing the meta hash. The read permission is checked all the same.
         // Opening a part can expire it lazily, and a part that expires takes the whole
         // board with it: the expiry queues the removal, and from then on the board
         // answers as the removed board it is about to be (a write starts over instead).
         let removed_meanwhile = || has_jobs() && resolve_base(db, name.as_slice()).is_none();
+        // The usual read: a verified meta (equal to the stored one, see `registry`) spares
+        // reading and parsing the meta hash. The read permission is checked all the same.
         if let Some(meta) = checked_verified_meta(ctx, db, &base, &meta_name)? {
             acl.check_bytes(&meta_name, false)?;
             let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
