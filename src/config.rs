@@ -92,6 +92,11 @@ pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
 pub static STATS_PERIOD: DurationConfig = DurationConfig::new(3_600_000, "1h");
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
+/// `cache-max-memory`: bytes the read caches (counter mirrors, STATS windows) may hold
+/// together; 0 turns them off. 8 MB holds the mirrors of about 5,000 hot counters of the
+/// default resolutions, and stays under half of the data of 100,000 default counters.
+pub static CACHE_MAX_MEMORY: AtomicI64 = AtomicI64::new(DEFAULT_CACHE_MAX_MEMORY);
+pub const DEFAULT_CACHE_MAX_MEMORY: i64 = 8 << 20;
 /// `check-caches`: every use of a verified leaderboard meta also reads the stored one and
 /// compares (a mismatch is counted, logged and answered with an error). For tests.
 pub static CHECK_CACHES: AtomicBool = AtomicBool::new(false);
@@ -106,6 +111,10 @@ pub fn expire_budget_us() -> i64 {
 
 pub fn check_caches() -> bool {
     CHECK_CACHES.load(Ordering::Relaxed)
+}
+
+pub fn cache_max_memory() -> usize {
+    usize::try_from(CACHE_MAX_MEMORY.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
 pub fn stats_keep() -> i64 {
@@ -132,6 +141,8 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
             }
             "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=10_000).contains(&v)),
             "check-caches" => matches!(value.as_slice(), b"yes" | b"no"),
+            // A plain byte count here (`CONFIG SET` also takes units such as `64mb`).
+            "cache-max-memory" => parse_i64(value.as_slice()).is_ok_and(|v| v >= 0),
             "expire-budget-us" => {
                 parse_i64(value.as_slice()).is_ok_and(|v| (10..=1_000_000).contains(&v))
             }

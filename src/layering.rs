@@ -7,13 +7,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files allowed to call the module API directly.
-const FFI_LAYER: [&str; 8] = [
+const FFI_LAYER: [&str; 9] = [
     "server.rs",
     "cmdinfo.rs",
     "reply.rs",
     "replicate.rs",
     "store/mod.rs",
     "store/acl.rs",
+    "store/field_ttl.rs",
     "store/scan.rs",
     "store/zset.rs",
 ];

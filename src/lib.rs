@@ -86,6 +86,7 @@ mod module {
             i64: [
                 ["stats-keep", &config::STATS_KEEP, 24, 1, 10_000, ConfigurationFlags::DEFAULT, None],
                 ["expire-budget-us", &config::EXPIRE_BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
+                ["cache-max-memory", &config::CACHE_MAX_MEMORY, config::DEFAULT_CACHE_MAX_MEMORY, 0, i64::MAX, ConfigurationFlags::MEMORY, None],
             ],
             string: [
                 ["counter-resolutions", &*config::COUNTER_RESOLUTIONS, config::DEFAULT_COUNTER_RESOLUTIONS, ConfigurationFlags::DEFAULT, None],

@@ -83,7 +83,54 @@ impl<V> MemoMap<V> {
         let at = self.index.remove(name)?;
         let (_, value) = self.entries.get_mut(at)?.take()?;
         self.vacant.push(at);
+        self.compact_if_sparse();
         Some(value)
+    }
+
+    /// Removes the first entry at or after `hand` (wrapping around) and moves `hand` past
+    /// it: called again and again, a clock hand that takes the entries in turn, each in
+    /// O(1) on average (the vector is never mostly vacant, see `compact_if_sparse`).
+    pub fn evict_next(&mut self, hand: &mut usize) -> Option<(Rc<[u8]>, V)> {
+        let n = self.entries.len();
+        if self.index.is_empty() || n == 0 {
+            return None;
+        }
+        let start = *hand % n;
+        let at = (start..n)
+            .chain(0..start)
+            .find(|&at| matches!(self.entries.get(at), Some(Some(_))))?;
+        *hand = at + 1;
+        let name = match self.entries.get(at) {
+            Some(Some((name, _))) => Rc::clone(name),
+            _ => return None,
+        };
+        let value = self.remove(&name)?;
+        Some((name, value))
+    }
+
+    /// Once three quarters of the vector are vacant, moves the entries together and gives
+    /// the spare capacity back: memory follows the entries down after mass removals (keys
+    /// deleted, an eviction), in steps whose cost is paid for by the removals before them.
+    fn compact_if_sparse(&mut self) {
+        let len = self.entries.len();
+        if len < 64 || self.index.len() * 4 > len {
+            return;
+        }
+        let entries: Vec<Option<(Rc<[u8]>, V)>> = std::mem::take(&mut self.entries)
+            .into_iter()
+            .filter(Option::is_some)
+            .collect();
+        self.entries = entries;
+        // The collect above reuses the old buffer: give its spare capacity back.
+        self.entries.shrink_to_fit();
+        self.index = HashMap::with_capacity(self.entries.len());
+        for (at, entry) in self.entries.iter().enumerate() {
+            if let Some((name, _)) = entry {
+                self.index.insert(Rc::clone(name), at);
+            }
+        }
+        self.vacant = Vec::new();
+        self.last = 0;
     }
 }
 
@@ -120,6 +167,16 @@ impl<V> DbMaps<V> {
     #[cfg(test)]
     pub fn entries(&self) -> usize {
         self.db0.len() + self.others.iter().map(|(_, map)| map.len()).sum::<usize>()
+    }
+
+    /// Removes one entry by the clock `hand` of [`MemoMap::evict_next`], from database 0
+    /// first (where nearly every entry lives) and then from the others.
+    pub fn evict_next(&mut self, hand: &mut usize) -> Option<(Rc<[u8]>, V)> {
+        self.db0.evict_next(hand).or_else(|| {
+            self.others
+                .iter_mut()
+                .find_map(|(_, map)| map.evict_next(hand))
+        })
     }
 
     /// The map of `db`, made if missing.
@@ -176,6 +233,37 @@ mod tests {
         }
         // Removed entries are reused: the vector never outgrows the names.
         assert!(memo.entries.len() <= names.len());
+    }
+
+    /// Evicting by the clock hand takes every entry once before any twice, the map keeps
+    /// answering like a plain map meanwhile, and mass removals give the vector back.
+    #[test]
+    fn eviction_takes_entries_in_turn_and_memory_follows() {
+        let mut memo: MemoMap<usize> = MemoMap::default();
+        let n = 1_000;
+        for i in 0..n {
+            memo.insert(format!("k{i}").as_bytes(), i);
+        }
+        let mut hand = 0;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..n / 2 {
+            let (name, value) = memo.evict_next(&mut hand).expect("an entry");
+            assert_eq!(*name, *format!("k{value}").as_bytes());
+            assert!(seen.insert(value), "{value} evicted twice");
+        }
+        assert_eq!(memo.len(), n / 2);
+        for i in 0..n {
+            let name = format!("k{i}");
+            let expected = (!seen.contains(&i)).then_some(i);
+            assert_eq!(memo.get_mut(name.as_bytes()).copied(), expected);
+        }
+        while memo.evict_next(&mut hand).is_some() {}
+        assert!(memo.is_empty());
+        assert!(memo.entries.len() < 64, "{} slots kept", memo.entries.len());
+        assert!(memo.entries.capacity() < 64 && memo.index.capacity() < 256);
+        assert_eq!(memo.evict_next(&mut hand), None);
+        memo.insert(b"again", 7);
+        assert_eq!(memo.get_mut(b"again").copied(), Some(7));
     }
 
     /// Each database has its own map, database 0's as much as any other's.

@@ -25,13 +25,13 @@ use std::os::raw::c_int;
 use crate::counter::{Counter, OrderedSlots};
 use crate::memo_map::DbMaps;
 
-/// At most this many slots are mirrored in all; past it every mirror is dropped and the
-/// cache starts over (simple, and rare: it bounds the memory to a few tens of MB).
-const MAX_MIRRORED_SLOTS: usize = 1_000_000;
-
 /// A counter with more slots than this is never mirrored: it would take a large part of
 /// the cache and evict the many small ones. Its reads walk its hash instead.
-pub const MAX_SLOTS_PER_MIRROR: usize = MAX_MIRRORED_SLOTS / 4;
+pub const MAX_SLOTS_PER_MIRROR: usize = 250_000;
+
+/// Estimated bytes of a mirror besides its slots and parsed counter: its entry in the
+/// map (vector slot, index entry, shared name header) and the allocator's rounding.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Mirror>() + 96;
 
 #[derive(Default)]
 pub struct Mirror {
@@ -47,6 +47,8 @@ pub struct Mirror {
     writes_in_second: u32,
     /// The hash was asked into the hashtable encoding (see [`Mirror::wants_hashtable`]).
     hashtable_asked: bool,
+    /// The bytes this mirror was last counted at in [`Mirrors::bytes`].
+    counted_bytes: usize,
 }
 
 /// A mirrored hash with at least this many fields, written at least
@@ -60,6 +62,14 @@ pub const HASHTABLE_MIN_FIELDS: usize = 16;
 pub const HOT_WRITES_PER_SECOND: u32 = 64;
 
 impl Mirror {
+    /// Estimated bytes this mirror holds under `name`.
+    fn bytes(&self, name: &[u8]) -> usize {
+        ENTRY_OVERHEAD
+            + name.len()
+            + self.slots.heap_bytes()
+            + self.counter.as_ref().map_or(0, Counter::heap_bytes)
+    }
+
     /// Counts a write at `now` (ms, asked only while it matters); true once, when the key
     /// has become hot enough for the hashtable encoding.
     pub fn wants_hashtable(&mut self, now: impl FnOnce() -> i64) -> bool {
@@ -83,6 +93,41 @@ struct Mirrors {
     /// is found without hashing it).
     by_db: DbMaps<Mirror>,
     slots: usize,
+    /// Estimated bytes of every mirror, kept within the budget the caller gives.
+    bytes: usize,
+    /// Where eviction takes its next mirror (see `DbMaps::evict_next`).
+    hand: usize,
+}
+
+impl Mirrors {
+    /// Takes a removed mirror out of the totals.
+    fn uncount(&mut self, old: &Mirror) {
+        self.slots = self.slots.saturating_sub(old.slots.len());
+        self.bytes = self.bytes.saturating_sub(old.counted_bytes);
+    }
+
+    /// Evicts mirrors in turn until at most `limit` bytes are held.
+    fn evict_to(&mut self, limit: usize) {
+        while self.bytes > limit {
+            let Some((_, old)) = self.by_db.evict_next(&mut self.hand) else {
+                // Nothing left to evict: the totals can only be drift.
+                self.slots = 0;
+                self.bytes = 0;
+                return;
+            };
+            self.uncount(&old);
+        }
+    }
+}
+
+/// The budget of the counter mirrors at this moment: what `tally.cache-max-memory` leaves
+/// after the STATS cache, or nothing while the server is close to `maxmemory` (a cache
+/// must never make the server evict a key).
+fn budget() -> usize {
+    if super::caches::memory_is_tight() {
+        return 0;
+    }
+    crate::config::cache_max_memory().saturating_sub(crate::stats::cache::bytes())
 }
 
 thread_local! {
@@ -123,56 +168,73 @@ pub fn with_mirror<T>(
         if CLEAR_PENDING.with(|c| c.replace(false)) {
             *mirrors = Mirrors::default();
         }
-        let Mirrors { by_db, slots } = &mut *mirrors;
-        let keys = by_db.db_or_new(db);
         // The common case, one lookup: a valid mirror.
-        let valid = match keys.get_mut(name) {
-            Some(mirror) if mirror.fields == fields => Some(mirror),
+        let valid = match mirrors.by_db.db_or_new(db).get_mut(name) {
+            Some(mirror) if mirror.fields == fields => true,
             Some(_) => {
                 // Stale: the hash changed behind it.
-                if let Some(old) = keys.remove(name) {
-                    *slots = slots.saturating_sub(old.slots.len());
+                if let Some(old) = mirrors.by_db.db_or_new(db).remove(name) {
+                    mirrors.uncount(&old);
                 }
-                None
+                false
             }
-            None => None,
+            None => false,
         };
-        let mirror = match valid {
-            Some(mirror) => Some(mirror),
-            None => {
-                let wanted = match build {
-                    Build::Always => true,
-                    Build::IfHot => is_hot(db, name),
-                    Build::Never => false,
-                };
-                let mut built = None;
-                if wanted {
-                    let mut mirror = Mirror {
-                        fields,
-                        ..Mirror::default()
-                    };
-                    if load(&mut mirror) && mirror.slots.len() <= MAX_SLOTS_PER_MIRROR {
-                        *slots += mirror.slots.len();
-                        built = keys.insert(name, mirror);
-                    }
-                }
-                built
+        if !valid {
+            let wanted = match build {
+                Build::Always => true,
+                Build::IfHot => is_hot(db, name),
+                Build::Never => false,
+            };
+            // Asked here, where a mirror may be made (and by every write to a key
+            // without one, new keys included): never while memory is tight.
+            let budget = budget();
+            mirrors.evict_to(budget);
+            if !(wanted && budget > 0) {
+                return f(None);
             }
-        };
-        let Some(mirror) = mirror else {
+            let mut mirror = Mirror {
+                fields,
+                ..Mirror::default()
+            };
+            if !load(&mut mirror) || mirror.slots.len() > MAX_SLOTS_PER_MIRROR {
+                return f(None);
+            }
+            mirror.counted_bytes = mirror.bytes(name);
+            if mirror.counted_bytes > budget {
+                return f(None);
+            }
+            mirrors.evict_to(budget - mirror.counted_bytes);
+            mirrors.slots += mirror.slots.len();
+            mirrors.bytes += mirror.counted_bytes;
+            mirrors.by_db.db_or_new(db).insert(name, mirror);
+        }
+        let Some(mirror) = mirrors.by_db.db_or_new(db).get_mut(name) else {
             return f(None);
         };
         let before = mirror.slots.len();
         let result = f(Some(&mut *mirror));
         let after = mirror.slots.len();
-        *slots = (*slots + after).saturating_sub(before);
+        let (old_bytes, new_bytes) = if after != before || !valid {
+            // Slots came or went (or the parsed counter was just kept): count again.
+            let new_bytes = mirror.bytes(name);
+            (
+                std::mem::replace(&mut mirror.counted_bytes, new_bytes),
+                new_bytes,
+            )
+        } else {
+            (mirror.counted_bytes, mirror.counted_bytes)
+        };
+        mirrors.slots = (mirrors.slots + after).saturating_sub(before);
+        mirrors.bytes = (mirrors.bytes + new_bytes).saturating_sub(old_bytes);
         if after > MAX_SLOTS_PER_MIRROR {
             // Grown past the limit by writes: this one goes, the others stay.
-            keys.remove(name);
-            *slots = slots.saturating_sub(after);
+            if let Some(old) = mirrors.by_db.db_or_new(db).remove(name) {
+                mirrors.uncount(&old);
+            }
         }
-        if *slots > MAX_MIRRORED_SLOTS {
-            *mirrors = Mirrors::default();
+        if new_bytes != old_bytes {
+            mirrors.evict_to(budget());
         }
         result
     })
@@ -269,7 +331,7 @@ pub fn forget(db: c_int, name: &[u8]) {
         Ok(mut mirrors) => {
             let removed = mirrors.by_db.db(db).and_then(|keys| keys.remove(name));
             if let Some(old) = removed {
-                mirrors.slots = mirrors.slots.saturating_sub(old.slots.len());
+                mirrors.uncount(&old);
             }
         }
         Err(_) => CLEAR_PENDING.with(|c| c.set(true)),
@@ -286,6 +348,11 @@ pub fn forget_all() {
 
 pub fn mirrored_slots() -> usize {
     MIRRORS.with(|cell| cell.try_borrow().map_or(0, |m| m.slots))
+}
+
+/// Estimated bytes the mirrors hold.
+pub fn bytes() -> usize {
+    MIRRORS.with(|cell| cell.try_borrow().map_or(0, |m| m.bytes))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! May not touch: raw module calls (those live in `store`, `reply`, `cmdinfo`,
 //! `replicate` and `server`).
 
+pub mod caches;
 pub mod counter;
 pub mod mirror;
 pub mod rank;
@@ -174,6 +175,11 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
         (c"mirrored_slots", mirror::mirrored_slots() as i64),
+        (c"cache_bytes", caches::bytes() as i64),
+        (
+            c"cache_max_memory",
+            crate::config::cache_max_memory() as i64,
+        ),
         (c"cache_mismatches", rank::cache_mismatches() as i64),
     ]
 }

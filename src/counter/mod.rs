@@ -134,6 +134,14 @@ pub struct Counter {
     pub reference: i64,
 }
 
+impl Counter {
+    /// The heap bytes this counter holds (its two vectors).
+    pub fn heap_bytes(&self) -> usize {
+        self.resolutions.capacity() * std::mem::size_of::<Resolution>()
+            + self.tracks.capacity() * std::mem::size_of::<Track>()
+    }
+}
+
 impl Clone for Counter {
     fn clone(&self) -> Counter {
         Counter {

@@ -251,6 +251,19 @@ impl OrderedSlots {
         resolution.slots.get(at).map(|(_, count)| count)
     }
 
+    /// The heap bytes these slots hold (capacities, not lengths: what the allocator gave).
+    pub fn heap_bytes(&self) -> usize {
+        self.resolutions.capacity() * std::mem::size_of::<Resolution>()
+            + self
+                .resolutions
+                .iter()
+                .map(|r| {
+                    r.slots.capacity() * std::mem::size_of::<(i64, i64)>()
+                        + r.sums.capacity() * std::mem::size_of::<i128>()
+                })
+                .sum::<usize>()
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

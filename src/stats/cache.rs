@@ -13,8 +13,10 @@
 //! * flushes, SWAPDB and loading call [`forget_all`].
 //!
 //! The entries are keyed by the object's settings too, so a read under other settings
-//! (a changed marker) misses. Memory is bounded by an estimate of the bytes held: a store
-//! beyond [`BUDGET_BYTES`] clears the cache first.
+//! (a changed marker) misses. Memory is bounded by an estimate of the bytes held: each
+//! store comes with the bytes the cache may hold ([`Admit`]), and entries are evicted in
+//! turn until the cache fits. A key not cached yet is admitted only if the caller says so
+//! (a hash with field TTLs is never cached: its expired fields count in its length).
 //!
 //! Owns: the cache. May not touch: Redis (pure; the commands read the keys).
 
@@ -27,8 +29,14 @@ use crate::memo_map::DbMaps;
 
 /// Windows kept per key (a client reads a few window sizes); the oldest goes first.
 const WINDOWS_PER_KEY: usize = 4;
-/// Estimated bytes the cache may hold; a store beyond it clears the cache.
-pub const BUDGET_BYTES: usize = 32 << 20;
+
+/// What a store may do: the bytes the whole cache may hold after it, and whether a key
+/// not cached yet may be (see [`holds`]: callers ask what that costs only for such a key).
+#[derive(Clone, Copy)]
+pub struct Admit {
+    pub limit: usize,
+    pub new_key: bool,
+}
 /// Estimated fixed cost of a key's entry and of one window, besides the name and sketch.
 const ENTRY_OVERHEAD: usize = 96;
 const WINDOW_OVERHEAD: usize = 160;
@@ -74,6 +82,8 @@ struct Cache {
     by_db: DbMaps<Entry>,
     /// Sum of the entries' weights.
     bytes: usize,
+    /// Where eviction takes its next entry (see `DbMaps::evict_next`).
+    hand: usize,
 }
 
 thread_local! {
@@ -142,8 +152,11 @@ pub fn store_summary(
     lo: i64,
     hi: i64,
     summary: Option<Rc<ShownSummary>>,
+    admit: Admit,
 ) {
-    store(db, name, settings, lo, hi, |w| w.summary = Some(summary));
+    store(db, name, settings, lo, hi, admit, |w| {
+        w.summary = Some(summary)
+    });
 }
 
 /// Stores the merge of the closed periods of window `lo..=hi` of `name`.
@@ -154,8 +167,11 @@ pub fn store_closed(
     lo: i64,
     hi: i64,
     closed: Rc<Record>,
+    admit: Admit,
 ) {
-    store(db, name, settings, lo, hi, |w| w.closed = Some(closed));
+    store(db, name, settings, lo, hi, admit, |w| {
+        w.closed = Some(closed)
+    });
 }
 
 fn store(
@@ -164,12 +180,18 @@ fn store(
     settings: Settings,
     lo: i64,
     hi: i64,
+    admit: Admit,
     set: impl FnOnce(&mut Window),
 ) {
     with_cache(|cache| {
         let keys = cache.by_db.db_or_new(db);
         let before = keys.get_mut(name).map_or(0, |e| e.weight(name));
-        let mut entry = keys.remove(name).unwrap_or(Entry {
+        let cached = keys.remove(name);
+        cache.bytes = cache.bytes.saturating_sub(before);
+        if cached.is_none() && !admit.new_key {
+            return;
+        }
+        let mut entry = cached.unwrap_or(Entry {
             settings,
             windows: Vec::new(),
         });
@@ -201,17 +223,47 @@ fn store(
             set(w);
         }
         let after = entry.weight(name);
-        cache.bytes = cache.bytes.saturating_sub(before);
-        if cache.bytes.saturating_add(after) > BUDGET_BYTES {
-            cache.by_db = DbMaps::default();
-            cache.bytes = 0;
-            if after > BUDGET_BYTES {
-                return;
-            }
-        }
+        let Some(room) = admit.limit.checked_sub(after) else {
+            return;
+        };
+        cache.evict_to(room);
         cache.bytes += after;
         cache.by_db.db_or_new(db).insert(name, entry);
     });
+}
+
+impl Cache {
+    /// Evicts entries in turn until at most `limit` bytes are held.
+    fn evict_to(&mut self, limit: usize) {
+        while self.bytes > limit {
+            let Some((name, old)) = self.by_db.evict_next(&mut self.hand) else {
+                self.bytes = 0;
+                return;
+            };
+            self.bytes = self.bytes.saturating_sub(old.weight(&name));
+        }
+    }
+}
+
+/// True if `name` in `db` has an entry.
+pub fn holds(db: c_int, name: &[u8]) -> bool {
+    with_cache(|cache| {
+        cache
+            .by_db
+            .db(db)
+            .is_some_and(|keys| keys.get_mut(name).is_some())
+    })
+    .unwrap_or(false)
+}
+
+/// Estimated bytes the cache holds.
+pub fn bytes() -> usize {
+    CACHE.with(|cell| cell.try_borrow().map_or(0, |cache| cache.bytes))
+}
+
+/// Evicts entries until the cache holds at most `limit` bytes.
+pub fn shrink_to(limit: usize) {
+    with_cache(|cache| cache.evict_to(limit));
 }
 
 /// tally wrote period `index` of `name`: every summary of the key may be wrong now, and
@@ -272,12 +324,18 @@ mod tests {
         keep: 24,
     };
 
+    const BUDGET_BYTES: usize = 32 << 20;
+    const A: Admit = Admit {
+        limit: BUDGET_BYTES,
+        new_key: true,
+    };
+
     #[test]
     fn stores_and_invalidates() {
         forget_all();
         assert_eq!(summary(0, b"k", &S, 1, 3), None);
-        store_summary(0, b"k", S, 1, 3, Some(summary_of(3)));
-        store_closed(0, b"k", S, 1, 3, Rc::new(Record::default()));
+        store_summary(0, b"k", S, 1, 3, Some(summary_of(3)), A);
+        store_closed(0, b"k", S, 1, 3, Rc::new(Record::default()), A);
         assert_eq!(summary(0, b"k", &S, 1, 3), Some(Some(summary_of(3))));
         // Other db, other window, other settings: misses.
         assert_eq!(summary(1, b"k", &S, 1, 3), None);
@@ -294,12 +352,12 @@ mod tests {
         // A write to a closed period drops it too.
         wrote(0, b"k", 1);
         assert!(closed(0, b"k", &S, 1, 3).is_none());
-        store_summary(0, b"k", S, 1, 3, None);
+        store_summary(0, b"k", S, 1, 3, None, A);
         assert_eq!(summary(0, b"k", &S, 1, 3), Some(None));
         forget(0, b"k");
         assert_eq!(summary(0, b"k", &S, 1, 3), None);
         assert_eq!(size(), (0, 0));
-        store_summary(2, b"k", S, 1, 3, None);
+        store_summary(2, b"k", S, 1, 3, None, A);
         forget_all();
         assert_eq!(summary(2, b"k", &S, 1, 3), None);
     }
@@ -308,13 +366,13 @@ mod tests {
     fn keeps_few_windows_per_key_and_drops_earlier_ones() {
         forget_all();
         for lo in 0..6 {
-            store_summary(0, b"k", S, lo, 10, None);
+            store_summary(0, b"k", S, lo, 10, None, A);
         }
         assert_eq!(summary(0, b"k", &S, 0, 10), None);
         assert_eq!(summary(0, b"k", &S, 5, 10), Some(None));
         assert_eq!(summary(0, b"k", &S, 2, 10), Some(None));
         // Time moved on: the windows ending at 10 go.
-        store_summary(0, b"k", S, 11, 11, None);
+        store_summary(0, b"k", S, 11, 11, None, A);
         assert_eq!(summary(0, b"k", &S, 5, 10), None);
         assert_eq!(summary(0, b"k", &S, 11, 11), Some(None));
         forget_all();
@@ -325,15 +383,46 @@ mod tests {
         forget_all();
         let name = vec![b'x'; 1 << 20];
         for db in 0..64 {
-            store_summary(db, &name, S, 0, 0, None);
+            store_summary(db, &name, S, 0, 0, None, A);
             assert!(size().1 <= BUDGET_BYTES);
         }
         assert!(size().0 < 64);
         // An entry larger than the whole budget is not kept.
         let huge = vec![b'y'; BUDGET_BYTES + 1];
-        store_summary(0, &huge, S, 0, 0, None);
+        store_summary(0, &huge, S, 0, 0, None, A);
         assert_eq!(summary(0, &huge, &S, 0, 0), None);
         assert!(size().1 <= BUDGET_BYTES);
+        forget_all();
+    }
+
+    /// A small budget keeps the newest keys and evicts older ones in turn; a key the
+    /// caller does not admit is not stored, but an entry already there still is updated.
+    #[test]
+    fn evicts_in_turn_and_admits_new_keys_only_when_told() {
+        forget_all();
+        let small = Admit {
+            limit: 20 * (ENTRY_OVERHEAD + WINDOW_OVERHEAD + SUMMARY_BYTES + 8),
+            new_key: true,
+        };
+        for i in 0..1000 {
+            store_summary(0, format!("k{i:04}").as_bytes(), S, 0, 0, None, small);
+            assert!(size().1 <= small.limit, "{i}");
+        }
+        let (keys, bytes) = size();
+        assert!((10..=20).contains(&keys), "{keys} keys in {bytes} bytes");
+        assert_eq!(summary(0, b"k0999", &S, 0, 0), Some(None));
+        assert_eq!(summary(0, b"k0000", &S, 0, 0), None);
+        let refused = Admit {
+            new_key: false,
+            ..small
+        };
+        store_summary(0, b"new", S, 0, 0, None, refused);
+        assert_eq!(summary(0, b"new", &S, 0, 0), None);
+        assert!(holds(0, b"k0999"));
+        store_summary(0, b"k0999", S, 0, 0, Some(summary_of(2)), refused);
+        assert_eq!(summary(0, b"k0999", &S, 0, 0), Some(Some(summary_of(2))));
+        shrink_to(0);
+        assert_eq!(size(), (0, 0));
         forget_all();
     }
 }

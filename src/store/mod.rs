@@ -10,6 +10,7 @@
 //! Every function tolerates a missing key (it then does nothing and reports "absent").
 
 pub mod acl;
+pub mod field_ttl;
 pub mod scan;
 pub mod zset;
 

@@ -400,7 +400,9 @@ pub(super) fn with_slots<T>(
     // Only a counter's hash is worth a walk: a user's hash (a WRONGTYPE reply to come) of
     // any size is never mirrored.
     let mut load = |mirror: &mut Mirror| {
-        if !is_counter(key) {
+        // A hash with field TTLs is never mirrored: its expired slots count in its
+        // length until the server reclaims them, so a mirror could not tell it changed.
+        if !is_counter(key) || key.has_field_ttls(ctx, name) {
             return false;
         }
         let mut slots = Vec::with_capacity(fields);

@@ -354,6 +354,16 @@ fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
     notify_bytes(ctx, NotifyEvent::ZSET, c"zadd", report.rankkey);
 }
 
+/// What a store into the read cache may do: the bytes the budget leaves it, and whether
+/// `name` may be cached at all when it is not yet (its hash has no field TTLs: an expired
+/// period counts in the hash's length until reclaimed, so a cache of it could keep one).
+fn admit(ctx: &Context, key: &Key, db: c_int, name: &[u8]) -> cache::Admit {
+    cache::Admit {
+        limit: super::caches::stats_budget(),
+        new_key: cache::holds(db, name) || !key.has_field_ttls(ctx, name),
+    }
+}
+
 /// STATS.GET key [WINDOW dur]
 pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let window = parse_window(&mut Args::new(rest))?;
@@ -366,10 +376,18 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let summary = match cache::summary(db, name, &settings, lo, hi) {
         Some(summary) => summary,
         None => {
-            let summary = window_record(&key, db, name, &settings, lo, hi)
+            let summary = window_record(ctx, &key, db, name, &settings, lo, hi)
                 .summary()
                 .map(|s| Rc::new(ShownSummary::new(&s)));
-            cache::store_summary(db, name, settings, lo, hi, summary.clone());
+            cache::store_summary(
+                db,
+                name,
+                settings,
+                lo,
+                hi,
+                summary.clone(),
+                admit(ctx, &key, db, name),
+            );
             summary
         }
     };
@@ -393,7 +411,15 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
         return Ok(Reply::Nil);
     };
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let record = window_record(&key, selected_db(ctx), name.as_slice(), &settings, lo, hi);
+    let record = window_record(
+        ctx,
+        &key,
+        selected_db(ctx),
+        name.as_slice(),
+        &settings,
+        lo,
+        hi,
+    );
     if record.count() == 0 {
         return Ok(Reply::Nil);
     }

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
+use redis_module::Context;
+
 use crate::config;
 use crate::error::{Error, Result};
 use crate::layout::MARKER_FIELD;
@@ -189,6 +191,7 @@ pub(super) fn load_raw_periods(
 /// is; a window is the merge of its closed periods `lo..hi` (from the read cache, else
 /// summed straight from their encodings and cached) plus its current period `hi`.
 pub(super) fn window_record(
+    ctx: &Context,
     key: &Key,
     db: c_int,
     name: &[u8],
@@ -206,7 +209,8 @@ pub(super) fn window_record(
             let closed = Rc::new(Record::merge_encoded(
                 raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())),
             ));
-            cache::store_closed(db, name, *settings, lo, hi, Rc::clone(&closed));
+            let admit = super::admit(ctx, key, db, name);
+            cache::store_closed(db, name, *settings, lo, hi, Rc::clone(&closed), admit);
             closed
         }
     };

@@ -1,0 +1,36 @@
+//! The read caches as one budget: the counter mirrors (`mirror`) and the STATS windows
+//! (`crate::stats::cache`) together hold at most `tally.cache-max-memory` bytes, and
+//! nothing while the server is close to `maxmemory`.
+//!
+//! Why: module memory counts in `used_memory`, so a cache that grows makes the server
+//! evict users' keys. Each cache counts its own bytes and, before it grows, asks what
+//! the budget leaves it after the other; under memory pressure the budget is zero and
+//! each cache empties itself at its next use.
+//!
+//! Owns: the budget rules and the INFO figures of the caches. May not touch: keys.
+
+use crate::store::field_ttl::used_memory_ratio;
+
+use super::mirror;
+
+/// Above this share of `maxmemory` the caches give their memory back: the server evicts
+/// keys at 1.0, and the caches must be gone well before.
+const TIGHT_MEMORY_RATIO: f32 = 0.9;
+
+/// True while the server is close to its `maxmemory` (never without one).
+pub fn memory_is_tight() -> bool {
+    used_memory_ratio() > TIGHT_MEMORY_RATIO
+}
+
+/// What the STATS cache may hold now: the budget left by the mirrors (0 under pressure).
+pub fn stats_budget() -> usize {
+    if memory_is_tight() {
+        return 0;
+    }
+    crate::config::cache_max_memory().saturating_sub(mirror::bytes())
+}
+
+/// Estimated bytes held by every read cache.
+pub fn bytes() -> usize {
+    mirror::bytes() + crate::stats::cache::bytes()
+}

@@ -1,0 +1,102 @@
+//! Whether a hash has fields with TTLs of their own (hash-field expiry: Redis 7.4+,
+//! Valkey 9), and how close the server is to `maxmemory`: what the read caches ask before
+//! keeping a copy of a hash.
+//!
+//! Why the caches ask: a field whose time has passed counts in the hash's length (and
+//! stays in scans) until the server reclaims it, and no event fires at the moment it
+//! expires. A cache that trusts the length would keep counting it; a hash with field TTLs
+//! is therefore never cached, and every read of it goes to the hash, whose field reads
+//! treat an expired field as absent.
+//!
+//! Owns: these two questions. May not touch: command logic.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::sync::OnceLock;
+
+use redis_module::{raw, CallOptionsBuilder, CallReply, CallResult, Context};
+
+use super::Key;
+
+/// `RedisModule_HashFieldMinExpire` (Redis 8.0+): the earliest field TTL of a hash, or
+/// -1 when no field has one; absent from the crate's bindings, so looked up by name.
+type MinExpire = unsafe extern "C" fn(*mut raw::RedisModuleKey) -> i64;
+
+fn min_expire_fn() -> Option<MinExpire> {
+    static FUNCTION: OnceLock<Option<MinExpire>> = OnceLock::new();
+    *FUNCTION.get_or_init(|| {
+        // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`;
+        // nothing writes it afterwards.
+        let get_api = unsafe { raw::RedisModule_GetApi }?;
+        let mut found: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated name and a pointer-sized out slot, as `GetApi` wants.
+        let status = unsafe {
+            get_api(
+                c"RedisModule_HashFieldMinExpire".as_ptr(),
+                (&raw mut found).cast::<c_void>(),
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int || found.is_null() {
+            return None;
+        }
+        // SAFETY: the server exports this name with exactly this signature
+        // (`mstime_t RM_HashFieldMinExpire(RedisModuleKey *key)`).
+        Some(unsafe { std::mem::transmute::<*mut c_void, MinExpire>(found) })
+    })
+}
+
+thread_local! {
+    /// False once the server refused `HPTTL` as unknown (Redis 7.0: no field TTLs).
+    static SERVER_HAS_FIELD_TTLS: Cell<bool> = const { Cell::new(true) };
+}
+
+impl Key {
+    /// True if some field of this hash has a TTL (or that cannot be ruled out). O(1) where
+    /// the server offers `HashFieldMinExpire`; otherwise one `HPTTL` over every field.
+    pub fn has_field_ttls(&self, ctx: &Context, name: &[u8]) -> bool {
+        if self.ptr.is_null() || !SERVER_HAS_FIELD_TTLS.with(Cell::get) {
+            return false;
+        }
+        if let Some(min_expire) = min_expire_fn() {
+            // SAFETY: `self.ptr` is an open hash key handle.
+            return unsafe { min_expire(self.ptr) } != -1;
+        }
+        let mut fields: Vec<Vec<u8>> = Vec::with_capacity(self.len());
+        self.hscan(|field, _| fields.push(field.to_vec()));
+        if fields.is_empty() {
+            return false;
+        }
+        let count = fields.len().to_string();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(fields.len() + 3);
+        args.extend([name, b"FIELDS".as_slice(), count.as_bytes()]);
+        args.extend(fields.iter().map(Vec::as_slice));
+        let options = CallOptionsBuilder::new().errors_as_replies().build();
+        let reply: CallResult = ctx.call_ext("HPTTL", &options, &args[..]);
+        match reply {
+            // -1: no TTL; -2: no such field (reclaimed meanwhile): both are no TTL now.
+            Ok(CallReply::Array(ttls)) => !ttls.iter().all(
+                |ttl| matches!(ttl, Ok(CallReply::I64(ttl)) if matches!(ttl.to_i64(), -1 | -2)),
+            ),
+            Err(e)
+                if e.to_utf8_string()
+                    .is_some_and(|m| m.to_ascii_lowercase().contains("unknown command")) =>
+            {
+                SERVER_HAS_FIELD_TTLS.with(|h| h.set(false));
+                false
+            }
+            _ => true,
+        }
+    }
+}
+
+/// How full the server is against `maxmemory` (1.0: at the limit; 0 without a limit).
+pub fn used_memory_ratio() -> f32 {
+    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
+    // (absent on servers without the function); nothing writes it afterwards.
+    match unsafe { raw::RedisModule_GetUsedMemoryRatio } {
+        // SAFETY: no arguments; reads the server's memory counters.
+        Some(ratio) => unsafe { ratio() },
+        None => 0.0,
+    }
+}
