@@ -1,4 +1,4 @@
-//! The read caches as one budget: the counter mirrors (`mirror`) and the STATS windows
+//! The read caches as one budget: the counter mirrors (`counter::mirror`) and the STATS windows
 //! (`crate::stats::cache`) together hold at most `tally.cache-max-memory` bytes, and
 //! nothing while the server is close to `maxmemory`.
 //!
@@ -11,7 +11,7 @@
 
 use crate::store::field_ttl::used_memory_ratio;
 
-use super::mirror;
+use super::counter::mirror;
 
 /// Above this share of `maxmemory` the caches give their memory back: the server evicts
 /// keys at 1.0, and the caches must be gone well before.

@@ -7,7 +7,6 @@
 
 pub mod caches;
 pub mod counter;
-pub mod mirror;
 pub mod rank;
 pub mod stats;
 
@@ -114,7 +113,7 @@ pub fn is_tally_event(event: &str) -> bool {
 /// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
 /// its expiry schedule entry.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
-    mirror::forget(crate::server::selected_db(ctx), name);
+    counter::mirror::forget(crate::server::selected_db(ctx), name);
     crate::expiry::unschedule(ctx, name);
 }
 
@@ -139,14 +138,14 @@ pub const HOOKS: Hooks = Hooks {
 /// mirrors and what is known of the affected databases; after a load or SWAPDB a fresh
 /// scan finds the tally objects again.
 fn flushed(db: c_int) {
-    mirror::forget_all();
+    counter::mirror::forget_all();
     stats::forget_all();
     crate::expiry::forget_db(db);
     rank::forget_db(db);
 }
 
 fn swapped(a: c_int, b: c_int) {
-    mirror::forget_all();
+    counter::mirror::forget_all();
     stats::forget_all();
     crate::expiry::swap_dbs(a, b);
     rank::swap_dbs(a, b);
@@ -154,7 +153,7 @@ fn swapped(a: c_int, b: c_int) {
 }
 
 fn loading(ended: bool) {
-    mirror::forget_all();
+    counter::mirror::forget_all();
     stats::forget_all();
     crate::expiry::forget_db(-1);
     rank::forget_all();
@@ -174,7 +173,7 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"max_tick_us", stats.max_tick_us as i64),
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
-        (c"mirrored_slots", mirror::mirrored_slots() as i64),
+        (c"mirrored_slots", counter::mirror::mirrored_slots() as i64),
         (c"cache_bytes", caches::bytes() as i64),
         (
             c"cache_max_memory",

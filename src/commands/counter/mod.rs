@@ -21,9 +21,10 @@ use crate::reply::Reply;
 use crate::server::{command_now_ms, monotonic_us, selected_db};
 use crate::store::{notify, Key, KeyKind};
 
+pub mod mirror;
 mod slots;
 
-use super::mirror::{self, Build};
+use self::mirror::Build;
 use crate::window::effective_time;
 use slots::{load, load_for_command, read_counter, save, with_slots, HashSlots, Loaded};
 

@@ -7,8 +7,8 @@
 
 use redis_module::{Context, RedisString};
 
+use super::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
 use crate::args::parse_i64;
-use crate::commands::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
 use crate::counter::{
     parse_slot_field, push_slot_field, Counter, OrderedSlots, Resolution, SlotStore, Track,
     STATE_FIELD,

@@ -124,7 +124,7 @@ impl Mirrors {
 /// after the STATS cache, or nothing while the server is close to `maxmemory` (a cache
 /// must never make the server evict a key).
 fn budget() -> usize {
-    if super::caches::memory_is_tight() {
+    if crate::commands::caches::memory_is_tight() {
         return 0;
     }
     crate::config::cache_max_memory().saturating_sub(crate::stats::cache::bytes())
