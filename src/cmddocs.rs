@@ -13,12 +13,11 @@ use std::ffi::CStr;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// [`VERSION`] as a C string, for `since` and `INFO tally`.
-pub const VERSION_C: &CStr = match CStr::from_bytes_with_nul(
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
-) {
-    Ok(version) => version,
-    Err(_) => panic!("the package version contains a NUL byte"),
-};
+pub const VERSION_C: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(version) => version,
+        Err(_) => panic!("the package version contains a NUL byte"),
+    };
 
 /// The version as Redis modules number it (`MODULE LIST`): major * 10000 + minor * 100 +
 /// patch, so 0.1.0 is 100 and 1.2.3 is 10203.
@@ -46,7 +45,10 @@ const fn decimal(text: &str) -> i32 {
     let mut i = 0;
     while i < bytes.len() {
         let digit = bytes[i];
-        assert!(digit.is_ascii_digit(), "version part is not a decimal number");
+        assert!(
+            digit.is_ascii_digit(),
+            "version part is not a decimal number"
+        );
         value = value * 10 + (digit - b'0') as i32;
         assert!(value < 1_000_000, "version part too large");
         i += 1;
@@ -393,7 +395,11 @@ mod tests {
         }
         for doc in DOCS {
             let command = doc.command.to_string_lossy();
-            assert_eq!(doc.args.first().map(|a| a.kind), Some(Kind::Key(0)), "{command}");
+            assert_eq!(
+                doc.args.first().map(|a| a.kind),
+                Some(Kind::Key(0)),
+                "{command}"
+            );
             check(&command, doc.args);
         }
     }
