@@ -75,7 +75,9 @@ pub enum Kind {
 /// One argument of a command (or of a block).
 #[derive(Clone, Copy, Debug)]
 pub struct Arg {
-    /// The argument's name (lower case, as in Redis's docs).
+    /// The argument's name: the placeholder of the command's syntax in the README
+    /// (`ts`, `dur`, `res:samples`), qualified where a command has two of one kind
+    /// (`from_ts`, `to_ts`), since clients generate code from the names.
     pub name: &'static CStr,
     pub kind: Kind,
     /// The keyword before the value (`AT` in `AT ts`), if any.
@@ -148,14 +150,14 @@ const fn block(name: &'static CStr, args: &'static [Arg]) -> Arg {
 }
 
 /// `[AT ts]`: the event or query time, Unix milliseconds.
-const AT: Arg = integer(c"timestamp").token(c"AT").optional();
+const AT: Arg = integer(c"ts").token(c"AT").optional();
 
 /// `[WINDOW dur]` of the reads that merge the latest slots or periods.
-const WINDOW: Arg = string(c"duration").token(c"WINDOW").optional();
+const WINDOW: Arg = string(c"dur").token(c"WINDOW").optional();
 
 /// `[FROM ts]` and `[TO ts]` of the range reads.
-const FROM: Arg = integer(c"from").token(c"FROM").optional();
-const TO: Arg = integer(c"to").token(c"TO").optional();
+const FROM: Arg = integer(c"from_ts").token(c"FROM").optional();
+const TO: Arg = integer(c"to_ts").token(c"TO").optional();
 
 /// One command's documentation.
 #[derive(Debug)]
@@ -181,7 +183,7 @@ pub static DOCS: &[Doc] = &[
         complexity: c"O(R) where R is the number of resolutions",
         args: &[
             KEY,
-            string(c"resolution")
+            string(c"res:samples")
                 .token(c"RESOLUTIONS")
                 .optional()
                 .multiple(),
@@ -240,8 +242,8 @@ pub static DOCS: &[Doc] = &[
         complexity: c"O(1)",
         args: &[
             KEY,
-            string(c"window").token(c"WINDOW").optional(),
-            string(c"slot").token(c"SLOT").optional(),
+            string(c"window_dur").token(c"WINDOW").optional(),
+            string(c"slot_dur").token(c"SLOT").optional(),
         ],
     },
     Doc {
@@ -296,14 +298,14 @@ pub static DOCS: &[Doc] = &[
         complexity: c"O(1)",
         args: &[
             KEY,
-            string(c"period").token(c"PERIOD").optional(),
-            integer(c"keep").token(c"KEEP").optional(),
+            string(c"dur").token(c"PERIOD").optional(),
+            integer(c"n").token(c"KEEP").optional(),
         ],
     },
     Doc {
         command: c"stats.add",
         summary: c"Add values to the statistics of their period, optionally ranking the period's mean",
-        complexity: c"O(V) where V is the number of values; with REPORT, plus O(log(N)) where N is the number of members of the ranking",
+        complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking",
         args: &[
             KEY,
             double(c"value").multiple(),
@@ -313,7 +315,7 @@ pub static DOCS: &[Doc] = &[
                 &[
                     Arg::new(c"rankkey", Kind::Key(1)),
                     string(c"member"),
-                    integer(c"keep").token(c"KEEP").optional(),
+                    integer(c"n").token(c"KEEP").optional(),
                 ],
             )
             .token(c"REPORT")
@@ -330,7 +332,7 @@ pub static DOCS: &[Doc] = &[
         command: c"stats.quantile",
         summary: c"Estimate quantiles over the current period or a window",
         complexity: c"O(P * B + Q * log(Q)) where P is the number of periods merged (1 without WINDOW), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
-        args: &[KEY, double(c"quantile").multiple(), WINDOW],
+        args: &[KEY, double(c"q").multiple(), WINDOW],
     },
     Doc {
         command: c"stats.range",

@@ -285,7 +285,7 @@ fn command_docs_answer_exactly(kind: &ServerKind) {
     let key = arg(kind, "key", "key", vec![("key_spec_index", v_int(0))]);
     let at = arg(
         kind,
-        "timestamp",
+        "ts",
         "integer",
         vec![("token", v_bulk("AT")), ("flags", flags(&["optional"]))],
     );
@@ -324,7 +324,7 @@ fn command_docs_answer_exactly(kind: &ServerKind) {
         doc(
             "stats.add",
             "Add values to the statistics of their period, optionally ranking the period's mean",
-            "O(V) where V is the number of values; with REPORT, plus O(log(N)) where N is the number of members of the ranking",
+            "O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking",
             vec![
                 key,
                 arg(
@@ -348,7 +348,7 @@ fn command_docs_answer_exactly(kind: &ServerKind) {
                                 arg(kind, "member", "string", vec![]),
                                 arg(
                                     kind,
-                                    "keep",
+                                    "n",
                                     "integer",
                                     vec![("token", v_bulk("KEEP")), ("flags", flags(&["optional"]))],
                                 ),
@@ -448,24 +448,25 @@ fn redis_cli_shows_argument_hints(kind: &ServerKind) {
     let srv = Server::start(kind);
     let cases = [
         (
-            "tscounter.limit ",
-            "key increment window max [window max ...] [AT timestamp]",
+            "tscounter.create c ",
+            "[RESOLUTIONS res:samples [res:samples ...]]",
         ),
         (
-            "TSCOUNTER.LIMIT k 1 5s 10 ",
-            "[window max ...] [AT timestamp]",
+            "tscounter.limit ",
+            "key increment window max [window max ...] [AT ts]",
         ),
+        ("TSCOUNTER.LIMIT k 1 5s 10 ", "[window max ...] [AT ts]"),
         (
             "tscounter.range ",
-            "key resolution [FROM from] [TO to] [EMPTY]",
+            "key resolution [FROM from_ts] [TO to_ts] [EMPTY]",
         ),
         (
             "tsrank.top board 10 ",
-            "[OFFSET offset] [WITHSCORES] [WINDOW duration]",
+            "[OFFSET offset] [WITHSCORES] [WINDOW dur]",
         ),
         (
             "stats.add k 1.5 ",
-            "[value ...] [AT timestamp] [REPORT rankkey member [KEEP keep]]",
+            "[value ...] [AT ts] [REPORT rankkey member [KEEP n]]",
         ),
     ];
     for (typed, hint) in cases {
