@@ -61,6 +61,23 @@ lint: deps
 bench: build
 	bash scripts/bench.sh
 
+.PHONY: commands-json dist
+
+## make commands-json: writes commands.json (RedisTimeSeries' format) from what the built
+## module answers to COMMAND DOCS on Redis 7.0; the command_docs module test checks the file
+## against every server.
+commands-json: build
+	rm -f commands.json
+	TALLY_WRITE_COMMANDS_JSON=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+		$(CARGO) test --release -p module-tests --test command_docs -- --exact \
+		commands_json_is_what_command_docs_answers::redis
+	@test -s commands.json || { echo "commands.json not written: is there a 'redis' server in TALLY_SERVERS?" >&2; exit 1; }
+
+## make dist: dist/tally-<version>-linux-<arch>.tar.gz with the module, LICENSE, README.md,
+## commands.json and docs/ (scripts/dist.sh; <version> is Cargo.toml's).
+dist: build
+	bash scripts/dist.sh $(MODULE) dist
+
 clean:
 	$(CARGO) clean
 	rm -rf run .tools

@@ -1,10 +1,11 @@
 //! Commands as the server sees them: the table entry type, registration (name, flags,
-//! arity, key specs, ACL category, all from one [`Command`]), the entry point that turns a
-//! handler's result into a reply, and the keys-position API.
+//! arity, key specs, ACL category, all from one [`Command`], and the command's
+//! documentation from `cmddocs`), the entry point that turns a handler's result into a
+//! reply, and the keys-position API.
 //!
-//! Arity and key specs are set with the raw `RedisModule_SetCommandInfo` (the crate's
-//! `#[command]` macro needs an API that Redis 7.0 lacks, see ENGINEERING.md); the server
-//! then checks arity itself, before calling the handler.
+//! Arity, key specs and docs are set with the raw `RedisModule_SetCommandInfo` (the crate's
+//! `#[command]` macro calls `RedisModule_SetCommandACLCategories`, which Redis 7.0 lacks);
+//! the server then checks arity itself, before calling the handler.
 //!
 //! Owns: raw calls about commands. May not touch: keys, command logic.
 
@@ -16,6 +17,7 @@ use std::ptr;
 
 use redis_module::{raw, Context, RedisString};
 
+use crate::cmddocs::{self, Arg, Doc, Kind};
 use crate::error::{Error, Result};
 use crate::reply::{reply_int, send_error, Reply};
 use crate::server::{api, borrowed_bytes};
@@ -199,17 +201,20 @@ pub fn register(ctx: &Context, command: &Command) -> std::result::Result<(), Str
     if cmd.is_null() {
         return Err(format!("command {name} is not registered"));
     }
-    set_info(cmd, command.arity, command.keys)
+    let doc = cmddocs::doc_of(command.name)
+        .ok_or_else(|| format!("command {name} has no documentation"))?;
+    set_info(cmd, command.arity, command.keys, doc)
         .map_err(|()| format!("RedisModule_SetCommandInfo failed for {name}"))?;
     set_acl_category(cmd, command.acl);
     Ok(())
 }
 
-/// Sets arity and key specs of a registered command.
+/// Sets arity, key specs and documentation of a registered command.
 fn set_info(
     cmd: *mut raw::RedisModuleCommand,
     arity: c_int,
     keys: &[KeySpec],
+    doc: &Doc,
 ) -> std::result::Result<(), ()> {
     // One spec per key, then a zeroed terminator.
     let mut specs: Vec<raw::RedisModuleCommandKeySpec> = Vec::with_capacity(keys.len() + 1);
@@ -249,13 +254,66 @@ fn set_info(
     info.version = &version;
     info.arity = arity;
     info.key_specs = specs.as_mut_ptr();
-    info.args = ptr::null_mut();
-    // SAFETY: a registered command; `info`, `version` and `specs` outlive the call (the
-    // server copies them).
+    info.summary = doc.summary.as_ptr();
+    info.complexity = doc.complexity.as_ptr();
+    info.since = cmddocs::VERSION_C.as_ptr();
+    let mut arrays = Vec::new();
+    info.args = arg_array(doc.args, &mut arrays);
+    // SAFETY: a registered command; `info`, `version`, `specs` and the argument arrays
+    // (held by `arrays`, their strings static) outlive the call: the server copies them
+    // all (`moduleCopyCommandArgs` duplicates every string and array), so they are freed
+    // after it.
     let status = unsafe { api!(RedisModule_SetCommandInfo)(cmd, &info) };
     (status == raw::REDISMODULE_OK as c_int)
         .then_some(())
         .ok_or(())
+}
+
+/// The server's form of an argument list: one entry per argument (sub-arguments of a
+/// block in arrays of their own), then an all-zero terminator. Every array built is kept in
+/// `arrays` (moving a `Vec` there keeps its buffer, so the returned pointer stays valid).
+fn arg_array(
+    args: &[Arg],
+    arrays: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
+) -> *mut raw::RedisModuleCommandArg {
+    let mut array = Vec::with_capacity(args.len() + 1);
+    for arg in args {
+        // SAFETY: a plain C struct for which all-zero is the documented "unset" value.
+        let mut entry: raw::RedisModuleCommandArg = unsafe { zeroed() };
+        entry.name = arg.name.as_ptr();
+        entry.type_ = match arg.kind {
+            Kind::Key(_) => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+            Kind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            Kind::Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
+            Kind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            Kind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+            Kind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
+            Kind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+        };
+        // Only a key names a key spec; the server wants -1 (or 0) for the others.
+        entry.key_spec_index = match arg.kind {
+            Kind::Key(index) => index,
+            _ => -1,
+        };
+        entry.token = arg.token.map_or(ptr::null(), CStr::as_ptr);
+        let mut flags = raw::REDISMODULE_CMD_ARG_NONE;
+        if arg.optional {
+            flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL;
+        }
+        if arg.multiple {
+            flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE;
+        }
+        entry.flags = flags as c_int;
+        if !arg.args.is_empty() {
+            entry.subargs = arg_array(arg.args, arrays);
+        }
+        array.push(entry);
+    }
+    // SAFETY: as above: the all-zero entry terminates the list.
+    array.push(unsafe { zeroed() });
+    let first = array.as_mut_ptr();
+    arrays.push(array);
+    first
 }
 
 /// Puts a command in the ACL category `@read` or `@write`, so `+@read`/`-@write` users see

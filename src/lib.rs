@@ -2,7 +2,8 @@
 //!
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `counter`,
-//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `due_queue`, `error`;
+//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `due_queue`, `error`; `cmddocs` (the
+//!   version and the commands' documentation, pure data);
 //! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
 //!   databases, role, event hooks), `store` (keys, hashes, sorted sets, scans, ACL),
 //!   `replicate` (effects), `reply`, `cmdinfo` (command table entries, registration);
@@ -11,6 +12,7 @@
 //! * `commands/`: the command table, the family registry, one file per family.
 
 pub mod args;
+pub mod cmddocs;
 pub mod counter;
 pub mod due_queue;
 pub mod error;
@@ -77,7 +79,7 @@ mod module {
 
     redis_module! {
         name: "tally",
-        version: 1,
+        version: crate::cmddocs::VERSION_NUMBER,
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
         data_types: [],
         init: init,

@@ -63,6 +63,7 @@ required_api! {
     RedisModule_GetSelectedDb,
     RedisModule_HashGet,
     RedisModule_HashSet,
+    RedisModule_InfoAddFieldCString,
     RedisModule_InfoAddFieldLongLong,
     RedisModule_InfoAddSection,
     RedisModule_IsKeysPositionRequest,
@@ -317,6 +318,14 @@ pub fn register_hooks(ctx: &Context, registered: Hooks) -> Result<(), String> {
 extern "C" fn info_func(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     // SAFETY: the info context the server passes for this call.
     unsafe { api!(RedisModule_InfoAddSection)(ctx, std::ptr::null_mut()) };
+    // SAFETY: as above, with NUL-terminated static strings (shown as `tally_version`).
+    unsafe {
+        api!(RedisModule_InfoAddFieldCString)(
+            ctx,
+            c"version".as_ptr(),
+            crate::cmddocs::VERSION_C.as_ptr(),
+        )
+    };
     for (name, value) in (hooks().info)() {
         // SAFETY: as above, with a NUL-terminated field name.
         unsafe { api!(RedisModule_InfoAddFieldLongLong)(ctx, name.as_ptr(), value) };
