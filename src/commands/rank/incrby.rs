@@ -81,7 +81,7 @@ fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
     let mut at = None;
     while !args.is_done() {
         if args.eat_keyword("AT") {
-            set_once(&mut at, args.next_i64()?)?;
+            set_once(&mut at, args.next_timestamp()?)?;
             if !args.is_done() {
                 return Err(Error::Syntax);
             }
