@@ -202,7 +202,7 @@ fn open_target(
             let verified = stored_as == Some(MetaLayout::Current)
                 && zset.kind() == KeyKind::Zset
                 && !meta_hash.has_ttl()
-                && stored::fields_never_expire(ctx, &meta_name);
+                && stored::fields_never_expire(ctx, &meta_hash, &meta_name);
             (Some(meta_hash), meta, stored_as, verified)
         }
     };
