@@ -545,3 +545,48 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+per_server!(module_arguments_beyond_the_edges_refuse_the_load);
+/// `MODULE LOAD` with a duration config beyond 10,000 years (a resolution span, a window,
+/// `max-future`) or a `stats-period` beyond 365.25 days is refused; the largest allowed
+/// values load.
+fn module_arguments_beyond_the_edges_refuse_the_load(kind: &ServerKind) {
+    let srv = Server::start_without_module(kind);
+    let k = &kind.name;
+    let module = module_path().display().to_string();
+    for (name, value) in [
+        ("counter-resolutions", "3652500d:2"),
+        ("counter-resolutions", "106751991167d:100000"),
+        ("max-future", "3652501d"),
+        ("rank-window", "3652501d"),
+        ("rank-slot", "106751991167d"),
+        ("stats-period", "366d"),
+    ] {
+        let reply = srv.cmd_value(&["MODULE", "LOAD", &module, name, value]);
+        assert!(
+            error_text(&reply).is_some(),
+            "{k}: {name} {value}: {reply:?}"
+        );
+        srv.assert_alive();
+    }
+    assert_eq!(
+        srv.cmd_value(&[
+            "MODULE",
+            "LOAD",
+            &module,
+            "counter-resolutions",
+            "3652500d:1",
+            "max-future",
+            "3652500d",
+            "stats-period",
+            "8766h",
+        ]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        config_get(&srv, "tally.counter-resolutions"),
+        v_bulk("3652500d:1"),
+        "{k}"
+    );
+}
