@@ -31,7 +31,8 @@ thread_local! {
 /// getter returns and never frees it: the module keeps ownership. So each config keeps the
 /// last string it showed (replaced, and the old one freed, only when the text changes) and
 /// returns a handle that does not own it: the crate passes the handle's pointer on without
-/// freeing it. (A fresh string per call leaked one per `CONFIG GET`.)
+/// freeing it. (A fresh string per call leaked one per `CONFIG GET`.) So the getters below
+/// are for the server only: dropping what they return would free the kept string.
 fn show(config: usize, text: &str) -> RedisString {
     SHOWN.with_borrow_mut(|shown| {
         let at = match shown.iter().position(|(owner, _)| *owner == config) {
