@@ -83,6 +83,10 @@ impl<'a> Args<'a> {
     pub fn next_duration(&mut self) -> Result<i64> {
         parse_duration(self.next_bytes()?)
     }
+
+    pub fn next_timestamp(&mut self) -> Result<i64> {
+        parse_timestamp(self.next_bytes()?)
+    }
 }
 
 /// Sets an option once; a repeated option is a syntax error, as the contract says.
@@ -119,6 +123,25 @@ pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
     } else {
         Ok(value)
     }
+}
+
+/// Timestamps are integers below this (2^53 ms, year ~287,000): exact in a double, and with
+/// any duration added still far from `i64::MAX`.
+pub const TIMESTAMP_LIMIT: i64 = 1 << 53;
+
+/// The longest duration: 10,000 years of 365.25 days. A timestamp plus or minus any span
+/// built from it (a resolution's `ms * samples`, a board's window, `period * keep`) stays
+/// far inside `i64`, so slot arithmetic never saturates or wraps.
+pub const MAX_DURATION_MS: i64 = 315_576_000_000_000;
+
+/// Parses a timestamp: an integer (Redis rules) in `[0, 2^53)`; any other integer is
+/// outside the kept range.
+pub fn parse_timestamp(bytes: &[u8]) -> Result<i64> {
+    let t = parse_i64(bytes)?;
+    if !(0..TIMESTAMP_LIMIT).contains(&t) {
+        return Err(Error::OutsideKeptRange);
+    }
+    Ok(t)
 }
 
 /// Parses a finite double; `inf`, `nan` and anything that is not a number are refused.
@@ -192,7 +215,8 @@ impl Keyword {
 }
 
 /// Parses a positive duration: bare milliseconds (`1500`) or an integer with a unit
-/// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`). Units are case-insensitive.
+/// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`), at most [`MAX_DURATION_MS`]. Units are
+/// case-insensitive.
 pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
     duration_ms(bytes).ok_or_else(|| invalid_duration(bytes))
 }
@@ -224,7 +248,9 @@ fn duration_ms(bytes: &[u8]) -> Option<i64> {
         // At most 18 digits: no overflow.
         count = count * 10 + i64::from(digit - b'0');
     }
-    count.checked_mul(unit_ms).filter(|&ms| ms > 0)
+    count
+        .checked_mul(unit_ms)
+        .filter(|ms| (1..=MAX_DURATION_MS).contains(ms))
 }
 
 /// Appends the shortest readable form of a duration (see [`format_duration`]).
@@ -413,6 +439,56 @@ mod tests {
             parse_duration(b"5x").unwrap_err().to_string(),
             "ERR invalid duration '5x'"
         );
+    }
+
+    /// Durations stop at 10,000 years, timestamps at 2^53, whatever the unit.
+    #[test]
+    fn edges_of_time() {
+        assert_eq!(parse_duration(b"3652500d"), Ok(MAX_DURATION_MS));
+        assert_eq!(parse_duration(b"315576000000000"), Ok(MAX_DURATION_MS));
+        assert_eq!(parse_duration(b"315576000000000ms"), Ok(MAX_DURATION_MS));
+        assert_eq!(parse_duration(b"87660000h"), Ok(MAX_DURATION_MS));
+        for bad in [
+            &b"3652501d"[..],
+            b"315576000000001",
+            b"106751991167d",
+            b"521786w",
+            b"999999999999999999",
+            b"5259600001m",
+        ] {
+            assert_eq!(
+                parse_duration(bad),
+                Err(Error::InvalidDuration(
+                    String::from_utf8_lossy(bad).into_owned()
+                )),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(parse_timestamp(b"0"), Ok(0));
+        assert_eq!(
+            parse_timestamp(b"9007199254740991"),
+            Ok(TIMESTAMP_LIMIT - 1)
+        );
+        for outside in [
+            &b"-1"[..],
+            b"-100000000000000",
+            b"9007199254740992",
+            b"9223372036854775807",
+            b"-9223372036854775808",
+        ] {
+            assert_eq!(
+                parse_timestamp(outside),
+                Err(Error::OutsideKeptRange),
+                "{outside:?}"
+            );
+        }
+        assert_eq!(parse_timestamp(b"1.5"), Err(Error::NotInteger));
+        assert_eq!(parse_timestamp(b"x"), Err(Error::NotInteger));
+        let items: Vec<&[u8]> = vec![b"12", b"-12"];
+        let mut args = Args::new(&items);
+        assert_eq!(args.next_timestamp(), Ok(12));
+        assert_eq!(args.next_timestamp(), Err(Error::OutsideKeptRange));
+        assert_eq!(args.next_timestamp(), Err(Error::Syntax));
     }
 
     /// The `match` of one-letter units and the table of units agree, in either case.

@@ -4,14 +4,16 @@
 //!
 //! Owns: the module's configs. May not touch: keys or commands.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use redis_module::configuration::ConfigurationContext;
 use redis_module::{ConfigurationValue, RedisError, RedisString};
 
-use crate::args::{parse_duration, parse_i64};
+use crate::args::{parse_duration, parse_i64, MAX_DURATION_MS};
 use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
+use crate::stats::MAX_KEEP;
 
 pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
 
@@ -19,19 +21,71 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+thread_local! {
+    /// The string each string config last handed to the server, by the config's address.
+    /// Configs are read on the main thread only (the server calls getters under its lock).
+    static SHOWN: RefCell<Vec<(usize, RedisString)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The string a string config's getter returns for `text`. The server copies the string a
+/// getter returns and never frees it: the module keeps ownership. So each config keeps the
+/// last string it showed (replaced, and the old one freed, only when the text changes) and
+/// returns a handle that does not own it: the crate passes the handle's pointer on without
+/// freeing it. (A fresh string per call leaked one per `CONFIG GET`.) So the getters below
+/// are for the server only: dropping what they return would free the kept string.
+fn show(config: usize, text: &str) -> RedisString {
+    SHOWN.with_borrow_mut(|shown| {
+        let at = match shown.iter().position(|(owner, _)| *owner == config) {
+            Some(at) => at,
+            None => {
+                shown.push((config, RedisString::create(None, text)));
+                shown.len() - 1
+            }
+        };
+        match shown.get_mut(at) {
+            Some((_, kept)) => {
+                if kept.as_slice() != text.as_bytes() {
+                    *kept = RedisString::create(None, text);
+                }
+                RedisString::from_redis_module_string(std::ptr::null_mut(), kept.inner)
+            }
+            // Not reached: `at` was just found or pushed.
+            None => RedisString::create(None, text),
+        }
+    })
+}
+
 /// A duration config: used as milliseconds, shown as it was set (`24h` stays `24h`).
 pub struct DurationConfig {
     ms: AtomicI64,
     text: Mutex<Option<String>>,
     default_text: &'static str,
+    /// The longest value accepted (a duration's own limit, or less where the config is
+    /// multiplied by another).
+    max_ms: i64,
 }
 
 impl DurationConfig {
     const fn new(ms: i64, default_text: &'static str) -> Self {
+        Self::at_most(ms, default_text, MAX_DURATION_MS)
+    }
+
+    const fn at_most(ms: i64, default_text: &'static str, max_ms: i64) -> Self {
         DurationConfig {
             ms: AtomicI64::new(ms),
             text: Mutex::new(None),
             default_text,
+            max_ms,
+        }
+    }
+
+    /// The value of `text` in milliseconds, if it is a duration this config accepts.
+    fn parse(&self, text: &[u8]) -> crate::error::Result<i64> {
+        match parse_duration(text)? {
+            ms if ms <= self.max_ms => Ok(ms),
+            _ => Err(crate::error::Error::InvalidDuration(
+                String::from_utf8_lossy(text).into_owned(),
+            )),
         }
     }
 
@@ -43,11 +97,16 @@ impl DurationConfig {
 impl ConfigurationValue<RedisString> for DurationConfig {
     fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
         let text = lock(&self.text).clone();
-        RedisString::create(None, text.as_deref().unwrap_or(self.default_text))
+        show(
+            std::ptr::from_ref(self) as usize,
+            text.as_deref().unwrap_or(self.default_text),
+        )
     }
 
     fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
-        let ms = parse_duration(value.as_slice()).map_err(|e| RedisError::String(e.to_string()))?;
+        let ms = self
+            .parse(value.as_slice())
+            .map_err(|e| RedisError::String(e.to_string()))?;
         self.ms.store(ms, Ordering::Relaxed);
         *lock(&self.text) = Some(value.to_string_lossy());
         Ok(())
@@ -72,7 +131,8 @@ impl ResolutionsConfig {
 
 impl ConfigurationValue<RedisString> for ResolutionsConfig {
     fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
-        RedisString::create(None, format_resolutions(&lock(&self.list)).as_str())
+        let text = format_resolutions(&lock(&self.list));
+        show(std::ptr::from_ref(self) as usize, &text)
     }
 
     fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
@@ -89,7 +149,10 @@ pub static COUNTER_RESOLUTIONS: LazyLock<ResolutionsConfig> = LazyLock::new(|| R
 pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000, "1m");
 pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000, "24h");
 pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
-pub static STATS_PERIOD: DurationConfig = DurationConfig::new(3_600_000, "1h");
+/// At most 365.25 days: the period of an auto-created object times any `stats-keep` (up to
+/// `MAX_KEEP`) is then a valid kept span, whichever config is set first.
+pub static STATS_PERIOD: DurationConfig =
+    DurationConfig::at_most(3_600_000, "1h", MAX_DURATION_MS / MAX_KEEP);
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
 /// `cache-max-memory`: bytes the read caches (counter mirrors, STATS windows) may hold
@@ -136,10 +199,11 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
         let value_text = value.to_string_lossy();
         let ok = match name.as_str() {
             "counter-resolutions" => parse_resolution_text(&value_text).is_ok(),
-            "max-future" | "rank-window" | "rank-slot" | "stats-period" => {
-                parse_duration(value.as_slice()).is_ok()
-            }
-            "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=10_000).contains(&v)),
+            "max-future" => MAX_FUTURE.parse(value.as_slice()).is_ok(),
+            "rank-window" => RANK_WINDOW.parse(value.as_slice()).is_ok(),
+            "rank-slot" => RANK_SLOT.parse(value.as_slice()).is_ok(),
+            "stats-period" => STATS_PERIOD.parse(value.as_slice()).is_ok(),
+            "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=MAX_KEEP).contains(&v)),
             "check-caches" => matches!(value.as_slice(), b"yes" | b"no"),
             // A plain byte count here (`CONFIG SET` also takes units such as `64mb`).
             "cache-max-memory" => parse_i64(value.as_slice()).is_ok_and(|v| v >= 0),

@@ -9,7 +9,9 @@
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::args::{format_duration, parse_duration, parse_finite_f64, parse_i64, Args};
+use crate::args::{
+    format_duration, parse_duration, parse_finite_f64, parse_i64, Args, MAX_DURATION_MS,
+};
 use crate::counter::{
     parse_resolution_text, parse_resolutions, parse_slot_field, slot_field, Counter, Resolution,
 };
@@ -20,9 +22,9 @@ use crate::window::{
     effective_time, first_kept, leaves_at, slot_index, slot_start, slots_covering,
 };
 
-/// Durations that have a canonical text form parse_duration accepts again: at most 18
-/// digits before the unit (parse_duration's own limit), i.e. below 10^18 ms.
-const MAX_TEXT_DURATION: i64 = 999_999_999_999_999_999;
+/// Every duration parse_duration accepts (up to 10,000 years) has a canonical text form
+/// it accepts again.
+const MAX_TEXT_DURATION: i64 = MAX_DURATION_MS;
 
 /// Arbitrary bytes with a bias towards the characters the parsers look at.
 fn parser_bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -85,11 +87,16 @@ proptest! {
     fn durations_with_units_parse(n in 1i64..1_000_000, unit in 0usize..6) {
         let (suffix, factor) = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000),
             ("d", 86_400_000), ("w", 604_800_000)][unit];
-        prop_assert_eq!(parse_duration(format!("{n}{suffix}").as_bytes()), Ok(n * factor));
-        prop_assert_eq!(
-            parse_duration(format!("{n}{}", suffix.to_ascii_uppercase()).as_bytes()),
+        // Up to 10,000 years; beyond, an invalid duration naming the text.
+        let want = |text: String| if n * factor <= MAX_DURATION_MS {
             Ok(n * factor)
-        );
+        } else {
+            Err(Error::InvalidDuration(text))
+        };
+        let text = format!("{n}{suffix}");
+        prop_assert_eq!(parse_duration(text.as_bytes()), want(text.clone()));
+        let upper = format!("{n}{}", suffix.to_ascii_uppercase());
+        prop_assert_eq!(parse_duration(upper.as_bytes()), want(upper.clone()));
     }
 
     #[test]
@@ -97,7 +104,7 @@ proptest! {
         let _ = parse_i64(&bytes);
         let _ = parse_finite_f64(&bytes);
         match parse_duration(&bytes) {
-            Ok(ms) => prop_assert!(ms > 0),
+            Ok(ms) => prop_assert!((1..=MAX_DURATION_MS).contains(&ms)),
             // The error names the user's text, lossily decoded.
             Err(e) => prop_assert_eq!(
                 e,

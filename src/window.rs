@@ -2,7 +2,10 @@
 //!
 //! Time is Unix milliseconds. A slot of length `len` is identified by its index
 //! `floor(t / len)`; its start is `index * len` (slots are aligned to the epoch).
-//! All arithmetic saturates, so absurd stored or user values can never overflow.
+//! Arguments are bounded where they are parsed (timestamps in `[0, 2^53)`, durations and
+//! kept spans at most 10,000 years), so on them nothing here comes near `i64`'s limits.
+//! The arithmetic still saturates, so absurd stored values (a user's forged field) can
+//! never overflow.
 //!
 //! Owns: slot and window arithmetic. May not touch: Redis (pure).
 

@@ -11,7 +11,8 @@
 //!
 //! per_server!(set_then_lpush_is_wrongtype);
 //! /// One `#[test]` per server kind: `set_then_lpush_is_wrongtype::redis`, `::redis8`,
-//! /// `::valkey` (a kind missing from `TALLY_SERVERS` prints "skipped" and passes).
+//! /// `::valkey` (a kind missing from `TALLY_SERVERS`, or whose binary is missing,
+//! /// prints "skipped" and passes, except under `CI=true`, where it fails).
 //! fn set_then_lpush_is_wrongtype(kind: &ServerKind) {
 //!     let srv = Server::start(kind); // loads the module
 //!     assert_eq!(srv.cmd_value(&["SET", "k", "v"]), v_ok(), "{}", kind.name);

@@ -12,10 +12,17 @@ use crate::server::{server_kinds, ServerKind};
 /// says so).
 pub const KNOWN_SERVER_KINDS: [&str; 3] = ["redis", "redis8", "valkey"];
 
-/// Runs `body` with the kind called `name` in [`server_kinds`], or prints
-/// `skipped: no <name> server configured` and returns when `TALLY_SERVERS` (or the
-/// default set) has none. The test cases [`per_server!`](crate::per_server) writes call
-/// this.
+/// True when the environment variable `CI` is `true` (any case): a continuous-integration
+/// run, where a server kind that cannot run is a failure, not a skip.
+pub fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Runs `body` with the kind called `name` in [`server_kinds`]. When there is no such
+/// kind (neither `TALLY_SERVERS` nor the default set has it), or its binary is not
+/// there, it prints `skipped: ...` and returns, except under CI ([`is_ci`]), where it
+/// fails the test: CI must not pass by testing less. The test cases
+/// [`per_server!`](crate::per_server) writes call this.
 pub fn run_for_server_kind(name: &str, body: impl FnOnce(&ServerKind)) {
     let kinds = server_kinds();
     static WARNED: OnceLock<()> = OnceLock::new();
@@ -30,10 +37,16 @@ pub fn run_for_server_kind(name: &str, body: impl FnOnce(&ServerKind)) {
             );
         }
     });
-    match kinds.iter().find(|k| k.name == name) {
-        Some(kind) => body(kind),
-        None => println!("skipped: no {name} server configured"),
-    }
+    let missing = match kinds.iter().find(|k| k.name == name) {
+        Some(kind) if kind.bin.is_file() => return body(kind),
+        Some(kind) => format!("{name} server binary {} not found", kind.bin.display()),
+        None => format!("no {name} server configured"),
+    };
+    assert!(
+        !is_ci(),
+        "CI=true and {missing}: every server kind must run under CI (set TALLY_SERVERS or run scripts/deps.sh)"
+    );
+    println!("skipped: {missing}");
 }
 
 /// Makes one `#[test]` per known server kind ([`KNOWN_SERVER_KINDS`]) from a function
@@ -60,9 +73,9 @@ pub fn run_for_server_kind(name: &str, body: impl FnOnce(&ServerKind)) {
 ///
 /// Either way a module of the same name holds the cases `redis`, `redis8` and `valkey`,
 /// so `cargo test` lists `incr_counts_every_resolution::valkey`. Each case looks its kind
-/// up in [`server_kinds`] and runs the function, or prints
-/// `skipped: no <kind> server configured` and passes when there is no such server
-/// ([`run_for_server_kind`]).
+/// up in [`server_kinds`] and runs the function, or prints `skipped: ...` and passes
+/// when there is no such server or its binary is missing; under CI (`CI=true`) that
+/// fails the case instead ([`run_for_server_kind`]).
 ///
 /// `per_server!(one_kind_at_a_time: name);` does the same, but the cases of `name` never
 /// run at the same time as each other (as when one test looped over the kinds): for

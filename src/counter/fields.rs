@@ -4,10 +4,11 @@
 //! Owns: those text forms. May not touch: Redis (pure).
 
 use super::{Resolution, MAX_RESOLUTIONS, MAX_SAMPLES};
-use crate::args::{parse_duration, parse_i64, push_duration_bytes, push_i64};
+use crate::args::{parse_duration, parse_i64, push_duration_bytes, push_i64, MAX_DURATION_MS};
 use crate::error::{Error, Result};
 
-/// Parses `res:samples` tokens (`1s:120`); sorts them finest first.
+/// Parses `res:samples` tokens (`1s:120`); sorts them finest first. A resolution's span
+/// (`res * samples`) is a duration too: at most [`MAX_DURATION_MS`].
 pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>> {
     if tokens.is_empty() || tokens.len() > MAX_RESOLUTIONS {
         return Err(Error::Invalid(format!(
@@ -24,7 +25,10 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
         let (res, samples) = (&token[..colon], &token[colon + 1..]);
         let ms = parse_duration(res)?;
         let samples = parse_i64(samples).map_err(|_| invalid())?;
-        if !(1..=MAX_SAMPLES).contains(&samples) || out.iter().any(|r| r.ms == ms) {
+        let span_fits = ms
+            .checked_mul(samples)
+            .is_some_and(|s| s <= MAX_DURATION_MS);
+        if !(1..=MAX_SAMPLES).contains(&samples) || !span_fits || out.iter().any(|r| r.ms == ms) {
             return Err(invalid());
         }
         out.push(Resolution { ms, samples });

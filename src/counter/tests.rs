@@ -75,6 +75,37 @@ fn resolution_lists_parse_sort_and_refuse() {
     assert!(parse_resolutions(&seventeen).is_err());
 }
 
+/// A resolution and its span (`res * samples`) are at most 10,000 years.
+#[test]
+fn resolution_spans_stop_at_ten_thousand_years() {
+    assert_eq!(
+        res("3652500d:1 3155760000ms:100000"),
+        vec![
+            Resolution {
+                ms: 3_155_760_000,
+                samples: 100_000
+            },
+            Resolution {
+                ms: 315_576_000_000_000,
+                samples: 1
+            }
+        ]
+    );
+    for (text, named) in [
+        ("106751991167d:100000", "106751991167d"),
+        ("3652501d:1", "3652501d"),
+        ("3652500d:2", "3652500d:2"),
+        ("3155760001ms:100000", "3155760001ms:100000"),
+        ("1s:1 1000d:100000", "1000d:100000"),
+    ] {
+        assert_eq!(
+            parse_resolution_text(text),
+            Err(Error::InvalidDuration(named.into())),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn fields_round_trip() {
     assert_eq!(slot_field(60_000, 3), "1m:3");

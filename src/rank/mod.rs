@@ -33,7 +33,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use crate::args::parse_i64;
+use crate::args::{format_duration, parse_i64, MAX_DURATION_MS};
 use crate::error::{Error, Result};
 use crate::inline_vec::InlineVec;
 use crate::layout;
@@ -73,8 +73,12 @@ pub struct Meta {
     pub hi: i64,
 }
 
-/// Checks `WINDOW`/`SLOT` settings.
+/// Checks `WINDOW`/`SLOT` settings. Both are durations (at most [`MAX_DURATION_MS`]);
+/// parsed arguments always are, a stored meta is checked again here.
 pub fn validate_settings(window: i64, slot: i64) -> Result<()> {
+    if let Some(too_long) = [window, slot].into_iter().find(|&d| d > MAX_DURATION_MS) {
+        return Err(Error::InvalidDuration(format_duration(too_long)));
+    }
     if window <= 0 || slot <= 0 || window % slot != 0 {
         return Err(Error::Invalid(
             "WINDOW must be a whole multiple of SLOT".into(),

@@ -139,6 +139,15 @@ fn settings_are_checked() {
         "ERR WINDOW can hold at most 10000 slots"
     );
     assert!(validate_settings(10_000, 1).is_ok());
+    // WINDOW and SLOT are durations: at most 10,000 years (a stored meta is checked too).
+    let max = crate::args::MAX_DURATION_MS;
+    assert!(validate_settings(max, max / 10).is_ok());
+    assert_eq!(
+        validate_settings(max + 86_400_000, max + 86_400_000),
+        Err(Error::InvalidDuration("3652501d".into()))
+    );
+    let forged = format!("rank {} {}", 10 * max, max);
+    assert_eq!(Meta::from_fields(forged.as_bytes(), Some(b"0 0")), None);
 }
 
 #[test]

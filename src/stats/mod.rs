@@ -23,7 +23,7 @@
 
 use std::rc::Rc;
 
-use crate::args::{format_duration, parse_duration, parse_i64, push_f64};
+use crate::args::{format_duration, parse_duration, parse_i64, push_f64, MAX_DURATION_MS};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::moments::Moments;
@@ -164,9 +164,12 @@ pub struct Settings {
 
 impl Settings {
     /// Validated settings: `period` positive, `keep` in `1..=MAX_KEEP`, and the kept span
-    /// `period * keep` representable.
+    /// `period * keep` a duration (at most [`MAX_DURATION_MS`]).
     pub fn new(period: i64, keep: i64) -> Result<Settings> {
-        if period < 1 || period.checked_mul(keep).is_none() {
+        let span_fits = period
+            .checked_mul(keep.max(1))
+            .is_some_and(|span| span <= MAX_DURATION_MS);
+        if period < 1 || !span_fits {
             return Err(Error::InvalidDuration(format_duration(period)));
         }
         if !(1..=MAX_KEEP).contains(&keep) {

@@ -51,6 +51,19 @@ fn settings_are_validated() {
     );
     assert!(Settings::new(0, 1).is_err());
     assert!(Settings::new(i64::MAX / 2, 3).is_err());
+    // The kept span `period * keep` is at most 10,000 years.
+    let max = crate::args::MAX_DURATION_MS;
+    assert!(Settings::new(max, 1).is_ok());
+    assert!(Settings::new(max / 10, 10).is_ok());
+    assert_eq!(
+        Settings::new(max, 2),
+        Err(Error::InvalidDuration("3652500d".into()))
+    );
+    assert_eq!(
+        Settings::new(1000 * 86_400_000, MAX_KEEP),
+        Err(Error::InvalidDuration("1000d".into()))
+    );
+    assert_eq!(Settings::from_marker(b"stats 3652500d 2"), None);
     assert_eq!(parse_keep(b"24"), Ok(24));
     assert_eq!(parse_keep(b"x"), Err(Error::NotInteger));
     assert!(matches!(parse_keep(b"0"), Err(Error::Invalid(_))));

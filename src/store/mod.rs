@@ -219,6 +219,23 @@ impl Key {
         ttl != raw::REDISMODULE_NO_EXPIRE as i64
     }
 
+    /// Whether any field of the hash has a TTL of its own (hash field expiry), where the
+    /// server answers that without running a command (`RedisModule_HashFieldMinExpire`,
+    /// Redis 8.0+): `Some(true)` if one has; `None` where the server lacks the call (Redis
+    /// 7.0 has no field TTLs; Valkey 9 has them but no module call for them).
+    pub fn any_field_expires(&self) -> Option<bool> {
+        // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
+        // (absent on servers without the function); nothing writes it afterwards.
+        let min_expire = unsafe { raw::RedisModule_HashFieldMinExpire }?;
+        if self.ptr.is_null() {
+            return Some(false);
+        }
+        // SAFETY: `self.ptr` is an open key handle; the call answers "no expiry" for a key
+        // that is not a hash.
+        let earliest = unsafe { min_expire(self.ptr) };
+        Some(earliest != raw::REDISMODULE_NO_EXPIRE as i64)
+    }
+
     pub fn kind(&self) -> KeyKind {
         if self.ptr.is_null() {
             return KeyKind::Empty;

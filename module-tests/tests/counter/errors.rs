@@ -258,7 +258,7 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
             (&["TSCOUNTER.INCR", key, "AT", "-1"], OUTSIDE),
             (&["TSCOUNTER.INCR", key, "AT", &min], OUTSIDE),
             (&["TSCOUNTER.INCR", key, "AT", &future], FUTURE),
-            (&["TSCOUNTER.INCRBY", key, "1", "AT", &max], FUTURE),
+            (&["TSCOUNTER.INCRBY", key, "1", "AT", &max], OUTSIDE),
             (&["TSCOUNTER.SUM", key, "1m", "AT", &future], FUTURE),
         ] {
             assert_refused(&srv, kb, cmd, err);
@@ -345,6 +345,248 @@ fn at_within_max_future_counts_as_now(kind: &ServerKind) {
             &(t0 + 10 * 60_000).to_string()
         ]),
         v_err(FUTURE),
+        "{k}"
+    );
+}
+
+/// The largest duration (10,000 years of 365.25 days) and the timestamp bound (2^53).
+const MAX_DURATION_MS: i64 = 315_576_000_000_000;
+const TIMESTAMP_LIMIT: i64 = 1 << 53;
+
+per_server!(edges_of_time_are_refused);
+/// A timestamp outside `[0, 2^53)` is outside the kept range, a duration or a resolution's
+/// span beyond 10,000 years is an invalid duration, on every command and config that takes
+/// one; the largest allowed values work; nothing is written or changed on refusal.
+fn edges_of_time_are_refused(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    let max_days = MAX_DURATION_MS / 86_400_000; // 3652500d, exactly
+    let over_days = format!("{}d", max_days + 1);
+    let max_d = format!("{max_days}d");
+    // 1d:100000 keeps 273 years: at today's clock that reaches before 1970, so a negative
+    // AT is "kept" unless timestamps themselves are bounded.
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "long", "RESOLUTIONS", "1d:100000"]),
+        v_ok()
+    );
+    assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "long"]), v_int(1));
+    let invalid = |text: &str| format!("ERR invalid duration '{text}'");
+    let (neg, day_before_epoch) = ("-100000000000000", "-86400000");
+    let limit = TIMESTAMP_LIMIT.to_string();
+    let max_ts = (TIMESTAMP_LIMIT - 1).to_string();
+    let i64_max = i64::MAX.to_string();
+    for key in ["long", "missing"] {
+        let kb = key.as_bytes();
+        for (cmd, err) in [
+            (&["TSCOUNTER.INCR", key, "AT", neg][..], OUTSIDE.to_string()),
+            (
+                &["TSCOUNTER.INCR", key, "AT", day_before_epoch],
+                OUTSIDE.into(),
+            ),
+            (&["TSCOUNTER.INCRBY", key, "3", "AT", "-1"], OUTSIDE.into()),
+            (
+                &["TSCOUNTER.INCRBY", key, "3", "AT", &limit],
+                OUTSIDE.into(),
+            ),
+            (
+                &["TSCOUNTER.INCRBY", key, "3", "AT", &i64_max],
+                OUTSIDE.into(),
+            ),
+            // Inside the range but far ahead: the future rule.
+            (
+                &["TSCOUNTER.INCRBY", key, "3", "AT", &max_ts],
+                FUTURE.into(),
+            ),
+            (
+                &["TSCOUNTER.SUM", key, "1d", "AT", day_before_epoch],
+                OUTSIDE.into(),
+            ),
+            (&["TSCOUNTER.SUM", key, "1d", "AT", &limit], OUTSIDE.into()),
+            (
+                &["TSCOUNTER.LIMIT", key, "1", "1d", "9", "AT", "-1"],
+                OUTSIDE.into(),
+            ),
+            (
+                &["TSCOUNTER.LIMIT", key, "1", "1d", "9", "AT", &limit],
+                OUTSIDE.into(),
+            ),
+            (
+                &["TSCOUNTER.RANGE", key, "1d", "FROM", "-1"],
+                OUTSIDE.into(),
+            ),
+            (
+                &["TSCOUNTER.RANGE", key, "1d", "TO", &limit],
+                OUTSIDE.into(),
+            ),
+            (
+                &["TSCOUNTER.RANGE", key, "1d", "FROM", neg, "EMPTY"],
+                OUTSIDE.into(),
+            ),
+            // Durations beyond 10,000 years.
+            (&["TSCOUNTER.SUM", key, &over_days], invalid(&over_days)),
+            (
+                &["TSCOUNTER.SUM", key, "1d", "106751991167d"],
+                invalid("106751991167d"),
+            ),
+            (
+                &["TSCOUNTER.LIMIT", key, "1", &over_days, "9"],
+                invalid(&over_days),
+            ),
+            (
+                &["TSCOUNTER.RANGE", key, &over_days, "EMPTY"],
+                invalid(&over_days),
+            ),
+        ] {
+            assert_refused(&srv, kb, cmd, &err);
+        }
+    }
+    assert!(!exists(&srv, b"missing"), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.SUM", "long", "1d"]),
+        v_int(1),
+        "{k}"
+    );
+
+    // Resolutions: the resolution itself and its span (resolution x samples).
+    for (spec, err) in [
+        ("106751991167d:100000", invalid("106751991167d")),
+        (&format!("{over_days}:1"), invalid(&over_days)),
+        (&format!("{max_d}:2"), invalid(&format!("{max_d}:2"))),
+        ("1000d:100000", invalid("1000d:100000")),
+        (
+            &format!("{}ms:100000", MAX_DURATION_MS / 100_000 + 1),
+            invalid(&format!("{}ms:100000", MAX_DURATION_MS / 100_000 + 1)),
+        ),
+    ] {
+        assert_refused(
+            &srv,
+            b"n3",
+            &["TSCOUNTER.CREATE", "n3", "RESOLUTIONS", spec],
+            &err,
+        );
+        let got = srv.cmd_value(&["CONFIG", "SET", "tally.counter-resolutions", spec]);
+        let text = error_text(&got).unwrap_or_else(|| panic!("{k}: {spec}: {got:?}"));
+        assert!(
+            text.starts_with("ERR") && text.ends_with(&err[4..]),
+            "{k}: {text}"
+        );
+        assert_eq!(
+            config_get(&srv, "tally.counter-resolutions"),
+            v_bulk(DEFAULT_RES),
+            "{k}"
+        );
+    }
+    // max-future is a duration too.
+    let got = srv.cmd_value(&["CONFIG", "SET", "tally.max-future", &over_days]);
+    let text = error_text(&got).unwrap_or_else(|| panic!("{k}: {got:?}"));
+    assert!(text.ends_with(&invalid(&over_days)[4..]), "{k}: {text}");
+    assert_eq!(config_get(&srv, "tally.max-future"), v_bulk("1m"), "{k}");
+
+    // The largest allowed values are accepted and answer sensibly: one slot from the epoch.
+    let widest = format!("{}ms:100000", MAX_DURATION_MS / 100_000);
+    for (key, spec) in [
+        ("widest", format!("{max_d}:1")),
+        ("widest2", widest.clone()),
+    ] {
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.CREATE", key, "RESOLUTIONS", &spec]),
+            v_ok(),
+            "{k}: {spec}"
+        );
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", key, "4", "AT", "0"]),
+            v_int(4),
+            "{k}"
+        );
+    }
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.RANGE", "widest", &max_d, "EMPTY"]),
+        v_pairs(&[(0, 4)]),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.SUM", "widest", &max_d]),
+        v_int(4),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.SUM", "widest2", &max_d]),
+        v_int(4),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.counter-resolutions", &widest]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.max-future", &max_d]),
+        v_ok(),
+        "{k}"
+    );
+    // Nearly 10,000 years ahead is now within max-future: it counts as now; 2^53 is not a
+    // timestamp whatever max-future says.
+    let far = (server_ms(&srv) + MAX_DURATION_MS - 3_600_000).to_string();
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "auto", "2", "AT", &far]),
+        v_int(2),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.INCRBY", "auto", "3", "AT", &max_ts]),
+        v_err(FUTURE),
+        "{k}"
+    );
+    assert_refused(
+        &srv,
+        b"auto",
+        &["TSCOUNTER.INCRBY", "auto", "2", "AT", &limit],
+        OUTSIDE,
+    );
+    srv.assert_alive();
+}
+
+per_server!(module_arguments_beyond_the_edges_refuse_the_load);
+/// `MODULE LOAD` with a duration config beyond 10,000 years (a resolution span, a window,
+/// `max-future`) or a `stats-period` beyond 365.25 days is refused; the largest allowed
+/// values load.
+fn module_arguments_beyond_the_edges_refuse_the_load(kind: &ServerKind) {
+    let srv = Server::start_without_module(kind);
+    let k = &kind.name;
+    let module = module_path().display().to_string();
+    for (name, value) in [
+        ("counter-resolutions", "3652500d:2"),
+        ("counter-resolutions", "106751991167d:100000"),
+        ("max-future", "3652501d"),
+        ("rank-window", "3652501d"),
+        ("rank-slot", "106751991167d"),
+        ("stats-period", "366d"),
+    ] {
+        let reply = srv.cmd_value(&["MODULE", "LOAD", &module, name, value]);
+        assert!(
+            error_text(&reply).is_some(),
+            "{k}: {name} {value}: {reply:?}"
+        );
+        srv.assert_alive();
+    }
+    assert_eq!(
+        srv.cmd_value(&[
+            "MODULE",
+            "LOAD",
+            &module,
+            "counter-resolutions",
+            "3652500d:1",
+            "max-future",
+            "3652500d",
+            "stats-period",
+            "8766h",
+        ]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        config_get(&srv, "tally.counter-resolutions"),
+        v_bulk("3652500d:1"),
         "{k}"
     );
 }

@@ -100,6 +100,11 @@ pub(super) const DURATIONS: &[&str] = &[
     "99999999999999d",
     "106751991167w",
     "1000000000000000000ms",
+    // The longest duration (10,000 years) and just beyond it.
+    "3652500d",
+    "3652501d",
+    "315576000000000",
+    "315576000000001ms",
     "3s ",
     "5 s",
 ];
@@ -126,14 +131,24 @@ pub(super) const RESOLUTIONS: &[&str] = &[
     "1w:100000",
     "9223372036854775807:1",
     "1s:9223372036854775807",
+    // Spans (resolution x samples) at and beyond 10,000 years; the saturating one.
+    "3652500d:1",
+    "3652500d:2",
+    "3155760000ms:100000",
+    "3155760001ms:100000",
+    "1d:100000",
+    "106751991167d:100000",
 ];
 
 /// A random timestamp: near now (past, future within and beyond max-future), epoch,
-/// negative, extremes.
+/// negative, extremes, the bounds of the timestamp range `[0, 2^53)`.
 pub(super) fn timestamp(rng: &mut Rng) -> String {
     let now = local_ms();
-    match rng.below(10) {
+    match rng.below(11) {
         0 => "0".into(),
+        10 => rng
+            .pick(&[(1i64 << 53) - 1, 1 << 53, -100_000_000_000_000, -86_400_000])
+            .to_string(),
         1 => "-1".into(),
         2 => i64::MAX.to_string(),
         3 => i64::MIN.to_string(),

@@ -199,3 +199,128 @@ fn errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
     assert_eq!(srv.dump_keyspace(), before, "{k}");
     srv.assert_alive();
 }
+
+/// `CONFIG SET name value` is refused with a text ending in `tail`, and the config keeps
+/// its value.
+#[track_caller]
+fn assert_config_refused(srv: &Server, name: &str, value: &str, tail: &str) {
+    let k = &srv.kind().name;
+    let before = srv.cmd_value(&["CONFIG", "GET", name]);
+    let got = srv.cmd_value(&["CONFIG", "SET", name, value]);
+    let text = error_text(&got).unwrap_or_else(|| panic!("{k}: {name} {value}: {got:?}"));
+    assert!(
+        text.starts_with("ERR") && text.ends_with(tail),
+        "{k}: {text}"
+    );
+    assert_eq!(srv.cmd_value(&["CONFIG", "GET", name]), before, "{k}");
+}
+
+per_server!(edges_of_time_are_refused);
+/// A timestamp outside `[0, 2^53)` is outside the kept range; a window or slot beyond
+/// 10,000 years is an invalid duration (commands and configs); the largest allowed window
+/// works; nothing is written on refusal.
+fn edges_of_time_are_refused(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    let max_days = 315_576_000_000_000i64 / 86_400_000; // 10,000 years: 3652500d
+    let (max_d, over_d) = (format!("{max_days}d"), format!("{}d", max_days + 1));
+    let limit = (1i64 << 53).to_string();
+    let max_ts = ((1i64 << 53) - 1).to_string();
+    // 10000 weekly slots reach back 191 years: before 1970 at today's clock.
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "long", "WINDOW", "10000w", "SLOT", "1w"]),
+        v_ok()
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "long", "1", "m"]),
+        v_int(1)
+    );
+    let before = srv.dump_keyspace();
+    let invalid = |text: &str| format!("ERR invalid duration '{text}'");
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            strings(&["TSRANK.INCRBY", "long", "1", "m", "AT", "-1"]),
+            OUTSIDE.into(),
+        ),
+        (
+            strings(&["TSRANK.INCRBY", "long", "1", "m", "AT", "-100000000000000"]),
+            OUTSIDE.into(),
+        ),
+        (
+            strings(&["TSRANK.INCRBY", "long", "1", "m", "AT", &limit]),
+            OUTSIDE.into(),
+        ),
+        (
+            strings(&["TSRANK.INCRBY", "new", "1", "m", "AT", "-1"]),
+            OUTSIDE.into(),
+        ),
+        (
+            strings(&["TSRANK.INCRBY", "long", "1", "m", "AT", &max_ts]),
+            FUTURE.into(),
+        ),
+        (
+            strings(&[
+                "TSRANK.CREATE",
+                "n",
+                "WINDOW",
+                "106751991167d",
+                "SLOT",
+                "106751991167d",
+            ]),
+            invalid("106751991167d"),
+        ),
+        (
+            strings(&["TSRANK.CREATE", "n", "WINDOW", &over_d, "SLOT", &over_d]),
+            invalid(&over_d),
+        ),
+        (
+            strings(&["TSRANK.CREATE", "n", "WINDOW", &max_d, "SLOT", &over_d]),
+            invalid(&over_d),
+        ),
+        (
+            strings(&["TSRANK.TOP", "long", "1", "WINDOW", &over_d]),
+            invalid(&over_d),
+        ),
+        (
+            strings(&["TSRANK.HISTORY", "long", "m", "WINDOW", &over_d]),
+            invalid(&over_d),
+        ),
+    ];
+    for (cmd, want) in &cases {
+        assert_eq!(srv.cmd_value(cmd), v_err(want), "{k}: {cmd:?}");
+    }
+    for name in ["tally.rank-window", "tally.rank-slot"] {
+        assert_config_refused(&srv, name, &over_d, &invalid(&over_d)[4..]);
+        assert_config_refused(&srv, name, "106751991167d", &invalid("106751991167d")[4..]);
+    }
+    assert_eq!(srv.dump_keyspace(), before, "{k}: an error wrote something");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "long", "m"]),
+        v_int(1),
+        "{k}"
+    );
+
+    // The widest window: ten slots of 1,000 years.
+    let slot = format!("{}d", max_days / 10);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "widest", "WINDOW", &max_d, "SLOT", &slot]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "widest", "5", "m", "AT", "0"]),
+        v_int(5),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "widest", "10", "WITHSCORES", "WINDOW", &max_d]),
+        v_arr(vec![v_bulk("m"), v_int(5)]),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.HISTORY", "widest", "m"]),
+        v_arr(vec![v_arr(vec![v_int(0), v_int(5)])]),
+        "{k}"
+    );
+    srv.assert_alive();
+}

@@ -170,3 +170,153 @@ fn errors_are_exact_and_change_nothing(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+/// `CONFIG SET name value` is refused with a text ending in `tail`, and the config keeps
+/// its value.
+#[track_caller]
+fn assert_config_refused(srv: &Server, name: &str, value: &str, tail: &str) {
+    let k = &srv.kind().name;
+    let before = srv.cmd_value(&["CONFIG", "GET", name]);
+    let got = srv.cmd_value(&["CONFIG", "SET", name, value]);
+    let text = error_text(&got).unwrap_or_else(|| panic!("{k}: {name} {value}: {got:?}"));
+    assert!(
+        text.starts_with("ERR") && text.ends_with(tail),
+        "{k}: {text}"
+    );
+    assert_eq!(srv.cmd_value(&["CONFIG", "GET", name]), before, "{k}");
+}
+
+per_server!(edges_of_time_are_refused);
+/// A timestamp outside `[0, 2^53)` is outside the kept range; a period, a window or a kept
+/// span (period x keep) beyond 10,000 years is an invalid duration (commands and the
+/// `stats-period` config); the largest allowed span works; nothing is written on refusal.
+fn edges_of_time_are_refused(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = kind.name.as_str();
+    let max_days = 315_576_000_000_000i64 / 86_400_000; // 10,000 years: 3652500d
+    let (max_d, over_d) = (format!("{max_days}d"), format!("{}d", max_days + 1));
+    let limit = (1i64 << 53).to_string();
+    let max_ts = ((1i64 << 53) - 1).to_string();
+    let outside = "ERR timestamp is outside the kept range";
+    let future = "ERR timestamp is too far in the future";
+    let invalid = |text: &str| format!("ERR invalid duration '{text}'");
+    // 10000 weekly periods reach back 191 years: before 1970 at today's clock.
+    assert_eq!(
+        srv.cmd_value(&["STATS.CREATE", "long", "PERIOD", "1w", "KEEP", "10000"]),
+        v_ok()
+    );
+    assert_eq!(srv.cmd_value(&["STATS.ADD", "long", "2"]), v_int(1));
+    let before = srv.dump_keyspace();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            strings(&["STATS.ADD", "long", "1", "AT", "-1"]),
+            outside.into(),
+        ),
+        (
+            strings(&["STATS.ADD", "long", "1", "AT", "-100000000000000"]),
+            outside.into(),
+        ),
+        (
+            strings(&["STATS.ADD", "new", "1", "AT", "-1"]),
+            outside.into(),
+        ),
+        (
+            strings(&["STATS.ADD", "long", "1", "AT", &limit]),
+            outside.into(),
+        ),
+        (
+            strings(&["STATS.ADD", "long", "1", "AT", &max_ts]),
+            future.into(),
+        ),
+        (
+            strings(&["STATS.RANGE", "long", "FROM", "-1"]),
+            outside.into(),
+        ),
+        (
+            strings(&["STATS.RANGE", "long", "TO", &limit]),
+            outside.into(),
+        ),
+        (
+            strings(&["STATS.CREATE", "n", "PERIOD", "106751991167d", "KEEP", "1"]),
+            invalid("106751991167d"),
+        ),
+        (
+            strings(&["STATS.CREATE", "n", "PERIOD", &over_d]),
+            invalid(&over_d),
+        ),
+        (
+            strings(&["STATS.CREATE", "n", "PERIOD", &max_d, "KEEP", "2"]),
+            invalid(&max_d),
+        ),
+        (
+            strings(&["STATS.CREATE", "n", "PERIOD", "1000d", "KEEP", "10000"]),
+            invalid("1000d"),
+        ),
+        (
+            strings(&["STATS.GET", "long", "WINDOW", &over_d]),
+            invalid(&over_d),
+        ),
+        (
+            strings(&["STATS.QUANTILE", "long", "0.5", "WINDOW", &over_d]),
+            invalid(&over_d),
+        ),
+    ];
+    for (cmd, want) in &cases {
+        assert_eq!(srv.cmd_value(cmd), v_err(want), "{k}: {cmd:?}");
+    }
+    // The period config must make a valid object with any `stats-keep` (up to 10000): at
+    // most 10,000 years / 10000 = 365.25 days.
+    for value in [over_d.as_str(), "106751991167d", "366d", "31557600001"] {
+        assert_config_refused(&srv, "tally.stats-period", value, &invalid(value)[4..]);
+    }
+    assert_eq!(srv.dump_keyspace(), before, "{k}: an error wrote something");
+
+    // The largest allowed spans.
+    assert_eq!(
+        srv.cmd_value(&[
+            "STATS.CREATE",
+            "widest",
+            "PERIOD",
+            &format!("{}d", max_days / 10),
+            "KEEP",
+            "10"
+        ]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["STATS.ADD", "widest", "3", "AT", "0"]),
+        v_int(1),
+        "{k}"
+    );
+    let got = srv.cmd_value(&["STATS.QUANTILE", "widest", "0.5", "WINDOW", &max_d]);
+    assert!(
+        matches!(&got, Value::Array(a) if a.len() == 1 && a[0] != Value::Nil),
+        "{k}: {got:?}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.stats-period", "8766h"]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.stats-keep", "10000"]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["STATS.ADD", "auto", "1", "AT", "0"]),
+        v_int(1),
+        "{k}"
+    );
+    // Auto-created with exactly the configured settings (no silent fallback).
+    let info = map_pairs(&srv.cmd_value(&["STATS.INFO", "auto"]));
+    let setting = |name: &str| info.iter().find(|(f, _)| f == name).map(|(_, v)| v.clone());
+    assert_eq!(
+        setting("period"),
+        Some(v_int(31_557_600_000)),
+        "{k}: {info:?}"
+    );
+    assert_eq!(setting("keep"), Some(v_int(10_000)), "{k}: {info:?}");
+    srv.assert_alive();
+}

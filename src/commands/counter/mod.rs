@@ -45,7 +45,7 @@ fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
     let mut at = None;
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "AT" => set_once(&mut at, args.next_i64()?)?,
+            "AT" => set_once(&mut at, args.next_timestamp()?)?,
             _ => return Err(Error::Syntax),
         }
     }
@@ -362,8 +362,8 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let (mut from, mut to, mut empty) = (None, None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "FROM" => set_once(&mut from, args.next_i64()?)?,
-            "TO" => set_once(&mut to, args.next_i64()?)?,
+            "FROM" => set_once(&mut from, args.next_timestamp()?)?,
+            "TO" => set_once(&mut to, args.next_timestamp()?)?,
             "EMPTY" => set_once(&mut empty, true)?,
             _ => return Err(Error::Syntax),
         }

@@ -81,7 +81,7 @@ fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
     let mut at = None;
     while !args.is_done() {
         if args.eat_keyword("AT") {
-            set_once(&mut at, args.next_i64()?)?;
+            set_once(&mut at, args.next_timestamp()?)?;
             if !args.is_done() {
                 return Err(Error::Syntax);
             }
@@ -202,7 +202,7 @@ fn open_target(
             let verified = stored_as == Some(MetaLayout::Current)
                 && zset.kind() == KeyKind::Zset
                 && !meta_hash.has_ttl()
-                && stored::fields_never_expire(ctx, &meta_name);
+                && stored::fields_never_expire(ctx, &meta_hash, &meta_name);
             (Some(meta_hash), meta, stored_as, verified)
         }
     };

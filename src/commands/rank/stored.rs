@@ -24,9 +24,17 @@ thread_local! {
     static HAS_FIELD_TTLS: Cell<bool> = const { Cell::new(true) };
 }
 
-/// True if neither `_tally` nor `_slots` of the meta hash `name` has a TTL of its own
-/// (hash field expiry, Redis 7.4+ and Valkey 9; a server without it has none).
-pub(super) fn fields_never_expire(ctx: &Context, name: &[u8]) -> bool {
+/// True if neither `_tally` nor `_slots` of the meta hash `meta` (named `name`) has a TTL
+/// of its own (hash field expiry, Redis 7.4+ and Valkey 9; a server without it has none).
+/// Where the server offers the module call (Redis 8), asked of the key itself, which is
+/// cheaper and, unlike a command run through `RedisModule_Call`, leaves no trace in the
+/// user's `INFO commandstats` and `SLOWLOG`; it covers every field of the meta, so a TTL on
+/// any of them counts (the board is then only read, never trusted from the cache). Valkey
+/// has field TTLs but no such call: there `HPTTL` runs (and shows in commandstats).
+pub(super) fn fields_never_expire(ctx: &Context, meta: &Key, name: &[u8]) -> bool {
+    if let Some(any_expires) = meta.any_field_expires() {
+        return !any_expires;
+    }
     if !HAS_FIELD_TTLS.with(Cell::get) {
         return true;
     }

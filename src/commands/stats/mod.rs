@@ -142,7 +142,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let (mut at, mut report) = (None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "AT" => set_once(&mut at, args.next_i64()?)?,
+            "AT" => set_once(&mut at, args.next_timestamp()?)?,
             "REPORT" => {
                 let rankkey = args.next_bytes()?;
                 let member = args.next_bytes()?;
@@ -439,8 +439,8 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let (mut from, mut to) = (None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "FROM" => set_once(&mut from, args.next_i64()?)?,
-            "TO" => set_once(&mut to, args.next_i64()?)?,
+            "FROM" => set_once(&mut from, args.next_timestamp()?)?,
+            "TO" => set_once(&mut to, args.next_timestamp()?)?,
             _ => return Err(Error::Syntax),
         }
     }
