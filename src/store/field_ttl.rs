@@ -11,40 +11,10 @@
 //! Owns: these two questions. May not touch: command logic.
 
 use std::cell::Cell;
-use std::ffi::c_void;
-use std::os::raw::c_int;
-use std::sync::OnceLock;
 
 use redis_module::{raw, CallOptionsBuilder, CallReply, CallResult, Context};
 
 use super::Key;
-
-/// `RedisModule_HashFieldMinExpire` (Redis 8.0+): the earliest field TTL of a hash, or
-/// -1 when no field has one; absent from the crate's bindings, so looked up by name.
-type MinExpire = unsafe extern "C" fn(*mut raw::RedisModuleKey) -> i64;
-
-fn min_expire_fn() -> Option<MinExpire> {
-    static FUNCTION: OnceLock<Option<MinExpire>> = OnceLock::new();
-    *FUNCTION.get_or_init(|| {
-        // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`;
-        // nothing writes it afterwards.
-        let get_api = unsafe { raw::RedisModule_GetApi }?;
-        let mut found: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a NUL-terminated name and a pointer-sized out slot, as `GetApi` wants.
-        let status = unsafe {
-            get_api(
-                c"RedisModule_HashFieldMinExpire".as_ptr(),
-                (&raw mut found).cast::<c_void>(),
-            )
-        };
-        if status != raw::REDISMODULE_OK as c_int || found.is_null() {
-            return None;
-        }
-        // SAFETY: the server exports this name with exactly this signature
-        // (`mstime_t RM_HashFieldMinExpire(RedisModuleKey *key)`).
-        Some(unsafe { std::mem::transmute::<*mut c_void, MinExpire>(found) })
-    })
-}
 
 thread_local! {
     /// False once the server refused `HPTTL` as unknown (Redis 7.0: no field TTLs).
@@ -58,9 +28,8 @@ impl Key {
         if self.ptr.is_null() || !SERVER_HAS_FIELD_TTLS.with(Cell::get) {
             return false;
         }
-        if let Some(min_expire) = min_expire_fn() {
-            // SAFETY: `self.ptr` is an open hash key handle.
-            return unsafe { min_expire(self.ptr) } != -1;
+        if let Some(any) = self.any_field_expires() {
+            return any;
         }
         let mut fields: Vec<Vec<u8>> = Vec::with_capacity(self.len());
         self.hscan(|field, _| fields.push(field.to_vec()));
