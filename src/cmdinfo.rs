@@ -3,7 +3,7 @@
 //! handler's result into a reply, and the keys-position API.
 //!
 //! Arity and key specs are set with the raw `RedisModule_SetCommandInfo` (the crate's
-//! `#[command]` macro needs an API that Redis 7.0 lacks, see ENGINEERING.md); the server
+//! `#[command]` macro needs `RedisModule_SetCommandACLCategories`, which Redis 7.0 lacks); the server
 //! then checks arity itself, before calling the handler.
 //!
 //! Owns: raw calls about commands. May not touch: keys, command logic.
