@@ -87,7 +87,9 @@ fn parse_blocks(text: &str, file: &str) -> Result<Vec<Block>, String> {
             if trimmed.starts_with("```") {
                 if let Some(block) = current.take() {
                     if block.steps.is_empty() {
-                        return Err(format!("{file}:{start}: a redis-cli block without commands"));
+                        return Err(format!(
+                            "{file}:{start}: a redis-cli block without commands"
+                        ));
                     }
                     blocks.push(block);
                 }
@@ -199,7 +201,9 @@ fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
             }
         }
         if i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-            return Err(format!("a closing quote must be followed by a space in {line:?}"));
+            return Err(format!(
+                "a closing quote must be followed by a space in {line:?}"
+            ));
         }
         args.push(arg);
     }
@@ -469,7 +473,11 @@ fn every_example_block_replies_as_documented(kind: &ServerKind) {
         failures.join("\n\n")
     );
     // The user-facing files must have examples, or this test proves nothing.
-    assert!(total >= 50, "{}: only {total} example commands found", kind.name);
+    assert!(
+        total >= 50,
+        "{}: only {total} example commands found",
+        kind.name
+    );
 }
 
 per_server!(printer_matches_redis_cli);
@@ -479,13 +487,21 @@ per_server!(printer_matches_redis_cli);
 fn printer_matches_redis_cli(kind: &ServerKind) {
     let srv = Server::start(kind);
     let setup: &[&[&str]] = &[
-        &["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1h:100000", "1d:10000"],
+        &[
+            "TSCOUNTER.CREATE",
+            "c",
+            "RESOLUTIONS",
+            "1h:100000",
+            "1d:10000",
+        ],
         &["TSCOUNTER.INCRBY", "c", "3", "AT", "1795046400000"],
         &["TSCOUNTER.INCRBY", "c", "2", "AT", "1795308000000"],
         &["STATS.ADD", "s", "1.5", "2.5", "230"],
         &["HSET", "h", "a", "1", "b q\"\\", "x\ty"],
         &["ZADD", "z", "2.5", "m"],
-        &["RPUSH", "l", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"],
+        &[
+            "RPUSH", "l", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11",
+        ],
     ];
     for args in setup {
         assert!(srv.cmd(args).is_ok(), "{}: {args:?}", kind.name);
