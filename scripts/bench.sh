@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: server-bound benchmark of tally's commands next to the native commands (and
-# the Lua scripts of shared/seeds) they replace.
+# the hand-built Lua updates) they replace.
 #
 # Why it looks like this: on a 2-core machine `redis-benchmark` without pipelining measures
 # the client (HINCRBY and TSCOUNTER.INCR both ~130k rps while the server spends 8x more time

@@ -4,7 +4,7 @@
 //! reply, and the keys-position API.
 //!
 //! Arity, key specs and docs are set with the raw `RedisModule_SetCommandInfo` (the crate's
-//! `#[command]` macro calls `RedisModule_SetCommandACLCategories`, which Redis 7.0 lacks);
+//! `#[command]` macro needs `RedisModule_SetCommandACLCategories`, which Redis 7.0 lacks);
 //! the server then checks arity itself, before calling the handler.
 //!
 //! Owns: raw calls about commands. May not touch: keys, command logic.

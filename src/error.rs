@@ -1,5 +1,5 @@
 //! The one error type of tally. Its `Display` is the exact text sent on the wire,
-//! so tests and users can rely on it (see SPEC.md, "Errors").
+//! so tests and users can rely on it (the table of errors in README.md).
 //!
 //! Owns: error texts. May not touch: Redis (pure).
 

@@ -15,7 +15,7 @@ use redis_module::{raw, Context, ContextFlags, NotifyEvent};
 macro_rules! api {
     ($name:ident) => {{
         // SAFETY: `server::check_api` fails the module load unless every symbol in
-        // `required_api!` is present, and the unit test `every_api_use_is_checked_at_load`
+        // `required_api!` is present, and the unit test `every_module_api_function_called_is_checked_at_load`
         // keeps that list complete; the statics are written once, before `init`.
         #[allow(unused_unsafe)]
         let function = unsafe { redis_module::raw::$name.unwrap_unchecked() };
@@ -229,7 +229,7 @@ pub fn is_acting_primary(ctx: &Context) -> bool {
 
 /// True while `CLIENT PAUSE` or a manual failover holds writes so that replicas catch up.
 /// Work that would replicate effects outside a command must wait: Redis 7.0 aborts on
-/// effects propagated during such a pause (see ENGINEERING.md).
+/// effects propagated during such a pause.
 pub fn replica_traffic_paused() -> bool {
     // SAFETY: no arguments; reads server state on the main thread.
     (unsafe { api!(RedisModule_AvoidReplicaTraffic)() }) != 0

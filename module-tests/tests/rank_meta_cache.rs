@@ -1,5 +1,5 @@
 //! TSRANK.INCRBY trusts a board's meta it has verified instead of reading `key|meta` on
-//! every write (issue 10). Every way a user can change a meta hash must make the next write
+//! every write. Every way a user can change a meta hash must make the next write
 //! read it again: for each native edit, a board whose meta was verified must answer exactly
 //! what a board edited before any verification answers, and `check-caches` (on in every
 //! test server) must never have found a stale copy.

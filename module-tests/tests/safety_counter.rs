@@ -1,4 +1,4 @@
-//! Issue 8, TSCOUNTER part: a counter stays safe whatever a user does to its hash.
+//! TSCOUNTER safety: a counter stays safe whatever a user does to its hash.
 //!
 //! * a user's `HDEL` of a slot field never leaves the timer busy: visits are bounded by
 //!   `tally.expire-budget-us`, their progress is saved, and the timer goes idle;

@@ -1,4 +1,4 @@
-//! Safety of leaderboards against what happens around them (issue 8): a client pause
+//! Safety of leaderboards against what happens around them: a client pause
 //! while a lifecycle job is queued, lazy expiry in the middle of a write, parts lost to
 //! expiry or eviction, native edits and forgeries of the derived keys, SWAPDB and FLUSHALL
 //! with the schedule. Each test reproduces a failure found at an earlier main.
@@ -10,7 +10,6 @@ fn sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }
 
-/// Sum of `member`'s counts over the slot hashes of board `key` (garbage counts nothing).
 /// A server whose keys expire only lazily (when a command opens them).
 fn start_without_active_expiry(kind: &ServerKind) -> Server {
     let srv = Server::start(kind);
@@ -23,6 +22,7 @@ fn start_without_active_expiry(kind: &ServerKind) -> Server {
     srv
 }
 
+/// Sum of `member`'s counts over the slot hashes of board `key` (garbage counts nothing).
 fn slot_sum(srv: &Server, key: &str, member: &str) -> i64 {
     let mut conn = srv.conn();
     let keys: Vec<String> = redis::cmd("KEYS")

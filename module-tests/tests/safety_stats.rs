@@ -1,4 +1,4 @@
-//! STATS safety (issue 8), on every server kind: reads whose cost is bounded by their
+//! STATS safety, on every server kind: reads whose cost is bounded by their
 //! input, output and the stored data touched once; objects whose fields a user edited
 //! with native commands keep answering (a damaged period counts as empty) and keep
 //! expiring; timer visits that change nothing do not touch the key; the expiry schedule

@@ -1,4 +1,4 @@
-//! STATS read cache (issue 10): after every way a statistics hash can change behind a
+//! STATS read cache: after every way a statistics hash can change behind a
 //! warm cache — a user's HSET/HDEL of a closed period, DEL, RENAME, FLUSHALL, SWAPDB,
 //! DEBUG RELOAD, effects arriving on a replica, the expiry timer dropping periods —
 //! STATS.GET and STATS.QUANTILE answer what a cold read of the same data answers (the

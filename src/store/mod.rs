@@ -1,5 +1,5 @@
 //! The only code that opens keys. A thin, panic-free layer over the module key API
-//! (faster than `ctx.call`, see ENGINEERING.md): RAII handles that close keys and free
+//! (several times faster than `ctx.call`): RAII handles that close keys and free
 //! strings, and binary-safe hash and sorted-set operations.
 //!
 //! Owns: every raw call on keys, module strings, scans and ACL checks. May not touch:

@@ -1,4 +1,4 @@
-//! The hash encoding of hot counters (issue 10): a counter written at least 64 times within
+//! The hash encoding of hot counters: a counter written at least 64 times within
 //! one second with at least 16 fields moves from the listpack encoding to the hashtable one
 //! (a listpack is searched from its start for each of the fields an increment writes);
 //! counters written now and then keep the compact listpack, and the content never changes.

@@ -1,4 +1,4 @@
-//! A hot counter's usual increment is made on its read mirror in place (issue 10): the
+//! A hot counter's usual increment is made on its read mirror in place: the
 //! replies, the stored slots and what the replica holds are exactly those the general
 //! path gives, including the writes that leave the in-place path (a new slot, a count back
 //! to 0, a past slot) and reads after the mirror was dropped.

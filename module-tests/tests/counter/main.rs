@@ -149,7 +149,7 @@ fn first_kept(now: i64, r: &Res) -> i64 {
     slot(now, r.ms) - r.samples + 1
 }
 
-/// `_state` as documented in src/counter.rs: `<ref> <d>:<n> ...`, one `d:n` per resolution
+/// `_state` as documented in src/counter/mod.rs: `<ref> <d>:<n> ...`, one `d:n` per resolution
 /// (finest first), `n` stored slots whose indexes lie in `lo .. lo + samples` where
 /// `lo = floor(ref / res) - d`. Returns `(lo, n)` per resolution.
 fn parse_state(text: &str, rs: &[Res]) -> Vec<(i64, i64)> {

@@ -1,4 +1,4 @@
-//! Seeded fault-mode fuzzing (issue 8): random tally traffic with faults in between, on
+//! Seeded fault-mode fuzzing: random tally traffic with faults in between, on
 //! every server kind, one test per family.
 //!
 //! Workload: batches of pipelined writes and reads on 30 keys (+5 fresh names) of one

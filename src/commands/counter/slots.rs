@@ -23,14 +23,14 @@ use crate::store::{Key, KeyKind, RStr};
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
 const META_FIELDS: usize = 2;
 
-/// The counter's slots as stored in its hash, recording every write as an effect and
-/// keeping the key's mirror (if it has one) in step.
 /// A slot's field name as a module string (for the key API and the effects).
 struct SlotName {
     slot: (i64, i64),
     rstr: RStr,
 }
 
+/// The counter's slots as stored in its hash, recording every write as an effect and
+/// keeping the key's mirror (if it has one) in step.
 pub(super) struct HashSlots<'a> {
     key: &'a Key,
     pub(super) effects: HashEffects,

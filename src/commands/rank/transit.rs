@@ -1,5 +1,5 @@
 //! Cluster resharding of leaderboards: is a board's slot moving between nodes right now?
-//! Owns only the question; `rank.rs` decides what to do (TRYAGAIN, wait).
+//! Owns only the question; the leaderboard code that asks decides what to do (TRYAGAIN, wait).
 
 use std::cell::Cell;
 
