@@ -156,10 +156,10 @@ pub static STATS_PERIOD: DurationConfig =
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
 /// `cache-max-memory`: bytes the read caches (counter mirrors, STATS windows) may hold
-/// together; 0 turns them off. 8 MB holds the mirrors of about 5,000 hot counters of the
-/// default resolutions, and stays under half of the data of 100,000 default counters.
+/// together; 0 turns them off. 4 MB holds the mirrors of about 2,500 hot counters of the
+/// default resolutions: the counters written or read again and again.
 pub static CACHE_MAX_MEMORY: AtomicI64 = AtomicI64::new(DEFAULT_CACHE_MAX_MEMORY);
-pub const DEFAULT_CACHE_MAX_MEMORY: i64 = 8 << 20;
+pub const DEFAULT_CACHE_MAX_MEMORY: i64 = 4 << 20;
 /// `check-caches`: every use of a verified leaderboard meta also reads the stored one and
 /// compares (a mismatch is counted, logged and answered with an error). For tests.
 pub static CHECK_CACHES: AtomicBool = AtomicBool::new(false);

@@ -46,15 +46,14 @@ fn cache_bytes(srv: &Server) -> i64 {
     info_i64(srv, "tally", "tally_cache_bytes")
 }
 
-/// Module memory after the writes is at most half the counters' own size (measured as
-/// the drop of `used_memory` across `DEBUG RELOAD`, which keeps the data and no cache),
-/// the caches stay within their configured bytes, and deleting every key gives the
-/// memory back.
+/// With the default settings, module memory after the writes is at most half the
+/// counters' own size (measured as the drop of `used_memory` across `DEBUG RELOAD`, which
+/// keeps the data and no cache), the caches stay within their configured bytes, and
+/// deleting every key gives the memory back.
 fn caches_stay_small_next_to_the_data(kind: &ServerKind) {
-    let srv = Server::start_with(
-        kind,
-        ServerOptions::new().module_args(&["cache-max-memory", "4194304"]),
-    );
+    let srv = Server::start(kind);
+    let budget = info_i64(&srv, "tally", "tally_cache_max_memory");
+    assert_eq!(budget, 4 << 20, "the default budget");
     let n = counters();
     let empty = used_memory(&srv);
     write_counters(&srv, n);
@@ -73,6 +72,25 @@ fn caches_stay_small_next_to_the_data(kind: &ServerKind) {
         module <= data / 2,
         "module memory {module} B is over half the data ({data} B)"
     );
+    // A smaller budget set at run time (units as for any memory config) holds from the
+    // caches' next use; 0 turns them off.
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.cache-max-memory", "1mb"]),
+        v_ok()
+    );
+    srv.cmd_value(&["TSCOUNTER.INCR", "fresh"]);
+    assert!(cache_bytes(&srv) <= 1 << 20);
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.cache-max-memory", "0"]),
+        v_ok()
+    );
+    srv.cmd_value(&["TSCOUNTER.INCR", "fresh"]);
+    assert_eq!(cache_bytes(&srv), 0);
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.cache-max-memory", "4mb"]),
+        v_ok()
+    );
+    srv.cmd_value(&["DEL", "fresh"]);
     // Written again (caches warm), then deleted key by key: memory returns.
     write_counters(&srv, n);
     let mut conn = srv.conn();
