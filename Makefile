@@ -11,7 +11,7 @@ CARGO   ?= cargo
 TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),redis8=$(CURDIR)/$(REDIS8),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
 
-.PHONY: all deps build run test test-long soak unit-test module-test lint bench clean
+.PHONY: all deps build run test test-long soak unit-test module-test lint bench memcheck clean
 
 all: build
 
@@ -77,6 +77,12 @@ commands-json: build
 ## commands.json and docs/ (scripts/dist.sh; <version> is Cargo.toml's).
 dist: build
 	bash scripts/dist.sh $(MODULE) dist
+
+## make memcheck: cache, safety and fault tests on Valkey 9 under valgrind memcheck; fails
+## on any error with a tally frame (scripts/memcheck.sh; MEMCHECK_TESTS picks the binaries).
+memcheck: build
+	cargo test --release -p module-tests --no-run
+	bash scripts/memcheck.sh
 
 clean:
 	$(CARGO) clean
