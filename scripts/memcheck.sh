@@ -28,7 +28,9 @@ chmod +x "$WRAP_DIR/valkey-server"
 find "$LOGS" -name 'valgrind-*.log' -delete 2>/dev/null
 
 export TALLY_SERVERS="valkey=$WRAP_DIR/valkey-server"
-export TALLY_MODULE="$ROOT/target/release/libtally.so"
+# A copy of the module: a build during the run does not change the servers under test.
+cp "$ROOT/target/release/libtally.so" "$WRAP_DIR/libtally.so"
+export TALLY_MODULE="$WRAP_DIR/libtally.so"
 failed_tests=()
 for t in $TESTS; do
     echo "memcheck: $t"
