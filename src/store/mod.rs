@@ -203,6 +203,14 @@ impl Key {
         // SAFETY: `ctx` and `name` are live for the call; OpenKey returns NULL or a key
         // handle we own and close on drop.
         let ptr = unsafe { api!(RedisModule_OpenKey)(ctx, name, mode) };
+        if !ptr.is_null() {
+            // After the open, which may have expired the key (its event untracked it):
+            // from now on its keyspace events reach the families.
+            // SAFETY: as above.
+            let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+            // SAFETY: `name` is live for the call.
+            crate::server::track(db, unsafe { borrowed_bytes(name) });
+        }
         Key {
             ptr: ptr.cast::<raw::RedisModuleKey>(),
         }
