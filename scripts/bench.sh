@@ -540,7 +540,7 @@ on_server() {
 host_fixtures() {
     local i
     for i in $(seq 0 9999); do echo "TSCOUNTER.INCR counter:$i"; done | load
-    for i in $(seq 0 99); do echo "TSRANK.INCRBY board player:$i 1"; done | load
+    for i in $(seq 0 99); do echo "TSRANK.INCRBY board 1 player:$i"; done | load
     for i in $(seq 0 99); do echo "STATS.ADD latency $i"; done | load
 }
 
