@@ -236,11 +236,11 @@ fn safe_fn_params(text: &str) -> Vec<(usize, String, String)> {
 }
 
 #[test]
-fn no_safe_function_of_the_effects_takes_a_raw_module_pointer() {
+fn no_safe_function_takes_a_raw_pointer() {
     let sources = sources();
     let mut checked = 0;
     for (name, text) in &sources {
-        if name != "replicate.rs" {
+        if name == "layering.rs" {
             continue;
         }
         for (line, function, params) in safe_fn_params(text) {
@@ -252,10 +252,7 @@ fn no_safe_function_of_the_effects_takes_a_raw_module_pointer() {
             );
         }
     }
-    assert!(
-        checked > 10,
-        "only {checked} functions found in replicate.rs"
-    );
+    assert!(checked > 300, "only {checked} functions found");
 }
 
 #[test]

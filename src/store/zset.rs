@@ -109,7 +109,8 @@ impl ZsetWalk<'_> {
         let mut score = 0f64;
         // SAFETY: as above; returns a new string we own, or NULL.
         let element = unsafe { api!(RedisModule_ZsetRangeCurrentElement)(key, &mut score) };
-        let Some(element) = RStr::owned(element) else {
+        // SAFETY: as above (ours to free).
+        let Some(element) = (unsafe { RStr::owned(element) }) else {
             self.done = true;
             return None;
         };
