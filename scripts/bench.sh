@@ -18,8 +18,10 @@
 #                  of a leaderboard expires (takes ~40 s)
 #   BENCH_PORT     port of the benchmark's own redis-server (default: a free one >= 7379)
 #   BENCH_VERBOSE  1: print progress to stderr
-#   BENCH_ONLY     families to measure, e.g. "counter rank" (default: counter rank stats);
-#                  the memory figures and the expiry latency come with a full run only
+#   BENCH_ONLY     families to measure, e.g. "counter rank" (default: counter rank stats
+#                  host); the memory figures and the expiry latency come with a full run
+#                  only
+#   BENCH_HOST_ROUNDS  alternating runs per server of the host tax rows (default 5)
 #   REDIS_SERVER   server binary (default: redis-server on PATH)
 #
 # The family scripts scripts/bench_rank.sh and scripts/bench_stats.sh are sourced: they
@@ -32,6 +34,11 @@
 # through the module API. Their "floor: module ..." rows measure what the server charges a
 # module read, to compare TSCOUNTER.SUM's rows with; FLOOR.REPLICATE (the TSRANK rows)
 # what replicating a leaderboard increment's two effects costs a module.
+#
+# The host tax rows (family "host") start three more servers: one with no module, one with
+# benchfloor loaded with SUBSCRIBE (subscribed to tally's keyspace event classes with an
+# empty callback) and one with tally holding objects of each family, and measure native
+# HSET and SET on keys that are not tally's, in alternating runs, the best of each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -39,10 +46,11 @@ SECONDS_PER_RUN=${BENCH_SECONDS:-1}
 ROUNDS=${BENCH_ROUNDS:-3}
 EXPIRY=${BENCH_EXPIRY:-1}
 VERBOSE=${BENCH_VERBOSE:-0}
-ONLY=${BENCH_ONLY:-counter rank stats}
+ONLY=${BENCH_ONLY:-counter rank stats host}
+HOST_ROUNDS=${BENCH_HOST_ROUNDS:-5}
 wanted() { [[ " $ONLY " == *" $1 "* ]]; }
 FULL=0
-[ "$ONLY" = "counter rank stats" ] && FULL=1
+[ "$ONLY" = "counter rank stats host" ] && FULL=1
 SERVER=${REDIS_SERVER:-redis-server}
 CLIENTS=50
 PIPELINE=16
@@ -100,8 +108,13 @@ RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
 "$SERVER" --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
     --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE" \
     --loadmodule "$FLOOR"
+HOST_PORTS=()
 cleanup() {
     "${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true
+    local port
+    for port in "${HOST_PORTS[@]}"; do
+        redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    done
     rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -494,6 +507,95 @@ memory_line() {
     printf '%-66s %10s bytes  %s\n' "$1" "$2" "$v"
 }
 
+# ---- the host's other keys --------------------------------------------------------------
+
+# start_host_server NAME [--loadmodule ...]: a server of its own for the host tax rows; its
+# port is appended to HOST_PORTS.
+start_host_server() {
+    local name=$1 port=$((PORT + 1))
+    shift
+    while ! port_is_free "$port" || [[ " ${HOST_PORTS[*]} " == *" $port "* ]]; do
+        port=$((port + 1))
+    done
+    mkdir -p "$DIR/$name"
+    "$SERVER" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR/$name" \
+        --daemonize yes --pidfile "$DIR/$name/pid" --logfile "$DIR/$name/log" "$@"
+    HOST_PORTS+=("$port")
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
+# on_server PORT FUNCTION...: runs FUNCTION with cli/redis-benchmark pointed at PORT.
+on_server() {
+    local port=$1 saved_cli=("${CLI[@]}") saved_rb=("${RB[@]}")
+    shift
+    CLI=(redis-cli -p "$port")
+    RB=(redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$PIPELINE")
+    "$@"
+    CLI=("${saved_cli[@]}")
+    RB=("${saved_rb[@]}")
+}
+
+# The tally server holds objects of every family, so the events of other keys are checked
+# against a populated set of tracked keys (10,000 counters, a leaderboard, a STATS key).
+host_fixtures() {
+    local i
+    for i in $(seq 0 9999); do echo "TSCOUNTER.INCR counter:$i"; done | load
+    for i in $(seq 0 99); do echo "TSRANK.INCRBY board 1 player:$i"; done | load
+    for i in $(seq 0 99); do echo "STATS.ADD latency $i"; done | load
+}
+
+# host_row LABEL STAT COMMAND...: COMMAND on keys that are not tally's, on the three servers
+# in alternating runs (HOST_ROUNDS each); the best run of each counts.
+host_row() {
+    local label=$1 stat=$2 i round
+    shift 2
+    local IFS=$SEP
+    local spec="native${SEP}${stat}${SEP}-r${SEP}100000${SEP}--${SEP}$*"
+    unset IFS
+    local -a requests best_usec best_rps
+    split_spec "$spec"
+    for i in 0 1 2; do
+        on_server "${HOST_PORTS[$i]}" calibrate
+        requests[i]=$M_REQUESTS best_usec[i]="" best_rps[i]=0
+    done
+    for round in $(seq "$HOST_ROUNDS"); do
+        for i in 0 1 2; do
+            on_server "${HOST_PORTS[$i]}" run_once "${requests[$i]}"
+            if [ -n "$ROW_ERROR" ]; then
+                printf '%-50s n/a: %s\n' "$label" "$ROW_ERROR"
+                ROW_ERROR=
+                return
+            fi
+            if [ -z "${best_usec[$i]}" ] ||
+                awk -v a="$M_USEC" -v b="${best_usec[$i]}" 'BEGIN { exit !(a < b) }'; then
+                best_usec[i]=$M_USEC
+            fi
+            if awk -v a="$M_RPS" -v b="${best_rps[$i]}" 'BEGIN { exit !(a > b) }'; then
+                best_rps[i]=$M_RPS
+            fi
+        done
+    done
+    N_RPS=${best_rps[1]} N_USEC=${best_usec[1]} T_RPS=${best_rps[2]} T_USEC=${best_usec[2]}
+    report "host tax: $label, tally / empty subscriber" "<=1.05" ""
+    N_RPS=${best_rps[0]} N_USEC=${best_usec[0]} T_RPS=${best_rps[1]} T_USEC=${best_usec[1]}
+    report "  (empty subscriber / no module)" "" ""
+    N_RPS=${best_rps[0]} N_USEC=${best_usec[0]} T_RPS=${best_rps[2]} T_USEC=${best_usec[2]}
+    report "  (tally / no module)" "" ""
+}
+
+host_fixtures_servers() {
+    progress "host tax servers"
+    start_host_server none
+    start_host_server empty --loadmodule "$FLOOR" SUBSCRIBE
+    start_host_server tally --loadmodule "$MODULE"
+    on_server "${HOST_PORTS[2]}" host_fixtures
+}
+
+host_rows() {
+    host_row "HSET other keys" hset HSET host:__rand_int__ f v
+    host_row "SET other keys" set SET host:s:__rand_int__ v
+}
+
 # shellcheck source=scripts/bench_rank.sh
 source scripts/bench_rank.sh
 # shellcheck source=scripts/bench_stats.sh
@@ -531,12 +633,13 @@ fi
 for family in counter rank stats; do
     if wanted "$family"; then "${family}_fixtures"; fi
 done
+if wanted host; then host_fixtures_servers; fi
 progress "fixtures loaded in $(($(date +%s) - BEGAN)) s"
 
 echo
 # shellcheck disable=SC2059
 printf "$ROW_FMT" "row (tally / native)" "tally rps" "native rps" "ratio" "target" "tally us" "native us" "ratio" "target"
-for family in counter rank stats; do
+for family in counter rank stats host; do
     if wanted "$family"; then "${family}_rows"; fi
 done
 

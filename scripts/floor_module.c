@@ -20,12 +20,19 @@
  *                          looks the command name up and builds an argument vector per
  *                          call, replicas or not; a native write pays nothing there)
  *
+ * Loaded with the argument SUBSCRIBE, it also subscribes to the keyspace event classes tally
+ * subscribes to (src/server.rs, keyspace_classes; a unit test keeps the two lists equal)
+ * with an empty callback: the "host tax" rows compare native writes on other keys under
+ * tally against this, what any module that follows those events costs the server.
+ *
  * Both take a key and one ignored argument (arity 3, as TSCOUNTER.SUM ring 5m) so the
  * server parses as many arguments. The reply depends on the key's length and the clock
  * and is never 0 or 1: the server formats it like SUM's reply, not as a shared integer.
  *
  * Built by scripts/bench.sh: cc -O2 -fPIC -shared -I<redis-module crate>/src/include.
  */
+#include <strings.h>
+
 #include "redismodule.h"
 
 /* length * 1000 + 100 + (now & 1): never a shared 0/1 reply object. */
@@ -71,11 +78,34 @@ static int FloorReplicate(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
 
+/* The classes tally subscribes to (src/server.rs, keyspace_classes). */
+static const int TALLY_CLASSES = REDISMODULE_NOTIFY_GENERIC | REDISMODULE_NOTIFY_STRING |
+                                 REDISMODULE_NOTIFY_SET | REDISMODULE_NOTIFY_HASH |
+                                 REDISMODULE_NOTIFY_ZSET | REDISMODULE_NOTIFY_EXPIRED |
+                                 REDISMODULE_NOTIFY_EVICTED;
+
+static int EmptyNotification(RedisModuleCtx *ctx, int type, const char *event,
+                             RedisModuleString *key) {
+    (void)ctx;
+    (void)type;
+    (void)event;
+    (void)key;
+    return REDISMODULE_OK;
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    (void)argv;
-    (void)argc;
     if (RedisModule_Init(ctx, "benchfloor", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
+    if (argc == 1) {
+        size_t len;
+        const char *arg = RedisModule_StringPtrLen(argv[0], &len);
+        if (len != 9 || strncasecmp(arg, "subscribe", 9) != 0) return REDISMODULE_ERR;
+        if (RedisModule_SubscribeToKeyspaceEvents(ctx, TALLY_CLASSES, EmptyNotification) ==
+            REDISMODULE_ERR)
+            return REDISMODULE_ERR;
+    } else if (argc != 0) {
+        return REDISMODULE_ERR;
+    }
     if (RedisModule_CreateCommand(ctx, "floor.read", FloorRead, "readonly fast", 1, 1, 1) ==
         REDISMODULE_ERR)
         return REDISMODULE_ERR;

@@ -81,7 +81,9 @@ macro_rules! command_table {
                         argv: *mut *mut redis_module::raw::RedisModuleString,
                         argc: std::os::raw::c_int,
                     ) -> std::os::raw::c_int {
-                        $crate::cmdinfo::dispatch(ctx, argv, argc, $handler)
+                        // SAFETY: the server's context and `argc` argument strings for
+                        // this call.
+                        unsafe { $crate::cmdinfo::dispatch(ctx, argv, argc, $handler) }
                     }
                     entry
                 },
@@ -101,13 +103,19 @@ const STACK_ARGS: usize = 16;
 const FEW_ARGS: usize = 4;
 
 /// An argument's bytes, borrowed as long as the argument vector is.
-fn bytes(arg: &*mut raw::RedisModuleString) -> &[u8] {
-    // SAFETY: the argument strings live for this call, as does the vector holding them.
+///
+/// # Safety
+/// `arg` is a live module string that outlives the vector holding it.
+unsafe fn bytes(arg: &*mut raw::RedisModuleString) -> &[u8] {
+    // SAFETY: the caller's contract.
     unsafe { borrowed_bytes(*arg) }
 }
 
 /// Runs `body` with `rest` (at most `N`) borrowed into a stack array.
-fn body_on_stack<const N: usize>(
+///
+/// # Safety
+/// Every string of `rest` is a live module string that outlives `rest`.
+unsafe fn body_on_stack<const N: usize>(
     context: &Context,
     key: &RedisString,
     rest: &[*mut raw::RedisModuleString],
@@ -116,14 +124,19 @@ fn body_on_stack<const N: usize>(
     let mut on_stack: [&[u8]; N] = [&[]; N];
     let slots = on_stack.get_mut(..rest.len()).unwrap_or_default();
     for (slot, arg) in slots.iter_mut().zip(rest) {
-        *slot = bytes(arg);
+        // SAFETY: the caller's contract.
+        *slot = unsafe { bytes(arg) };
     }
     body(context, key, slots)
 }
 
 /// Runs a command body: sends its reply or error, and turns a panic (a bug) into an error
 /// reply instead of aborting the server. The server has checked the arity already.
-pub fn dispatch(
+///
+/// # Safety
+/// `ctx` is the live context of the command, and `argv` holds `argc` live argument
+/// strings for the call (a command's entry point passes on what the server gave it).
+pub unsafe fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
@@ -150,11 +163,15 @@ pub fn dispatch(
         // Most commands have a few arguments: borrowed into a stack array, not a Vec (a
         // small one for the usual reads, whose filling costs a store per slot).
         if rest.len() <= FEW_ARGS {
-            body_on_stack::<FEW_ARGS>(&context, &key, rest, body)
+            // SAFETY: the server's argument strings live for this call (our contract).
+            unsafe { body_on_stack::<FEW_ARGS>(&context, &key, rest, body) }
         } else if rest.len() <= STACK_ARGS {
-            body_on_stack::<STACK_ARGS>(&context, &key, rest, body)
+            // SAFETY: as above.
+            unsafe { body_on_stack::<STACK_ARGS>(&context, &key, rest, body) }
         } else {
-            body(&context, &key, &rest.iter().map(bytes).collect::<Vec<_>>())
+            // SAFETY: as above.
+            let rest: Vec<&[u8]> = rest.iter().map(|arg| unsafe { bytes(arg) }).collect();
+            body(&context, &key, &rest)
         }
     }));
     match outcome {
@@ -203,14 +220,19 @@ pub fn register(ctx: &Context, command: &Command) -> std::result::Result<(), Str
     }
     let doc = cmddocs::doc_of(command.name)
         .ok_or_else(|| format!("command {name} has no documentation"))?;
-    set_info(cmd, command.arity, command.keys, doc)
+    // SAFETY: `cmd` is the registered command the server just returned.
+    unsafe { set_info(cmd, command.arity, command.keys, doc) }
         .map_err(|()| format!("RedisModule_SetCommandInfo failed for {name}"))?;
-    set_acl_category(cmd, command.acl);
+    // SAFETY: as above.
+    unsafe { set_acl_category(cmd, command.acl) };
     Ok(())
 }
 
 /// Sets arity, key specs and documentation of a registered command.
-fn set_info(
+///
+/// # Safety
+/// `cmd` is a command the server returned from `RedisModule_GetCommand`.
+unsafe fn set_info(
     cmd: *mut raw::RedisModuleCommand,
     arity: c_int,
     keys: &[KeySpec],
@@ -320,7 +342,10 @@ fn arg_array(
 /// tally commands like native ones. Only where the server has the API (Redis 7.2+,
 /// Valkey); on 7.0 module commands have no category and key permissions (`%R~...`) apply.
 /// The one optional module API function tally uses, hence read here without `api!`.
-fn set_acl_category(cmd: *mut raw::RedisModuleCommand, category: &CStr) {
+///
+/// # Safety
+/// `cmd` is a command the server returned from `RedisModule_GetCommand`.
+unsafe fn set_acl_category(cmd: *mut raw::RedisModuleCommand, category: &CStr) {
     // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`.
     if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
         // SAFETY: a registered command and a NUL-terminated category list.

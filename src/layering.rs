@@ -20,7 +20,7 @@ const FFI_LAYER: [&str; 9] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`).
-const PURE: [&str; 13] = [
+const PURE: [&str; 14] = [
     "args",
     "error",
     "layout",
@@ -34,6 +34,7 @@ const PURE: [&str; 13] = [
     "due_queue",
     "memo_map",
     "inline_vec",
+    "name_set",
 ];
 
 fn src_dir() -> PathBuf {
@@ -75,8 +76,10 @@ fn unsafe_code_lives_only_in_the_ffi_layer() {
             continue;
         }
         for (n, line) in text.lines().enumerate() {
+            // Lint attributes (`forbid(unsafe_code)`, ...) name unsafe code without any.
+            let attribute = code(line).trim_start().starts_with('#');
             assert!(
-                !code(line).contains("unsafe"),
+                attribute || !code(line).contains("unsafe"),
                 "{name}:{}: unsafe outside the FFI layer: {line}",
                 n + 1
             );
@@ -157,4 +160,145 @@ fn pure_modules_import_nothing_from_redis() {
         }
     }
     assert!(checked >= 10, "only {checked} pure files found");
+}
+
+#[test]
+fn pure_modules_forbid_unsafe_code_and_unsafe_blocks_are_documented() {
+    let sources = sources();
+    let lib = sources
+        .iter()
+        .find(|(name, _)| name == "lib.rs")
+        .map(|(_, text)| text.as_str())
+        .unwrap_or_default();
+    assert!(
+        lib.contains("#![warn(clippy::undocumented_unsafe_blocks)]"),
+        "lib.rs turns on clippy::undocumented_unsafe_blocks"
+    );
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    for module in PURE {
+        let declared = format!("pub mod {module};");
+        let at = lines
+            .iter()
+            .position(|l| *l == declared)
+            .unwrap_or_else(|| panic!("lib.rs declares no `{declared}`"));
+        assert!(
+            at > 0 && lines.get(at - 1) == Some(&"#[forbid(unsafe_code)]"),
+            "lib.rs: `{declared}` is pure: `#[forbid(unsafe_code)]` goes on the line above"
+        );
+    }
+}
+
+/// The parameters of each function declared in `text` that is neither `unsafe` nor
+/// `extern "C"`, as (line, name, parameters).
+fn safe_fn_params(text: &str) -> Vec<(usize, String, String)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(at) = rest.find("fn ") {
+        let start = offset + at;
+        let before = text.get(..start).unwrap_or_default();
+        let head = before.rsplit('\n').next().unwrap_or_default();
+        let word_start = before.ends_with(|c: char| c.is_whitespace()) || before.is_empty();
+        let after = text.get(start + 3..).unwrap_or_default();
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let open = after.find('(');
+        if word_start && !name.is_empty() && !head.contains("//") {
+            if let Some(open) = open {
+                let mut depth = 0;
+                let mut close = None;
+                for (i, c) in after.char_indices().skip(open) {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                close = Some(i);
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let params = close
+                    .and_then(|close| after.get(open + 1..close))
+                    .unwrap_or_default();
+                if !head.contains("unsafe") && !head.contains("extern") {
+                    found.push((before.lines().count() + 1, name, params.to_string()));
+                }
+            }
+        }
+        offset = start + 3;
+        rest = text.get(offset..).unwrap_or_default();
+    }
+    found
+}
+
+#[test]
+fn no_safe_function_takes_a_raw_pointer() {
+    let sources = sources();
+    let mut checked = 0;
+    for (name, text) in &sources {
+        if name == "layering.rs" {
+            continue;
+        }
+        for (line, function, params) in safe_fn_params(text) {
+            checked += 1;
+            assert!(
+                !params.contains("*mut") && !params.contains("*const"),
+                "{name}:{line}: the safe fn {function} takes a raw pointer ({params}): take \
+                 a safe wrapper, or make it an unsafe fn with a # Safety contract"
+            );
+        }
+    }
+    assert!(checked > 300, "only {checked} functions found");
+}
+
+#[test]
+fn the_bench_floor_subscribes_to_the_classes_tally_subscribes_to() {
+    let sources = sources();
+    let server = sources
+        .iter()
+        .find(|(name, _)| name == "server.rs")
+        .map(|(_, text)| text.as_str())
+        .unwrap_or_default();
+    let body = server
+        .split("pub fn keyspace_classes() -> NotifyEvent {")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("keyspace_classes in server.rs");
+    let mut tally: Vec<String> = body
+        .split("NotifyEvent::")
+        .skip(1)
+        .map(|part| {
+            part.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect();
+    let floor = fs::read_to_string(src_dir().join("../scripts/floor_module.c"))
+        .expect("scripts/floor_module.c");
+    let list = floor
+        .split("TALLY_CLASSES =")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .expect("TALLY_CLASSES in scripts/floor_module.c");
+    let mut empty_subscriber: Vec<String> = list
+        .split("REDISMODULE_NOTIFY_")
+        .skip(1)
+        .map(|part| {
+            part.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect();
+    tally.sort();
+    empty_subscriber.sort();
+    assert!(tally.len() >= 5, "keyspace_classes: {tally:?}");
+    assert_eq!(
+        tally, empty_subscriber,
+        "the host tax rows compare tally with a subscriber to the same classes"
+    );
 }

@@ -8,12 +8,38 @@
 //! Owns: `RedisModule_Replicate`. May not touch: keys.
 
 use std::ffi::CStr;
+use std::marker::PhantomData;
 use std::os::raw::c_char;
 
-use redis_module::Context;
+use redis_module::raw::RedisModuleString;
+use redis_module::{Context, RedisString};
 
 use crate::server::api;
 use crate::store::RStr;
+
+/// A module string lent to a replicated command: made only from a string that outlives
+/// `'a` (an [`RStr`] tally owns, a command's argument), so whatever is handed to
+/// `RedisModule_Replicate` is alive, and no safe function here takes a raw pointer.
+#[derive(Clone, Copy)]
+pub struct Arg<'a>(*mut RedisModuleString, PhantomData<&'a RedisModuleString>);
+
+impl Arg<'_> {
+    fn as_ptr(self) -> *mut RedisModuleString {
+        self.0
+    }
+}
+
+impl<'a> From<&'a RStr> for Arg<'a> {
+    fn from(s: &'a RStr) -> Arg<'a> {
+        Arg(s.as_ptr(), PhantomData)
+    }
+}
+
+impl<'a> From<&'a RedisString> for Arg<'a> {
+    fn from(s: &'a RedisString) -> Arg<'a> {
+        Arg(s.inner, PhantomData)
+    }
+}
 
 /// Native write commands, recorded in order; arguments live in one buffer so recording
 /// allocates little.
@@ -292,13 +318,14 @@ impl HashEffects {
             return;
         }
         if let Some(key) = RStr::new(key) {
-            self.emit_to(ctx, key.as_ptr());
+            self.emit_to(ctx, &key);
         }
     }
 
-    /// [`HashEffects::emit`] with the key name as a live module string (a command's
-    /// argument: no copy of the name is made).
-    pub fn emit_to(&self, ctx: &Context, key: *mut redis_module::raw::RedisModuleString) {
+    /// [`HashEffects::emit`] with the key name as a module string (a command's argument:
+    /// no copy of the name is made).
+    pub fn emit_to<'a>(&self, ctx: &Context, key: impl Into<Arg<'a>>) {
+        let key = key.into();
         if self.deleted_key {
             replicate_strings(ctx, c"DEL", std::iter::once(key));
             return;
@@ -312,7 +339,7 @@ impl HashEffects {
                 .unwrap_or(rest.len());
             let (writes, after) = rest.split_at(run);
             if deleting {
-                let fields = writes.iter().map(|(f, _)| f.as_ptr());
+                let fields = writes.iter().map(|(f, _)| Arg::from(f));
                 replicate_strings(ctx, c"HDEL", std::iter::once(key).chain(fields));
             } else {
                 replicate_sets(ctx, key, writes);
@@ -324,16 +351,12 @@ impl HashEffects {
 
 /// `HSET key field value ...` of a run of sets, gathered with a plain loop (a counter write
 /// sends seven pairs: iterator adapters cost more than the copying).
-fn replicate_sets(
-    ctx: &Context,
-    key: *mut redis_module::raw::RedisModuleString,
-    writes: &[(RStr, Option<RStr>)],
-) {
+fn replicate_sets(ctx: &Context, key: Arg<'_>, writes: &[(RStr, Option<RStr>)]) {
     let mut a = [std::ptr::null_mut(); STACK_STRINGS];
     let mut count = 0;
-    let mut push = |arg| match a.get_mut(count) {
+    let mut push = |arg: Arg<'_>| match a.get_mut(count) {
         Some(slot) => {
-            *slot = arg;
+            *slot = arg.as_ptr();
             count += 1;
             true
         }
@@ -342,14 +365,15 @@ fn replicate_sets(
     let mut fits = push(key);
     for (field, value) in writes {
         if let Some(value) = value {
-            fits = fits && push(field.as_ptr()) && push(value.as_ptr());
+            fits = fits && push(field.into()) && push(value.into());
         }
     }
     if fits {
-        replicate_array(ctx, c"HSET", &a, count);
+        // SAFETY: the first `count` strings of `a` come from `Arg`s, alive for this call.
+        unsafe { replicate_array(ctx, c"HSET", &a, count) };
     } else {
         let pairs = writes.iter().filter_map(|(f, v)| Some((f, v.as_ref()?)));
-        let args = pairs.flat_map(|(f, v)| [f.as_ptr(), v.as_ptr()]);
+        let args = pairs.flat_map(|(f, v)| [Arg::from(f), Arg::from(v)]);
         replicate_strings(ctx, c"HSET", std::iter::once(key).chain(args));
     }
 }
@@ -365,34 +389,35 @@ const STRING_FORMATS: &CStr = c"ssssssssssssssssssssssssssssssssssssssss";
 /// each, no copy). Up to 40 arguments (every hot path) go as format `s` each, gathered
 /// straight into the array passed from the stack: the server then sizes its argument
 /// vector once (format `v` grows it twice).
-pub fn replicate_strings(
-    ctx: &Context,
-    name: &CStr,
-    mut args: impl Iterator<Item = *mut redis_module::raw::RedisModuleString>,
-) {
+pub fn replicate_strings<'a>(ctx: &Context, name: &CStr, mut args: impl Iterator<Item = Arg<'a>>) {
     let mut a = [std::ptr::null_mut(); STACK_STRINGS];
     let mut count = 0;
     for (slot, arg) in a.iter_mut().zip(&mut args) {
-        *slot = arg;
+        *slot = arg.as_ptr();
         count += 1;
     }
     match args.next() {
-        None => replicate_array(ctx, name, &a, count),
+        // SAFETY: the first `count` strings of `a` come from `Arg`s, alive for this call.
+        None => unsafe { replicate_array(ctx, name, &a, count) },
         Some(more) => {
             let mut argv: Vec<_> = a.to_vec();
-            argv.push(more);
-            argv.extend(args);
-            replicate_vector(ctx, name, &mut argv);
+            argv.push(more.as_ptr());
+            argv.extend(args.map(Arg::as_ptr));
+            // SAFETY: every string of `argv` comes from an `Arg`, alive for this call.
+            unsafe { replicate_vector(ctx, name, &mut argv) };
         }
     }
 }
 
 /// Sends the first `count` strings of `a` (the rest NULL: the server reads as many
 /// arguments as the format names), with one `s` per argument.
-fn replicate_array(
+///
+/// # Safety
+/// The first `count` pointers of `a` are live module strings.
+unsafe fn replicate_array(
     ctx: &Context,
     name: &CStr,
-    a: &[*mut redis_module::raw::RedisModuleString; STACK_STRINGS],
+    a: &[*mut RedisModuleString; STACK_STRINGS],
     count: usize,
 ) {
     let formats = STRING_FORMATS.to_bytes_with_nul();
@@ -455,17 +480,17 @@ fn replicate_array(
         }
         None => {
             let mut argv = a.get(..count).unwrap_or_default().to_vec();
-            replicate_vector(ctx, name, &mut argv);
+            // SAFETY: the caller's contract.
+            unsafe { replicate_vector(ctx, name, &mut argv) };
         }
     }
 }
 
 /// Sends one command of any number of module strings (format `v`).
-fn replicate_vector(
-    ctx: &Context,
-    name: &CStr,
-    argv: &mut [*mut redis_module::raw::RedisModuleString],
-) {
+///
+/// # Safety
+/// Every pointer of `argv` is a live module string.
+unsafe fn replicate_vector(ctx: &Context, name: &CStr, argv: &mut [*mut RedisModuleString]) {
     // SAFETY: live context; "v" takes an array of live module strings and its length
     // (the server takes a reference to each).
     unsafe {

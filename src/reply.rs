@@ -91,6 +91,7 @@ impl Reply {
         // buffers passed with their lengths are valid for the call (the server copies
         // them), and C strings are NUL-terminated literals.
         match self {
+            // SAFETY: as above.
             Reply::Ok => unsafe {
                 api!(RedisModule_ReplyWithSimpleString)(c, c"OK".as_ptr());
             },

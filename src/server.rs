@@ -5,11 +5,13 @@
 //! Owns: raw calls that are not about keys, replies or command info. May not touch:
 //! keys (that is `store`), command logic (the hooks only forward to `commands`).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int};
 
 use redis_module::{raw, Context, ContextFlags, NotifyEvent};
+
+use crate::name_set::NameSet;
 
 /// The module API function `$name` (a `RedisModule_*` symbol), known to be present.
 macro_rules! api {
@@ -235,14 +237,63 @@ pub fn replica_traffic_paused() -> bool {
     (unsafe { api!(RedisModule_AvoidReplicaTraffic)() }) != 0
 }
 
+// ---------------------------------------------------------------------- tracked keys
+
+thread_local! {
+    /// The keys tally may hold state for, per database: every key tally opened that
+    /// existed or was opened for writing (a derived key as its object), and every key that
+    /// arrived under a new name, until it is deleted, expired, evicted, renamed or moved
+    /// away, or its database flushed. The keyspace callback looks here first.
+    static TRACKED: RefCell<NameSet> = RefCell::new(NameSet::default());
+}
+
+/// Runs `f` on the tracked names. The borrow never nests (`f` calls nothing back), so it
+/// always succeeds; were it to fail, the names would stay as they are.
+fn with_tracked(f: impl FnOnce(&mut NameSet)) {
+    TRACKED.with(|t| {
+        if let Ok(mut t) = t.try_borrow_mut() {
+            f(&mut t)
+        }
+    });
+}
+
+/// True if events on `name` in `db` must reach the families (also when the set is busy,
+/// which it never is here: the long way is always correct).
+fn is_tracked(db: c_int, name: &[u8]) -> bool {
+    TRACKED.with(|t| t.try_borrow().map_or(true, |t| t.contains(db, name)))
+}
+
+/// tally opened `name` in `db` (or it arrived there): its keyspace events must reach
+/// the families from now on. A derived key is tracked as the object it belongs to.
+pub fn track(db: c_int, name: &[u8]) {
+    let name = (hooks().owner_of)(name).unwrap_or(name);
+    with_tracked(|t| t.insert(db, name));
+}
+
+/// tally deleted `name` itself (no event tells the callback): it needs tracking no more.
+pub fn untrack(db: c_int, name: &[u8]) {
+    if (hooks().owner_of)(name).is_none() {
+        with_tracked(|t| t.remove(db, name));
+    }
+}
+
+/// How many keys are tracked and the bytes that takes.
+pub fn tracked_keys() -> (usize, usize) {
+    TRACKED.with(|t| t.try_borrow().map_or((0, 0), |t| (t.len(), t.bytes())))
+}
+
 // ------------------------------------------------------------------------------ hooks
 
 /// What tally does when the server tells it something; given to [`register_hooks`] by
 /// the command layer, so this module knows nothing of the families.
 #[derive(Clone, Copy)]
 pub struct Hooks {
-    /// A keyspace event on `key` in the selected database (every class).
+    /// A keyspace event on `key` in the selected database, for a key tally tracks (see
+    /// [`track`]), a derived key (`owner_of`), or a key arriving under a new name.
     pub keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
+    /// The object a derived key belongs to, if `name` is one: its events always reach
+    /// `keyspace_event`, and opening it tracks the object's own name.
+    pub owner_of: fn(name: &[u8]) -> Option<&[u8]>,
     /// FLUSHDB of `db`, or FLUSHALL (`db` = -1).
     pub flushed: fn(db: c_int),
     /// SWAPDB `a` `b`.
@@ -257,6 +308,7 @@ impl Default for Hooks {
     fn default() -> Self {
         Hooks {
             keyspace_event: |_, _, _, _| {},
+            owner_of: |_| None,
             flushed: |_| {},
             swapped: |_, _| {},
             loading: |_| {},
@@ -274,24 +326,31 @@ fn hooks() -> Hooks {
     HOOKS.with(Cell::get)
 }
 
-/// Registers `INFO tally`, and subscribes to keyspace events (every class, since a key
-/// may leave a family by being overwritten with any type) and to flush, SWAPDB and
-/// loading events. Called last in `init`, once nothing else can fail: the server does
-/// not undo subscriptions of a module whose load fails, and a dangling one would crash
-/// it at the next event.
-pub fn register_hooks(ctx: &Context, registered: Hooks) -> Result<(), String> {
-    HOOKS.with(|h| h.set(registered));
-    // SAFETY: live load context; the callback lives as long as the module.
-    unsafe { api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(info_func)) };
-    let classes = NotifyEvent::GENERIC
+/// The keyspace event classes tally needs. A tally object is a hash (and a leaderboard's
+/// sorted sets); it changes or leaves by a hash or sorted-set command, a generic one (DEL,
+/// RENAME, RESTORE, COPY, MOVE, EXPIRE ...), an expiry or an eviction, or by being
+/// overwritten with another type, which only SET and friends (STRING) and SUNIONSTORE and
+/// friends (SET) do. List and stream commands refuse a key of another type (WRONGTYPE),
+/// so their events are never about a tally object: those classes stay unsubscribed.
+pub fn keyspace_classes() -> NotifyEvent {
+    NotifyEvent::GENERIC
         | NotifyEvent::STRING
-        | NotifyEvent::LIST
         | NotifyEvent::SET
         | NotifyEvent::HASH
         | NotifyEvent::ZSET
         | NotifyEvent::EXPIRED
         | NotifyEvent::EVICTED
-        | NotifyEvent::STREAM;
+}
+
+/// Registers `INFO tally`, and subscribes to the keyspace event classes tally needs and
+/// to flush, SWAPDB and loading events. Called last in `init`, once nothing else can
+/// fail: the server does not undo subscriptions of a module whose load fails, and a
+/// dangling one would crash it at the next event.
+pub fn register_hooks(ctx: &Context, registered: Hooks) -> Result<(), String> {
+    HOOKS.with(|h| h.set(registered));
+    // SAFETY: live load context; the callback lives as long as the module.
+    unsafe { api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(info_func)) };
+    let classes = keyspace_classes();
     // SAFETY: as above.
     let status = unsafe {
         api!(RedisModule_SubscribeToKeyspaceEvents)(
@@ -332,32 +391,61 @@ extern "C" fn info_func(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_
     }
 }
 
+/// Every keyspace event of the subscribed classes on the whole server comes here, so an
+/// event on a key that is not tally's must cost next to nothing: one lookup of its name
+/// among the tracked ones, before any allocation, string conversion or key open.
 extern "C" fn on_keyspace_notification(
     ctx: *mut raw::RedisModuleCtx,
     class: c_int,
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
+    let done = raw::REDISMODULE_OK as c_int;
     if event.is_null() {
-        return raw::REDISMODULE_OK as c_int;
+        return done;
+    }
+    // SAFETY: the server lends the key name for this call.
+    let key = unsafe { borrowed_bytes(key) };
+    // SAFETY: the live context of this callback, set to the event's database.
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let hooks = hooks();
+    let tracked = is_tracked(db, key);
+    let derived = !tracked && (hooks.owner_of)(key).is_some();
+    let class = NotifyEvent::from_bits_truncate(class);
+    if !tracked && !derived && !class.contains(NotifyEvent::GENERIC) {
+        return done;
     }
     // SAFETY: the server passes a NUL-terminated event name valid for this call.
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
-    // Event names are ASCII (checked word by word: cheaper than UTF-8 validation, and
-    // this runs for every keyspace event of the server).
+    // A key that arrives under a new name (or a new database) may be a tally object: the
+    // families look, and from now on its events come here.
+    let arrives = matches!(event, b"restore" | b"rename_to" | b"copy_to" | b"move_to");
+    // The source of a RENAME: its destination's event, next, needs to know it.
+    if !tracked && !derived && !arrives && event != b"rename_from" {
+        return done;
+    }
+    // Event names are ASCII (checked word by word: cheaper than UTF-8 validation).
     if !event.is_ascii() {
-        return raw::REDISMODULE_OK as c_int;
+        return done;
     }
     // SAFETY: ASCII bytes are valid UTF-8.
     let event = unsafe { std::str::from_utf8_unchecked(event) };
-    // SAFETY: the server lends the key name for this call.
-    let key = unsafe { borrowed_bytes(key) };
-    let ctx = Context::new(ctx);
-    let class = NotifyEvent::from_bits_truncate(class);
+    if arrives {
+        track(db, key);
+    }
+    let context = Context::new(ctx);
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        (hooks().keyspace_event)(&ctx, class, event, key)
+        (hooks.keyspace_event)(&context, class, event, key)
     }));
-    raw::REDISMODULE_OK as c_int
+    // The key is gone: the families forgot it (a derived key's board stays tracked).
+    let gone = matches!(
+        event,
+        "del" | "expired" | "evicted" | "rename_from" | "move_from"
+    );
+    if gone && tracked {
+        untrack(db, key);
+    }
+    done
 }
 
 unsafe extern "C" fn on_server_event(
@@ -371,13 +459,18 @@ unsafe extern "C" fn on_server_event(
         // SAFETY: the server passes a RedisModuleFlushInfo with FLUSHDB events.
         let db = unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }
             .map_or(-1, |info| info.dbnum);
+        with_tracked(|t| t.clear_db(db));
         (hooks.flushed)(db);
     } else if event.id == raw::REDISMODULE_EVENT_SWAPDB {
         // SAFETY: the server passes a RedisModuleSwapDbInfo with SWAPDB events.
         if let Some(info) = unsafe { data.cast::<raw::RedisModuleSwapDbInfo>().as_ref() } {
+            with_tracked(|t| t.swap_dbs(info.dbnum_first, info.dbnum_second));
             (hooks.swapped)(info.dbnum_first, info.dbnum_second);
         }
     } else if event.id == raw::REDISMODULE_EVENT_LOADING {
+        // What tally knew of the data is dropped at the start and the end of a load; the
+        // scan that follows opens (and so tracks) the tally objects again.
+        with_tracked(|t| t.clear_db(-1));
         (hooks.loading)(subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED);
     }
 }

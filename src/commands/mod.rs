@@ -88,7 +88,7 @@ pub fn marker_of(key: &Key) -> Option<Vec<u8>> {
     }
 }
 
-/// Keyspace events, for every family: read caches of the key are dropped, keys that
+/// Keyspace events on the keys tally tracks, for every family: read caches of the key are dropped, keys that
 /// arrive get an expiry visit soon and keys that go leave the schedule, and leaderboards
 /// follow their main key and their parts. Opens no key (an open here can expire one
 /// lazily, whose event would then be lost).
@@ -113,6 +113,7 @@ pub fn is_tally_event(event: &str) -> bool {
 /// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
 /// its expiry schedule entry.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
+    crate::server::untrack(crate::server::selected_db(ctx), name);
     counter::mirror::forget(crate::server::selected_db(ctx), name);
     crate::expiry::unschedule(ctx, name);
 }
@@ -129,9 +130,20 @@ pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
     }
 }
 
+/// The leaderboard a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for
+/// every keyspace event of the server on a key tally does not track: a name without `|`
+/// is answered by one `memchr`.
+fn owner_of(name: &[u8]) -> Option<&[u8]> {
+    if !name.contains(&b'|') {
+        return None;
+    }
+    crate::rank::base_of_part(name)
+}
+
 /// What tally does on server events.
 pub const HOOKS: Hooks = Hooks {
     keyspace_event: on_keyspace_event,
+    owner_of,
     flushed,
     swapped,
     loading,
@@ -168,6 +180,7 @@ fn loading(ended: bool) {
 
 fn info_fields() -> Vec<(&'static CStr, i64)> {
     let (stats, tracked, backlog, scanning) = crate::expiry::stats();
+    let (filter_keys, filter_bytes) = crate::server::tracked_keys();
     vec![
         (c"tracked_objects", tracked as i64),
         (c"timer_ticks", stats.timer_ticks as i64),
@@ -184,6 +197,8 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
             crate::config::cache_max_memory() as i64,
         ),
         (c"cache_mismatches", rank::cache_mismatches() as i64),
+        (c"event_filter_keys", filter_keys as i64),
+        (c"event_filter_bytes", filter_bytes as i64),
     ]
 }
 

@@ -19,7 +19,7 @@ pub struct Acl {
 impl Acl {
     pub fn of(ctx: &Context) -> Result<Acl> {
         // SAFETY: live context; returns NULL (no client) or a string we own.
-        let name = RStr::owned(unsafe { api!(RedisModule_GetCurrentUserName)(ctx.ctx) });
+        let name = unsafe { RStr::owned(api!(RedisModule_GetCurrentUserName)(ctx.ctx)) };
         let Some(name) = name else {
             return Ok(Acl {
                 user: std::ptr::null_mut(),

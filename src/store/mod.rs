@@ -49,8 +49,12 @@ impl RStr {
         (!inner.is_null()).then(|| RStr(inner))
     }
 
-    /// Takes ownership of a string the server handed over (it must not be freed elsewhere).
-    fn owned(inner: *mut raw::RedisModuleString) -> Option<RStr> {
+    /// Takes ownership of a string the server handed over.
+    ///
+    /// # Safety
+    /// `inner` is NULL or a module string the caller owns and hands over (nothing else
+    /// frees it).
+    unsafe fn owned(inner: *mut raw::RedisModuleString) -> Option<RStr> {
         (!inner.is_null()).then(|| RStr(inner))
     }
 
@@ -160,13 +164,15 @@ pub struct Key {
 impl Key {
     /// Opens `name` for reading, or reading and writing.
     pub fn open(ctx: &Context, name: &RedisString, write: bool) -> Key {
-        Key::open_raw(ctx.ctx, name.inner, write)
+        // SAFETY: live context; a command's key argument.
+        unsafe { Key::open_raw(ctx.ctx, name.inner, write) }
     }
 
     /// Opens a key named by bytes (derived keys, keys found by the scheduler).
     pub fn open_bytes(ctx: &Context, name: &[u8], write: bool) -> Option<Key> {
         let name = RStr::new(name)?;
-        Some(Key::open_raw(ctx.ctx, name.as_ptr(), write))
+        // SAFETY: live context; a string we own.
+        Some(unsafe { Key::open_raw(ctx.ctx, name.as_ptr(), write) })
     }
 
     /// Opens a key for reading without touching its LRU/LFU (background visits and scans
@@ -174,16 +180,20 @@ impl Key {
     pub fn open_bytes_untouched(ctx: &Context, name: &[u8]) -> Option<Key> {
         let name = RStr::new(name)?;
         let mode = raw::REDISMODULE_READ | raw::REDISMODULE_OPEN_KEY_NOTOUCH;
-        Some(Key::open_mode(ctx.ctx, name.as_ptr(), mode as c_int))
+        // SAFETY: live context; a string we own.
+        Some(unsafe { Key::open_mode(ctx.ctx, name.as_ptr(), mode as c_int) })
     }
 
     /// Opens a key whose name is already a module string (derived names are built once
     /// and serve both the ACL check and the open).
     pub fn open_str(ctx: &Context, name: &RStr, write: bool) -> Key {
-        Key::open_raw(ctx.ctx, name.as_ptr(), write)
+        // SAFETY: live context; a string we own.
+        unsafe { Key::open_raw(ctx.ctx, name.as_ptr(), write) }
     }
 
-    fn open_raw(
+    /// # Safety
+    /// `ctx` is a live context and `name` a live module string.
+    unsafe fn open_raw(
         ctx: *mut raw::RedisModuleCtx,
         name: *mut raw::RedisModuleString,
         write: bool,
@@ -193,17 +203,28 @@ impl Key {
         } else {
             raw::REDISMODULE_READ
         };
-        Key::open_mode(ctx, name, mode as c_int)
+        // SAFETY: the caller's contract.
+        unsafe { Key::open_mode(ctx, name, mode as c_int) }
     }
 
-    fn open_mode(
+    /// # Safety
+    /// `ctx` is a live context and `name` a live module string.
+    unsafe fn open_mode(
         ctx: *mut raw::RedisModuleCtx,
         name: *mut raw::RedisModuleString,
         mode: c_int,
     ) -> Key {
-        // SAFETY: `ctx` and `name` are live for the call; OpenKey returns NULL or a key
-        // handle we own and close on drop.
+        // SAFETY: `ctx` and `name` are live for the call (our contract); OpenKey returns
+        // NULL or a key handle we own and close on drop.
         let ptr = unsafe { api!(RedisModule_OpenKey)(ctx, name, mode) };
+        if !ptr.is_null() {
+            // After the open, which may have expired the key (its event untracked it):
+            // from now on its keyspace events reach the families.
+            // SAFETY: as above.
+            let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+            // SAFETY: `name` is live for the call.
+            crate::server::track(db, unsafe { borrowed_bytes(name) });
+        }
         Key {
             ptr: ptr.cast::<raw::RedisModuleKey>(),
         }
@@ -274,8 +295,8 @@ impl Key {
                 ptr::null_mut::<c_void>(),
             )
         };
-        // HashGet hands us ownership (no automatic memory).
-        let value = RStr::owned(value)?;
+        // SAFETY: HashGet hands us ownership (no automatic memory).
+        let value = unsafe { RStr::owned(value) }?;
         Some(f(&value))
     }
 
@@ -312,15 +333,16 @@ impl Key {
             }
             // HashGet hands us ownership of each value (no automatic memory).
             for (i, &value) in values.iter().take(n).enumerate() {
-                f(done + i, RStr::owned(value).as_ref());
+                // SAFETY: as above.
+                f(done + i, unsafe { RStr::owned(value) }.as_ref());
             }
             done += n;
         }
     }
 
-    /// Sets or deletes (`REDISMODULE_HASH_DELETE`) a field. The primitive of every hash
-    /// write; returns the number of fields changed.
-    fn hash_set_raw(&self, field: &RStr, value: *mut raw::RedisModuleString) -> c_int {
+    /// Sets a field to `value`, or deletes it (`None`). The primitive of every hash write;
+    /// returns the number of fields changed.
+    fn hash_set_raw(&self, field: &RStr, value: Option<&RStr>) -> c_int {
         self.hash_set_flags(raw::REDISMODULE_HASH_NONE as c_int, field, value)
     }
 
@@ -346,15 +368,14 @@ impl Key {
         }
     }
 
-    fn hash_set_flags(
-        &self,
-        flags: c_int,
-        field: &RStr,
-        value: *mut raw::RedisModuleString,
-    ) -> c_int {
+    fn hash_set_flags(&self, flags: c_int, field: &RStr, value: Option<&RStr>) -> c_int {
         if self.ptr.is_null() {
             return 0;
         }
+        let value = value.map_or(
+            raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
+            RStr::as_ptr,
+        );
         // SAFETY: open key, live field string, a live value string or the DELETE marker,
         // NULL-terminated varargs.
         unsafe {
@@ -384,7 +405,7 @@ impl Key {
         // NX: a user's own field of that name stays; COUNT_ALL: count an insertion (the
         // plain count is of fields replaced).
         let flags = (raw::REDISMODULE_HASH_NX | raw::REDISMODULE_HASH_COUNT_ALL) as c_int;
-        if self.hash_set_flags(flags, &field, value.as_ptr()) > 0 {
+        if self.hash_set_flags(flags, &field, Some(&value)) > 0 {
             self.hdel_str(&field);
         }
     }
@@ -411,8 +432,8 @@ impl Key {
                 )
             };
         }
-        // HashGet hands us ownership of each value found (no automatic memory).
-        let owned = values.map(RStr::owned);
+        // SAFETY: HashGet hands us ownership of each value found (no automatic memory).
+        let owned = values.map(|value| unsafe { RStr::owned(value) });
         f([0, 1, 2].map(|i| owned.get(i).and_then(Option::as_ref).map(RStr::as_bytes)))
     }
 
@@ -452,10 +473,7 @@ impl Key {
 
     /// Deletes a hash field; true if it existed. An emptied hash disappears.
     pub fn hdel_str(&self, field: &RStr) -> bool {
-        self.hash_set_raw(
-            field,
-            raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
-        ) > 0
+        self.hash_set_raw(field, None) > 0
     }
 
     pub fn hget(&self, field: &[u8]) -> Option<Vec<u8>> {
@@ -464,12 +482,12 @@ impl Key {
 
     /// Sets a hash field to a module string (creates the key if empty).
     pub fn hset_str_value(&self, field: &RStr, value: &RStr) {
-        self.hash_set_raw(field, value.as_ptr());
+        self.hash_set_raw(field, Some(value));
     }
 
     pub fn hset(&self, field: &[u8], value: &[u8]) {
         if let (Some(field), Some(value)) = (RStr::new(field), RStr::new(value)) {
-            self.hash_set_raw(&field, value.as_ptr());
+            self.hash_set_raw(&field, Some(&value));
         }
     }
 

@@ -46,7 +46,9 @@ impl KeyspaceCursor {
             // SAFETY: `data` is the `&mut dyn FnMut` passed below, alive for the scan
             // call; `name` is lent by the server for this callback.
             let found = unsafe { &mut *data.cast::<&mut dyn FnMut(&[u8])>() };
-            found(unsafe { borrowed_bytes(name) });
+            // SAFETY: as above.
+            let name = unsafe { borrowed_bytes(name) };
+            found(name);
         }
         let mut found: &mut dyn FnMut(&[u8]) = &mut found;
         let data = (&mut found as *mut &mut dyn FnMut(&[u8])).cast::<c_void>();
@@ -75,9 +77,11 @@ fn scan_key_step(key: &Key, cursor: &Cursor, f: &mut dyn FnMut(&[u8], &[u8])) ->
         // SAFETY: `data` is the `&mut dyn FnMut` passed below, alive for the scan call;
         // field and value are lent by the server for this callback.
         let f = unsafe { &mut *data.cast::<&mut dyn FnMut(&[u8], &[u8])>() };
-        f(unsafe { borrowed_bytes(field) }, unsafe {
-            borrowed_bytes(value)
-        });
+        // SAFETY: as above.
+        let field = unsafe { borrowed_bytes(field) };
+        // SAFETY: as above.
+        let value = unsafe { borrowed_bytes(value) };
+        f(field, value);
     }
     let mut f = f;
     let data = (&mut f as *mut &mut dyn FnMut(&[u8], &[u8])).cast::<c_void>();

@@ -78,16 +78,14 @@ impl ZsetWalk<'_> {
         let (lo, hi) = (f64::NEG_INFINITY, f64::INFINITY);
         // SAFETY: open key; the score range is inclusive and unbounded. A key of another
         // type answers an error status and no iterator is started.
-        let started = !key.ptr.is_null()
-            && OK
-                == match direction {
-                    Direction::Down => unsafe {
-                        api!(RedisModule_ZsetLastInScoreRange)(key.ptr, lo, hi, 0, 0)
-                    },
-                    Direction::Up => unsafe {
-                        api!(RedisModule_ZsetFirstInScoreRange)(key.ptr, lo, hi, 0, 0)
-                    },
-                };
+        let status = unsafe {
+            match direction {
+                _ if key.ptr.is_null() => raw::REDISMODULE_ERR as c_int,
+                Direction::Down => api!(RedisModule_ZsetLastInScoreRange)(key.ptr, lo, hi, 0, 0),
+                Direction::Up => api!(RedisModule_ZsetFirstInScoreRange)(key.ptr, lo, hi, 0, 0),
+            }
+        };
+        let started = status == OK;
         ZsetWalk {
             key,
             direction,
@@ -111,7 +109,8 @@ impl ZsetWalk<'_> {
         let mut score = 0f64;
         // SAFETY: as above; returns a new string we own, or NULL.
         let element = unsafe { api!(RedisModule_ZsetRangeCurrentElement)(key, &mut score) };
-        let Some(element) = RStr::owned(element) else {
+        // SAFETY: as above (ours to free).
+        let Some(element) = (unsafe { RStr::owned(element) }) else {
             self.done = true;
             return None;
         };

@@ -133,7 +133,7 @@ fn write<T>(
     // by `save`) or else from the hash.
     let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
         if let Some(reply) = in_place(slots) {
-            slots.effects.emit_to(ctx, name.inner);
+            slots.effects.emit_to(ctx, name);
             if let Some(due) = slots.mirrored_due() {
                 expiry::schedule(ctx, name.as_slice(), due);
             }

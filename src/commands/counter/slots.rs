@@ -727,7 +727,7 @@ pub(super) fn save(
     let due = counter.next_due();
     if !slots.effects.is_empty() {
         match name_str {
-            Some(name) => slots.effects.emit_to(ctx, name.inner),
+            Some(name) => slots.effects.emit_to(ctx, name),
             None => slots.effects.emit(ctx, name),
         }
     }

@@ -436,11 +436,11 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &mut [C
         effects.command(c"DEL").arg(target.slot_name.as_bytes());
     }
     effects.emit(ctx);
-    let slot_counts = values().flat_map(|(member, (count, _))| [member.as_ptr(), count.as_ptr()]);
-    let hset = std::iter::once(target.slot_name.as_ptr()).chain(slot_counts);
+    let slot_counts = values().flat_map(|(member, (count, _))| [member.into(), count.into()]);
+    let hset = std::iter::once((&target.slot_name).into()).chain(slot_counts);
     replicate_strings(ctx, c"HSET", hset);
-    let totals = values().flat_map(|(member, (_, total))| [total.as_ptr(), member.as_ptr()]);
-    replicate_strings(ctx, c"ZADD", std::iter::once(name.inner).chain(totals));
+    let totals = values().flat_map(|(member, (_, total))| [total.into(), member.into()]);
+    replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(totals));
     if target.meta_hash.is_none() {
         // The verified meta was used and this write left it as it was: nothing to record.
     } else if target.verified {

@@ -1,0 +1,257 @@
+//! The names of the keys tally may hold state for, per database: what the keyspace-event
+//! callback checks first, so an event on any other key of the server costs one hash of
+//! its name and one lookup, before any allocation, key open or string conversion.
+//!
+//! A superset is enough (an extra name only sends its events the long way); a missing
+//! name would lose an event, so names go in when tally opens a key and leave only when the
+//! key is gone. Each name is kept as a 64-bit hash with this process's random keys: two
+//! names that share a hash both count as tracked, which again only costs time.
+//!
+//! Owns: that data structure. May not touch: Redis (pure).
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashSet;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+
+/// Hashes the ids, which are hashes already: used as they are.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` ids are hashed (`write_u64`); any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id;
+    }
+}
+
+type IdSet = HashSet<u64, BuildHasherDefault<IdHasher>>;
+
+/// Databases with an index above this share the last set (a superset stays correct).
+const MAX_DB_SETS: usize = 1 << 12;
+/// The set that databases past the others share.
+const SHARED: usize = MAX_DB_SETS - 1;
+
+pub struct NameSet {
+    /// Per database index, the ids of its names.
+    by_db: Vec<IdSet>,
+    /// The random keys of the ids: nobody can choose names that collide on purpose.
+    seed: (u64, u64),
+}
+
+impl Default for NameSet {
+    fn default() -> Self {
+        let random = RandomState::new();
+        NameSet {
+            by_db: Vec::new(),
+            seed: (random.hash_one(1u8), random.hash_one(2u8)),
+        }
+    }
+}
+
+impl NameSet {
+    /// The id of `name`: a multiply-rotate hash over 8-byte words (a few ns for a usual
+    /// key name, where SipHash takes several times as long), finished by a full mix so
+    /// every bit of the id depends on every byte.
+    fn id(&self, name: &[u8]) -> u64 {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = self.seed.0 ^ (name.len() as u64).wrapping_mul(K);
+        let mut words = name.chunks_exact(8);
+        for word in &mut words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        let mut tail = [0u8; 8];
+        for (t, &b) in tail.iter_mut().zip(words.remainder()) {
+            *t = b;
+        }
+        h = (h.rotate_left(23) ^ u64::from_le_bytes(tail) ^ self.seed.1).wrapping_mul(K);
+        // fmix64 of MurmurHash3: the set's buckets read the low bits, its tags the high.
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+        h ^ (h >> 33)
+    }
+
+    /// The set of database `db`: its own, or the shared last one.
+    fn slot(db: i32) -> usize {
+        usize::try_from(db).map_or(SHARED, |db| db.min(SHARED))
+    }
+
+    pub fn insert(&mut self, db: i32, name: &[u8]) {
+        let id = self.id(name);
+        let at = Self::slot(db);
+        if self.by_db.len() <= at {
+            self.by_db.resize_with(at + 1, IdSet::default);
+        }
+        if let Some(set) = self.by_db.get_mut(at) {
+            set.insert(id);
+        }
+    }
+
+    pub fn contains(&self, db: i32, name: &[u8]) -> bool {
+        match self.by_db.get(Self::slot(db)) {
+            Some(set) if !set.is_empty() => set.contains(&self.id(name)),
+            _ => false,
+        }
+    }
+
+    /// Forgets `name`. A database index past [`MAX_DB_SETS`] shares its set with others,
+    /// whose names must stay: nothing leaves that set but by a flush.
+    pub fn remove(&mut self, db: i32, name: &[u8]) {
+        let at = Self::slot(db);
+        if at == SHARED {
+            return;
+        }
+        let id = self.id(name);
+        if let Some(set) = self.by_db.get_mut(at) {
+            set.remove(&id);
+        }
+    }
+
+    /// FLUSHDB of `db`, or every database (`db` = -1).
+    pub fn clear_db(&mut self, db: i32) {
+        if db < 0 {
+            self.by_db = Vec::new();
+        } else if Self::slot(db) != SHARED {
+            if let Some(set) = self.by_db.get_mut(Self::slot(db)) {
+                *set = IdSet::default();
+            }
+        }
+    }
+
+    /// SWAPDB `a` `b`: the names of each now live in the other.
+    pub fn swap_dbs(&mut self, a: i32, b: i32) {
+        let (a, b) = (Self::slot(a), Self::slot(b));
+        if self.by_db.len() <= a.max(b) {
+            self.by_db.resize_with(a.max(b) + 1, IdSet::default);
+        }
+        if a == SHARED || b == SHARED {
+            // The shared set must keep every name it had: both sides get the union.
+            let union: Vec<u64> = [a, b]
+                .iter()
+                .filter_map(|&i| self.by_db.get(i))
+                .flatten()
+                .copied()
+                .collect();
+            for i in [a, b] {
+                if let Some(set) = self.by_db.get_mut(i) {
+                    set.extend(union.iter().copied());
+                }
+            }
+            return;
+        }
+        self.by_db.swap(a, b);
+    }
+
+    /// Number of names kept.
+    pub fn len(&self) -> usize {
+        self.by_db.iter().map(HashSet::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held (an estimate: each set's table of 8-byte ids and 1-byte tags).
+    pub fn bytes(&self) -> usize {
+        let tables: usize = self.by_db.iter().map(|s| s.capacity() * 9).sum();
+        tables + self.by_db.capacity() * std::mem::size_of::<IdSet>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_kept_per_database() {
+        let mut s = NameSet::default();
+        assert!(!s.contains(0, b"a"));
+        s.insert(0, b"a");
+        s.insert(3, b"counter:with:a:longer:name");
+        assert!(s.contains(0, b"a"));
+        assert!(!s.contains(1, b"a"));
+        assert!(!s.contains(0, b"b"));
+        assert!(s.contains(3, b"counter:with:a:longer:name"));
+        assert!(!s.contains(3, b"counter:with:a:longer:namf"));
+        assert!(!s.contains(-1, b"a"));
+        assert_eq!(s.len(), 2);
+        s.remove(0, b"a");
+        assert!(!s.contains(0, b"a"));
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn names_differing_in_length_or_padding_differ() {
+        let mut s = NameSet::default();
+        s.insert(0, b"");
+        s.insert(0, b"abcdefgh");
+        assert!(!s.contains(0, b"\0"));
+        assert!(!s.contains(0, b"abcdefgh\0"));
+        assert!(!s.contains(0, b"abcdefg"));
+        assert!(s.contains(0, b""));
+        assert!(s.contains(0, b"abcdefgh"));
+    }
+
+    #[test]
+    fn flushes_and_swaps_follow_the_databases() {
+        let mut s = NameSet::default();
+        s.insert(0, b"a");
+        s.insert(1, b"b");
+        s.swap_dbs(0, 5);
+        assert!(!s.contains(0, b"a"));
+        assert!(s.contains(5, b"a"));
+        s.clear_db(5);
+        assert!(!s.contains(5, b"a"));
+        assert!(s.contains(1, b"b"));
+        s.clear_db(-1);
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn databases_past_the_last_set_share_it_and_keep_their_names() {
+        let mut s = NameSet::default();
+        let far = MAX_DB_SETS as i32 + 10;
+        s.insert(far, b"a");
+        assert!(s.contains(far, b"a"));
+        assert!(s.contains(far + 1, b"a"), "shared set: a superset");
+        s.remove(far, b"a");
+        assert!(s.contains(far, b"a"), "the shared set keeps its names");
+        s.insert(2, b"b");
+        s.swap_dbs(2, far);
+        assert!(s.contains(far, b"b"));
+        assert!(
+            s.contains(2, b"b"),
+            "the merge keeps the names on both sides"
+        );
+        assert!(s.contains(2, b"a"));
+        s.clear_db(far);
+        assert!(
+            s.contains(far, b"b"),
+            "only a full flush empties the shared set"
+        );
+    }
+
+    #[test]
+    fn many_names_stay_distinct() {
+        let mut s = NameSet::default();
+        for i in 0..10_000 {
+            s.insert(0, format!("key:{i}").as_bytes());
+        }
+        assert_eq!(s.len(), 10_000);
+        let strangers = (0..10_000)
+            .filter(|i| s.contains(0, format!("other:{i}").as_bytes()))
+            .count();
+        assert_eq!(strangers, 0);
+    }
+}
