@@ -30,7 +30,10 @@ pub fn stats_budget() -> usize {
     crate::config::cache_max_memory().saturating_sub(mirror::bytes())
 }
 
-/// Estimated bytes held by every read cache.
+/// Estimated bytes held by every family's read caches.
 pub fn bytes() -> usize {
-    mirror::bytes() + crate::stats::cache::bytes()
+    super::FAMILIES
+        .iter()
+        .map(|family| (family.cache_bytes)())
+        .sum()
 }

@@ -56,16 +56,31 @@ const STATS_ADD_KEYS: &[KeySpec] = &[
     },
 ];
 
-/// What the layer around the families needs of each: its marker word, its expiry visit
-/// and its keyspace-event hook. Adding a family is one entry in [`FAMILIES`].
+/// Everything the layer around the families needs of each: its marker word, its expiry
+/// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
+/// replaced behind it (flush, SWAPDB, load), its INFO fields and its caches' size. Adding
+/// a family is its folder and one entry in [`FAMILIES`].
 pub struct Family {
     /// The word that starts the `_tally` value of the family's hashes.
     pub word: &'static str,
+    /// The prefix of the keyspace events its write commands fire (`tscounter.`): tally's
+    /// own writes keep caches and schedule in step themselves, so these are ignored.
+    pub event_prefix: &'static str,
     /// Trims the object at `name` (opened read-only and untouched in `key`, whose marker
     /// is `marker`) at `now`, within the deadline; opens for writing only with work to do.
     pub expire: ExpireVisit,
-    /// Called for every keyspace event (any key, any family); opens no key.
+    /// Called for every keyspace event on a key tally tracks (any family); opens no key.
     pub on_keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
+    /// Database `db` was flushed (-1: all of them).
+    pub flushed: fn(db: c_int),
+    /// Databases `a` and `b` were swapped.
+    pub swapped: fn(a: c_int, b: c_int),
+    /// The server starts loading a dataset: everything in memory may be stale.
+    pub loading: fn(),
+    /// The family's fields in `INFO tally` (names without the `tally_` prefix).
+    pub info: fn() -> Vec<(&'static CStr, i64)>,
+    /// Estimated bytes its read caches hold (counted against `tally.cache-max-memory`).
+    pub cache_bytes: fn() -> usize,
 }
 
 /// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
@@ -105,9 +120,9 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
 
 /// The keyspace events tally fires for its own write commands (`tscounter.incrby`, ...).
 pub fn is_tally_event(event: &str) -> bool {
-    ["tscounter.", "tsrank.", "stats."]
+    FAMILIES
         .iter()
-        .any(|prefix| event.starts_with(prefix))
+        .any(|family| event.starts_with(family.event_prefix))
 }
 
 /// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
@@ -150,29 +165,23 @@ pub const HOOKS: Hooks = Hooks {
     info: info_fields,
 };
 
-/// Flushes, SWAPDB and loading replace data behind tally's back: drop the counter
-/// mirrors and what is known of the affected databases; after a load or SWAPDB a fresh
-/// scan finds the tally objects again.
+/// Flushes, SWAPDB and loading replace data behind tally's back: each family drops what
+/// it knows of the affected databases, and the schedule follows; after a load or SWAPDB a
+/// fresh scan finds the tally objects again.
 fn flushed(db: c_int) {
-    counter::mirror::forget_all();
-    stats::forget_all();
+    FAMILIES.iter().for_each(|family| (family.flushed)(db));
     crate::expiry::forget_db(db);
-    rank::forget_db(db);
 }
 
 fn swapped(a: c_int, b: c_int) {
-    counter::mirror::forget_all();
-    stats::forget_all();
+    FAMILIES.iter().for_each(|family| (family.swapped)(a, b));
     crate::expiry::swap_dbs(a, b);
-    rank::swap_dbs(a, b);
     crate::expiry::request_scan();
 }
 
 fn loading(ended: bool) {
-    counter::mirror::forget_all();
-    stats::forget_all();
+    FAMILIES.iter().for_each(|family| (family.loading)());
     crate::expiry::forget_db(-1);
-    rank::forget_all();
     if ended {
         crate::expiry::request_scan();
     }
@@ -181,7 +190,7 @@ fn loading(ended: bool) {
 fn info_fields() -> Vec<(&'static CStr, i64)> {
     let (stats, tracked, backlog, scanning) = crate::expiry::stats();
     let (filter_keys, filter_bytes) = crate::server::tracked_keys();
-    vec![
+    let mut fields = vec![
         (c"tracked_objects", tracked as i64),
         (c"timer_ticks", stats.timer_ticks as i64),
         (c"keys_visited", stats.keys_visited as i64),
@@ -190,16 +199,18 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"max_tick_us", stats.max_tick_us as i64),
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
-        (c"mirrored_slots", counter::mirror::mirrored_slots() as i64),
         (c"cache_bytes", caches::bytes() as i64),
         (
             c"cache_max_memory",
             crate::config::cache_max_memory() as i64,
         ),
-        (c"cache_mismatches", rank::cache_mismatches() as i64),
         (c"event_filter_keys", filter_keys as i64),
         (c"event_filter_bytes", filter_bytes as i64),
-    ]
+    ];
+    for family in &FAMILIES {
+        fields.extend((family.info)());
+    }
+    fields
 }
 
 /// What the expiry timer calls: the families' visits, behind one dispatch.

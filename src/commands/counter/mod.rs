@@ -31,8 +31,14 @@ use slots::{load, load_for_command, read_counter, save, with_slots, HashSlots, L
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
     word: layout::COUNTER,
+    event_prefix: "tscounter.",
     expire,
     on_keyspace_event: forget_mirror,
+    flushed: |_| mirror::forget_all(),
+    swapped: |_, _| mirror::forget_all(),
+    loading: mirror::forget_all,
+    info: || vec![(c"mirrored_slots", mirror::mirrored_slots() as i64)],
+    cache_bytes: mirror::bytes,
 };
 
 /// Any event on a key may change it behind the read cache: drop its mirror.

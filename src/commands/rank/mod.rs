@@ -61,8 +61,15 @@ use transit::Transit;
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
     word: crate::layout::RANK,
+    event_prefix: "tsrank.",
     expire,
     on_keyspace_event,
+    flushed: forget_db,
+    swapped: swap_dbs,
+    loading: forget_all,
+    info: || vec![(c"cache_mismatches", cache_mismatches() as i64)],
+    // The registry of boards is bookkeeping tally needs, not a cache it may drop.
+    cache_bytes: || 0,
 };
 
 /// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.

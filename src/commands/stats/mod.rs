@@ -32,8 +32,14 @@ use periods::*;
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
     word: crate::layout::STATS,
+    event_prefix: "stats.",
     expire,
     on_keyspace_event: forget_cached,
+    flushed: |_| forget_all(),
+    swapped: |_, _| forget_all(),
+    loading: forget_all,
+    info: Vec::new,
+    cache_bytes: cache::bytes,
 };
 
 /// Any event on a key may change it behind the read cache: drop its cached windows.
