@@ -79,7 +79,7 @@ dist: build
 	bash scripts/dist.sh $(MODULE) dist
 
 ## make memcheck: cache, safety and fault tests on Valkey 9 under valgrind memcheck; fails
-## on any error with a tally frame (scripts/memcheck.sh; MEMCHECK_TESTS picks the binaries).
+## on any error with a tally frame (scripts/memcheck.sh; MEMCHECK_TESTS="bin bin:filter").
 memcheck: build
 	cargo test --release -p module-tests --no-run
 	bash scripts/memcheck.sh
