@@ -536,12 +536,25 @@ on_server() {
 }
 
 # The tally server holds objects of every family, so the events of other keys are checked
-# against a populated set of tracked keys (10,000 counters, a leaderboard, a STATS key).
+# against a populated set of tracked keys (10,000 counters, a leaderboard, a STATS key);
+# hourly slots keep its timer idle during the runs. The other two servers get plain copies
+# of the same keys (MIGRATE COPY), so all three hold the same data.
 host_fixtures() {
-    local i
-    for i in $(seq 0 9999); do echo "TSCOUNTER.INCR counter:$i"; done | load
+    local i keys
+    for i in $(seq 0 9999); do
+        echo "TSCOUNTER.CREATE counter:$i RESOLUTIONS 1h:24"
+        echo "TSCOUNTER.INCR counter:$i"
+    done | load
     for i in $(seq 0 99); do echo "TSRANK.INCRBY board 1 player:$i"; done | load
     for i in $(seq 0 99); do echo "STATS.ADD latency $i"; done | load
+}
+
+host_copy_keys() {
+    local from=$1 to keys
+    mapfile -t keys < <(redis-cli -p "$from" --scan)
+    for to in "${@:2}"; do
+        redis-cli -p "$from" migrate 127.0.0.1 "$to" "" 0 60000 COPY KEYS "${keys[@]}" >/dev/null
+    done
 }
 
 # host_row LABEL STAT COMMAND...: COMMAND on keys that are not tally's, on the three servers
@@ -589,6 +602,7 @@ host_fixtures_servers() {
     start_host_server empty --loadmodule "$FLOOR" SUBSCRIBE
     start_host_server tally --loadmodule "$MODULE"
     on_server "${HOST_PORTS[2]}" host_fixtures
+    host_copy_keys "${HOST_PORTS[2]}" "${HOST_PORTS[0]}" "${HOST_PORTS[1]}"
 }
 
 host_rows() {
