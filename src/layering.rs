@@ -19,7 +19,7 @@ const FFI_LAYER: [&str; 8] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`).
-const PURE: [&str; 13] = [
+const PURE: [&str; 14] = [
     "args",
     "error",
     "layout",
@@ -32,6 +32,7 @@ const PURE: [&str; 13] = [
     "limit",
     "due_queue",
     "memo_map",
+    "sharded_map",
     "inline_vec",
 ];
 

@@ -20,6 +20,7 @@ pub mod limit;
 pub mod memo_map;
 pub mod moments;
 pub mod rank;
+pub mod sharded_map;
 pub mod sketch;
 pub mod stats;
 pub mod window;
