@@ -22,8 +22,6 @@ pub struct ShardedMap<K, V> {
     /// that chose the shard say nothing about a key's place inside it.
     picker: RandomState,
     len: usize,
-    /// The shards' capacities added up, kept as they change (reading it is O(1)).
-    capacity: usize,
 }
 
 impl<K, V> Default for ShardedMap<K, V> {
@@ -32,7 +30,6 @@ impl<K, V> Default for ShardedMap<K, V> {
             shards: Vec::new(),
             picker: RandomState::new(),
             len: 0,
-            capacity: 0,
         }
     }
 }
@@ -64,10 +61,7 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
             self.shards = (0..SHARDS).map(|_| HashMap::new()).collect();
         }
         let shard = self.shard_of(&key);
-        let shard = self.shards.get_mut(shard)?;
-        let before = shard.capacity();
-        let old = shard.insert(key, value);
-        self.capacity = self.capacity - before + shard.capacity();
+        let old = self.shards.get_mut(shard)?.insert(key, value);
         if old.is_none() {
             self.len += 1;
         }
@@ -83,22 +77,13 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
         let shard = self.shards.get_mut(shard)?;
         let removed = shard.remove_entry(key)?;
         // A shard that lost most of its entries gives memory back (a small table to copy).
-        let before = shard.capacity();
         if shard.is_empty() {
             *shard = HashMap::new();
-        } else if shard.len() * 4 < before {
+        } else if shard.len() * 4 < shard.capacity() {
             shard.shrink_to(shard.len() * 2);
         }
-        self.capacity = self.capacity - before + shard.capacity();
         self.len -= 1;
         Some(removed)
-    }
-
-    /// The bytes of the shards' tables: entries and control bytes at their capacity, and
-    /// the shard array itself.
-    pub fn table_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(K, V)>() + 1;
-        self.capacity * entry + self.shards.capacity() * std::mem::size_of::<HashMap<K, V>>()
     }
 }
 
@@ -136,10 +121,6 @@ mod tests {
             );
             assert_eq!(map.len(), model.len(), "step {step}");
             assert_eq!(map.is_empty(), model.is_empty());
-            if step % 1000 == 0 {
-                let capacity: usize = map.shards.iter().map(HashMap::capacity).sum();
-                assert_eq!(map.capacity, capacity, "step {step}");
-            }
         }
         for (key, value) in &model {
             assert_eq!(map.get_key_value(&key[..]), Some((key, value)));
