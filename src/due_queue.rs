@@ -32,6 +32,15 @@ pub struct DueQueue {
     /// changed the queue: a hot key's next write, scheduling it again at the same time or
     /// later, then needs neither a hash of its name nor a lookup.
     last_insert: Option<(c_int, Rc<[u8]>, i64)>,
+    /// Parts of the schedule that a flush emptied, freed a bounded amount at a time by
+    /// [`DueQueue::release_some`]: freeing millions of entries at once would hold the
+    /// server inside `FLUSHALL ASYNC`, which the server itself answers at once.
+    retired: Vec<Retired>,
+}
+
+enum Retired {
+    Queue(BTreeSet<(i64, u64, Rc<[u8]>)>),
+    Keys(ShardedMap<Rc<[u8]>, i64>),
 }
 
 struct DbKeys {
@@ -142,18 +151,49 @@ impl DueQueue {
     }
 
     /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports).
+    /// When that leaves no database, the entries are only set aside, for
+    /// [`DueQueue::release_some`]; a flush of one database among several walks the queue.
     pub fn clear_db(&mut self, db: c_int) {
         self.last_insert = None;
-        if db < 0 {
-            self.queue.clear();
-            self.dbs.clear();
-            self.db_of_id.clear();
+        let others = self.dbs.keys().any(|&d| d != db);
+        if db >= 0 && others {
+            if let Some(keys) = self.dbs.remove(&db) {
+                self.db_of_id.remove(&keys.id);
+                self.queue.retain(|(_, id, _)| *id != keys.id);
+            }
             return;
         }
-        if let Some(keys) = self.dbs.remove(&db) {
-            self.db_of_id.remove(&keys.id);
-            self.queue.retain(|(_, id, _)| *id != keys.id);
+        let queue = std::mem::take(&mut self.queue);
+        if !queue.is_empty() {
+            self.retired.push(Retired::Queue(queue));
         }
+        let dbs = std::mem::take(&mut self.dbs);
+        self.retired
+            .extend(dbs.into_values().map(|keys| Retired::Keys(keys.due_of)));
+        self.db_of_id.clear();
+    }
+
+    /// Frees about `max_entries` entries of what flushes set aside; true when nothing is
+    /// left to free.
+    pub fn release_some(&mut self, max_entries: usize) -> bool {
+        let Some(part) = self.retired.last_mut() else {
+            return true;
+        };
+        let done = match part {
+            Retired::Queue(queue) => {
+                for _ in 0..max_entries.max(1) {
+                    if queue.pop_first().is_none() {
+                        break;
+                    }
+                }
+                queue.is_empty()
+            }
+            Retired::Keys(keys) => keys.release_some(max_entries),
+        };
+        if done {
+            self.retired.pop();
+        }
+        self.retired.is_empty()
     }
 
     /// When the earliest key is due, if any.
@@ -213,6 +253,9 @@ mod tests {
                     schedule.remove(db, &key);
                     model.remove(&(db, key));
                 }
+                18 if rng.below(2) == 0 => {
+                    schedule.release_some(rng.below(4) as usize);
+                }
                 18 => {
                     let flushed = if rng.below(4) == 0 { -1 } else { db };
                     schedule.clear_db(flushed);
@@ -234,5 +277,28 @@ mod tests {
             }
             assert_eq!(schedule.tracked(), model.len(), "step {step}");
         }
+    }
+
+    /// A flush empties the schedule at once and its entries are then freed in steps of
+    /// about the size asked; new entries meanwhile are unaffected.
+    #[test]
+    fn flushed_entries_are_freed_in_steps() {
+        let mut schedule = DueQueue::default();
+        for i in 0..100_000 {
+            schedule.insert(0, format!("k{i}").as_bytes(), i);
+        }
+        schedule.clear_db(-1);
+        assert_eq!(schedule.tracked(), 0);
+        assert_eq!(schedule.first_due(), None);
+        schedule.insert(0, b"new", 5);
+        let mut steps = 0;
+        while !schedule.release_some(1000) {
+            steps += 1;
+            assert!(steps < 1_000, "not freed after {steps} steps");
+        }
+        // 100k map entries in 4096 shards and 100k queue entries, ~1000 per step.
+        assert!(steps >= 150, "freed in {steps} steps");
+        assert_eq!(schedule.pop_due(10), Some((0, b"new".to_vec())));
+        assert_eq!(schedule.tracked(), 0);
     }
 }

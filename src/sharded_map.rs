@@ -85,6 +85,22 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
         self.len -= 1;
         Some(removed)
     }
+
+    /// Frees whole shards from the end, about `max_entries` entries' worth (at least one
+    /// shard); true once the map is empty. Lets a map that is no longer needed go in
+    /// bounded steps instead of all at once.
+    pub fn release_some(&mut self, max_entries: usize) -> bool {
+        let mut freed = 0;
+        while let Some(shard) = self.shards.pop() {
+            freed += shard.len();
+            self.len -= shard.len();
+            drop(shard);
+            if freed >= max_entries {
+                break;
+            }
+        }
+        self.shards.is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +141,12 @@ mod tests {
         for (key, value) in &model {
             assert_eq!(map.get_key_value(&key[..]), Some((key, value)));
         }
+        let mut steps = 0;
+        while !map.release_some(100) {
+            steps += 1;
+        }
+        assert!(steps > 10, "released in {steps} steps");
+        assert_eq!(map.len(), 0);
     }
 
     /// Growing to 300k keys never moves more than a small share of them in one insert:

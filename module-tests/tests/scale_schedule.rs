@@ -7,7 +7,9 @@
 //!   command);
 //! * `DEBUG RELOAD` of those counters: the scan that finds them again and the visits of
 //!   all of them (due at once) keep every tick under 10 ms, and `INFO` stays fast while
-//!   the whole schedule is due.
+//!   the whole schedule is due;
+//! * `FLUSHALL ASYNC` answers at once (the server frees the keys in the background, and
+//!   tally frees its schedule in bounded timer steps), and the memory comes back.
 //!
 //! `TALLY_LONG=1` runs the same with 2M counters.
 
@@ -25,8 +27,8 @@ fn counters() -> usize {
     }
 }
 
-/// The `SLOWLOG` entries (command words and microseconds) of tally's commands and of
-/// `INFO`, the one native command whose reply tally adds to.
+/// The `SLOWLOG` entries (command words and microseconds) of tally's commands, of `INFO`
+/// (tally adds to its reply) and of the flushes (tally forgets its schedule in them).
 fn slow_tally_entries(srv: &Server) -> Vec<(String, i64)> {
     let Value::Array(entries) = srv.cmd_value(&["SLOWLOG", "GET", "1000"]) else {
         panic!("SLOWLOG GET did not answer an array");
@@ -51,7 +53,7 @@ fn slow_tally_entries(srv: &Server) -> Vec<(String, i64)> {
         if command.starts_with("TSCOUNTER.")
             || command.starts_with("TSRANK.")
             || command.starts_with("STATS.")
-            || command == "INFO"
+            || ["INFO", "FLUSHALL", "FLUSHDB"].contains(&command.as_str())
         {
             slow.push((words.join(" "), us));
         }
@@ -139,6 +141,7 @@ fn the_schedule_grows_and_reloads_without_a_stall(kind: &ServerKind) {
     );
     let k = &kind.name;
     let n = counters();
+    let fresh_memory = info_i64(&srv, "memory", "used_memory");
     let mut watch = StallWatch::start(&srv);
     let mut conn = srv.conn();
     // Short intervals between checks: see StallWatch.
@@ -186,5 +189,21 @@ fn the_schedule_grows_and_reloads_without_a_stall(kind: &ServerKind) {
         srv.cmd_value(&["TSCOUNTER.SUM", &format!("k{}", n - 1), "1d"]),
         v_int(1)
     );
+
+    assert_eq!(srv.cmd_value(&["FLUSHALL", "ASYNC"]), v_ok());
+    assert_eq!(info_i64(&srv, "tally", "tally_tracked_objects"), 0);
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(5));
+        watch.check(&srv, "FLUSHALL ASYNC");
+        let used = info_i64(&srv, "memory", "used_memory");
+        if used < fresh_memory + (4 << 20) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{k}: used_memory {used} after FLUSHALL, {fresh_memory} when the server started"
+        );
+    }
     srv.assert_alive();
 }
