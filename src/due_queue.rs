@@ -118,17 +118,13 @@ impl DueQueue {
         }
     }
 
-    /// Removes `key` from its database's map (and the database, once empty); returns
-    /// what its queue entry is made of.
+    /// Removes `key` from its database's map; returns what its queue entry is made of.
+    /// A database that empties keeps its (empty) map until a flush: a server with one
+    /// scheduled key would otherwise drop and rebuild the map's shard array on every visit.
     fn forget_key(&mut self, db: c_int, key: &[u8]) -> Option<(Rc<[u8]>, i64, u64)> {
         let keys = self.dbs.get_mut(&db)?;
-        let id = keys.id;
         let (shared, due) = keys.due_of.remove_entry(key)?;
-        if keys.due_of.is_empty() {
-            self.dbs.remove(&db);
-            self.db_of_id.remove(&id);
-        }
-        Some((shared, due, id))
+        Some((shared, due, keys.id))
     }
 
     /// SWAPDB: the two databases trade their entries. O(1) in the number of keys: the
@@ -155,11 +151,15 @@ impl DueQueue {
     /// [`DueQueue::release_some`]; a flush of one database among several walks the queue.
     pub fn clear_db(&mut self, db: c_int) {
         self.last_insert = None;
-        let others = self.dbs.keys().any(|&d| d != db);
+        let others = self
+            .dbs
+            .iter()
+            .any(|(&d, keys)| d != db && !keys.due_of.is_empty());
         if db >= 0 && others {
             if let Some(keys) = self.dbs.remove(&db) {
                 self.db_of_id.remove(&keys.id);
                 self.queue.retain(|(_, id, _)| *id != keys.id);
+                self.retired.push(Retired::Keys(keys.due_of));
             }
             return;
         }
