@@ -7,6 +7,8 @@
 //!   With work left the next tick comes after 1 ms, otherwise at the next due time
 //!   (at most 100 ms away).
 //! * Timers act only on a primary that is not loading: replicas get the effects.
+//! * A flush empties the schedule at once; the entries it held are freed by the ticks
+//!   (on every server), a bounded amount per tick.
 //! * The schedule lives in memory only. On the first tick as a primary (start-up, after a
 //!   load, after promotion) a bounded incremental SCAN of every database finds the tally
 //!   objects again, so expiry resumes without any client action. Keys that arrive by
@@ -166,9 +168,15 @@ fn arm(ctx: &Context, delay_ms: i64) {
 fn tick(ctx: &Context, _: ()) {
     let started = monotonic_us();
     with_schedule(|s| s.stats.timer_ticks += 1);
+    let budget = config::expire_budget_us().max(1) as u64;
+    let deadline = started + budget;
+    // What a flush set aside is freed on every server (replicas flush and load too).
+    let released = release_retired(deadline);
+    let idle = if released { IDLE_TICK_MS } else { 1 };
     if !is_acting_primary(ctx) {
         with_schedule(|s| s.was_primary = false);
-        arm(ctx, IDLE_TICK_MS);
+        record_tick(started);
+        arm(ctx, idle);
         return;
     }
     // `CLIENT PAUSE` and a cluster manual failover pause writes so that replicas catch up
@@ -176,11 +184,10 @@ fn tick(ctx: &Context, _: ()) {
     // now would keep the offsets apart, and Redis 7.0 aborts on it (assertion in
     // propagatePendingCommands, seen with a replica attached). Wait for the pause to end.
     if replica_traffic_paused() {
-        arm(ctx, IDLE_TICK_MS);
+        record_tick(started);
+        arm(ctx, idle);
         return;
     }
-    let budget = config::expire_budget_us().max(1) as u64;
-    let deadline = started + budget;
     let became_primary = with_schedule(|s| !std::mem::replace(&mut s.was_primary, true));
     if became_primary {
         begin_scan();
@@ -217,11 +224,9 @@ fn tick(ctx: &Context, _: ()) {
     // The start-up scan takes at least one step per tick (it only schedules keys).
     scan_step(ctx, &db_guard, deadline, now);
     drop(db_guard);
-    let elapsed = monotonic_us().saturating_sub(started);
+    record_tick(started);
     let next = with_schedule(|s| {
-        s.stats.last_tick_us = elapsed;
-        s.stats.max_tick_us = s.stats.max_tick_us.max(elapsed);
-        if s.scan.is_some() {
+        if s.scan.is_some() || !released {
             return 1;
         }
         match s.due.first_due() {
@@ -230,6 +235,29 @@ fn tick(ctx: &Context, _: ()) {
         }
     });
     arm(ctx, next);
+}
+
+/// Records the duration of the tick that began at `started` (for `INFO tally`).
+fn record_tick(started: u64) {
+    let elapsed = monotonic_us().saturating_sub(started);
+    with_schedule(|s| {
+        s.stats.last_tick_us = elapsed;
+        s.stats.max_tick_us = s.stats.max_tick_us.max(elapsed);
+    });
+}
+
+/// Frees, until `deadline`, schedule entries a flush set aside; true when none are left.
+fn release_retired(deadline: u64) -> bool {
+    // Small steps, so that the deadline is checked often enough.
+    const STEP_ENTRIES: usize = 512;
+    loop {
+        if with_schedule(|s| s.due.release_some(STEP_ENTRIES)) {
+            return true;
+        }
+        if monotonic_us() >= deadline {
+            return false;
+        }
+    }
 }
 
 /// Records slots removed by a visit (for `INFO tally`).

@@ -33,6 +33,7 @@ const PURE: [&str; 14] = [
     "limit",
     "due_queue",
     "memo_map",
+    "sharded_map",
     "inline_vec",
     "name_set",
 ];

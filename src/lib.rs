@@ -3,7 +3,7 @@
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `counter`,
 //!   `rank`, `stats`, `moments`, `sketch`, `limit`, `due_queue`, `error`, `inline_vec`,
-//!   `memo_map`, `name_set`; `cmddocs` (the version and the commands' documentation, pure
+//!   `memo_map`, `name_set`, `sharded_map`; `cmddocs` (the version and the commands' documentation, pure
 //!   data);
 //! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
 //!   databases, role, event hooks), `store` (keys, hashes, sorted sets, scans, ACL),
@@ -40,6 +40,8 @@ pub mod moments;
 pub mod name_set;
 #[forbid(unsafe_code)]
 pub mod rank;
+#[forbid(unsafe_code)]
+pub mod sharded_map;
 #[forbid(unsafe_code)]
 pub mod sketch;
 #[forbid(unsafe_code)]
