@@ -1,11 +1,28 @@
 //! The expiry schedule's data: which key of which database next has work, and when.
 //! Pure (no Redis): `expiry` owns the one instance and the timer around it.
 //!
+//! Two parts, sized for tens of millions of keys:
+//! * per database, each key's due time, under a 64-bit keyed hash of its name (the name
+//!   itself is kept once, in the queue);
+//! * the queue: due time -> the keys due then, as (database id, name), in chunks of at
+//!   most [`CHUNK`] entries.
+//!
+//! A queue entry is current only while its key's due time in the map is the entry's own:
+//! scheduling a key earlier, removing it or flushing its database leaves the old entry in
+//! place, and [`DueQueue::pop_due`] drops it when its time comes. No change ever searches
+//! the queue, and nothing grows in one large step: the maps grow a small shard at a time,
+//! the queue a chunk at a time.
+//!
+//! Two names with the same 64-bit hash in one database (keyed by this process's random
+//! keys, so nobody can choose them; about one chance in 10^12 among ten million keys)
+//! share one due time: the later one is visited when it is next scheduled on its own.
+//!
 //! Owns: that data structure. May not touch: Redis.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::hash_map::RandomState;
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 use std::os::raw::c_int;
-use std::rc::Rc;
 
 use crate::sharded_map::ShardedMap;
 
@@ -13,25 +30,60 @@ use crate::sharded_map::ShardedMap;
 /// keys.
 pub const BACKLOG_COUNT_MAX: usize = 10_000;
 
-/// Keys by due time, and each key's due time. Every part grows in bounded steps (B-tree
-/// nodes, small hash shards), so no insert copies the whole schedule, whatever its size.
+/// Entries per queue chunk: a chunk grows by doubling up to this size, then a new one
+/// starts, so appending never copies more than this many entries.
+const CHUNK: usize = 1024;
+
+/// A key in the queue: its database's id and its name.
+type Entry = (u64, Box<[u8]>);
+
+/// Queue entries [`DueQueue::compact_some`] looks at per insert while entries that are no
+/// longer current make up a third of the queue: more than an insert adds, so the queue
+/// stays within half again the keys scheduled, whatever the pattern of writes and deletes.
+const COMPACT_PER_INSERT: usize = 64;
+
+/// True if the queue entry `(id, key)` due at `due` is its key's current one.
+fn is_current(
+    dbs: &BTreeMap<c_int, DbKeys>,
+    db_of_id: &BTreeMap<u64, c_int>,
+    hasher: &RandomState,
+    id: u64,
+    key: &[u8],
+    due: i64,
+) -> bool {
+    db_of_id.get(&id).is_some_and(|db| {
+        dbs.get(db).is_some_and(|keys| {
+            keys.due_of
+                .get_key_value(&hasher.hash_one(key))
+                .is_some_and(|(_, &kept)| kept == due)
+        })
+    })
+}
+
 #[derive(Default)]
 pub struct DueQueue {
-    /// (due ms, database id, key) ordered by due time.
-    queue: BTreeSet<(i64, u64, Rc<[u8]>)>,
-    /// Each database's id and its keys' due times, to update a key's entry without
-    /// scanning the queue. The key's bytes are shared with its queue entry (one allocation
-    /// per scheduled key). The few databases in a tree: every write looks its own up,
-    /// without hashing the number.
+    /// Due time -> the entries due then (chunks of at most [`CHUNK`]).
+    queue: BTreeMap<i64, Vec<Vec<Entry>>>,
+    /// Entries in `queue`, current or not.
+    queued: usize,
+    /// Each database's id and its keys' due times, to tell a current queue entry and to
+    /// keep a key's earliest due time. The few databases in a tree: every write looks its
+    /// own up, without hashing the number.
     dbs: BTreeMap<c_int, DbKeys>,
     /// Database id -> number: which database a queue entry belongs to. The queue holds
-    /// ids, not numbers, so that SWAPDB swaps two ids instead of rewriting every entry.
+    /// ids, not numbers, so that SWAPDB swaps two ids instead of rewriting every entry,
+    /// and a flushed database's entries (an id no longer here) are simply dropped.
     db_of_id: BTreeMap<u64, c_int>,
     next_id: u64,
-    /// The key of the last insert and its due time in `dbs`, while nothing else
-    /// changed the queue: a hot key's next write, scheduling it again at the same time or
-    /// later, then needs neither a hash of its name nor a lookup.
-    last_insert: Option<(c_int, Rc<[u8]>, i64)>,
+    /// Keys the names' hashes with this process's random keys.
+    hasher: RandomState,
+    /// The database, name and due time of the last insert, while nothing else changed the
+    /// schedule: a hot key's next write, scheduling it again at the same time or later,
+    /// then needs neither a hash of its name nor a lookup.
+    last_insert: Option<(c_int, i64)>,
+    last_name: Vec<u8>,
+    /// Where [`DueQueue::compact_some`] goes on: (due time, chunk, position).
+    compact_at: (i64, usize, usize),
     /// Parts of the schedule that a flush emptied, freed a bounded amount at a time by
     /// [`DueQueue::release_some`]: freeing millions of entries at once would hold the
     /// server inside `FLUSHALL ASYNC`, which the server itself answers at once.
@@ -39,24 +91,29 @@ pub struct DueQueue {
 }
 
 enum Retired {
-    Queue(BTreeSet<(i64, u64, Rc<[u8]>)>),
-    Keys(ShardedMap<Rc<[u8]>, i64>),
+    Queue(BTreeMap<i64, Vec<Vec<Entry>>>),
+    Keys(ShardedMap<u64, i64>),
 }
 
 struct DbKeys {
     id: u64,
-    due_of: ShardedMap<Rc<[u8]>, i64>,
+    due_of: ShardedMap<u64, i64>,
 }
 
 impl DueQueue {
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
     /// Puts `key` in the queue at `due`, unless it is already there at an earlier time
     /// (an early visit is harmless: it recomputes the real due time).
     pub fn insert(&mut self, db: c_int, key: &[u8], due: i64) {
-        if let Some((last_db, last_key, last_due)) = &self.last_insert {
-            if *last_db == db && **last_key == *key && *last_due <= due {
+        if let Some((last_db, last_due)) = self.last_insert {
+            if last_db == db && last_due <= due && self.last_name == key {
                 return;
             }
         }
+        let hash = self.hash(key);
         let next_id = &mut self.next_id;
         let db_of_id = &mut self.db_of_id;
         let keys = self.dbs.entry(db).or_insert_with(|| {
@@ -69,62 +126,141 @@ impl DueQueue {
                 due_of: ShardedMap::default(),
             }
         });
-        let id = keys.id;
-        let (shared, kept_due) = match keys.due_of.get_key_value(key) {
-            Some((shared, &existing)) if existing <= due => (Rc::clone(shared), existing),
-            Some((shared, &existing)) => {
-                let shared = Rc::clone(shared);
-                self.queue.remove(&(existing, id, Rc::clone(&shared)));
-                self.queue.insert((due, id, Rc::clone(&shared)));
-                keys.due_of.insert(Rc::clone(&shared), due);
-                (shared, due)
-            }
-            None => {
-                let shared: Rc<[u8]> = Rc::from(key);
-                keys.due_of.insert(Rc::clone(&shared), due);
-                self.queue.insert((due, id, Rc::clone(&shared)));
-                (shared, due)
+        let kept_due = match keys.due_of.get_key_value(&hash) {
+            Some((_, &existing)) if existing <= due => existing,
+            _ => {
+                keys.due_of.insert(hash, due);
+                let entry = (keys.id, Box::from(key));
+                let chunks = self.queue.entry(due).or_default();
+                match chunks.last_mut() {
+                    Some(chunk) if chunk.len() < CHUNK => chunk.push(entry),
+                    _ => chunks.push(vec![entry]),
+                }
+                self.queued += 1;
+                due
             }
         };
-        self.last_insert = Some((db, shared, kept_due));
+        self.last_insert = Some((db, kept_due));
+        self.last_name.clear();
+        self.last_name.extend_from_slice(key);
+        if self.has_many_left_behind() {
+            self.compact_some(COMPACT_PER_INSERT);
+        }
     }
 
-    pub fn pop_due(&mut self, now: i64) -> Option<(c_int, Vec<u8>)> {
-        loop {
-            let first = self.queue.first()?;
-            if first.0 > now {
-                return None;
+    /// True while entries that are no longer current make up over a third of a queue of
+    /// more than a chunk.
+    fn has_many_left_behind(&self) -> bool {
+        self.queued > CHUNK && self.tracked() * 3 < self.queued * 2
+    }
+
+    /// Looks at up to `max_entries` queue entries from where the last call stopped,
+    /// dropping those that are no longer current (their key was scheduled earlier since,
+    /// removed, or its database flushed).
+    pub fn compact_some(&mut self, max_entries: usize) {
+        let mut budget = max_entries;
+        while budget > 0 {
+            let (due, chunk_at, mut pos) = self.compact_at;
+            let Some((&found, chunks)) = self.queue.range_mut(due..).next() else {
+                self.compact_at = (i64::MIN, 0, 0);
+                return;
+            };
+            let (chunk_at, start) = if found == due {
+                (chunk_at, pos)
+            } else {
+                (0, 0)
+            };
+            pos = start;
+            let Some(chunk) = chunks.get_mut(chunk_at) else {
+                self.compact_at = match found.checked_add(1) {
+                    Some(next) => (next, 0, 0),
+                    None => (i64::MIN, 0, 0),
+                };
+                continue;
+            };
+            while pos < chunk.len() && budget > 0 {
+                budget -= 1;
+                let current = chunk.get(pos).is_some_and(|(id, key)| {
+                    is_current(&self.dbs, &self.db_of_id, &self.hasher, *id, key, found)
+                });
+                if current {
+                    pos += 1;
+                } else {
+                    chunk.swap_remove(pos);
+                    self.queued = self.queued.saturating_sub(1);
+                }
             }
-            self.last_insert = None;
-            let (_, id, key) = self.queue.pop_first()?;
-            // Every queue entry's id names a database in `dbs` (entries leave with their
-            // database); an unknown one is dropped rather than trusted.
-            if let Some(&db) = self.db_of_id.get(&id) {
-                self.forget_key(db, &key);
-                return Some((db, key.to_vec()));
+            if pos < chunk.len() {
+                self.compact_at = (found, chunk_at, pos);
+                return;
+            }
+            // This chunk is done: the next one, or the next due time.
+            if chunk.is_empty() {
+                chunks.remove(chunk_at);
+                if chunks.is_empty() {
+                    self.queue.remove(&found);
+                }
+                self.compact_at = (found, chunk_at, 0);
+            } else {
+                self.compact_at = (found, chunk_at + 1, 0);
             }
         }
     }
 
+    /// The next key due at `now` or before, taken out of the schedule.
+    pub fn pop_due(&mut self, now: i64) -> Option<(c_int, Vec<u8>)> {
+        loop {
+            let mut first = self.queue.first_entry()?;
+            let due = *first.key();
+            if due > now {
+                return None;
+            }
+            let chunks = first.get_mut();
+            let entry = chunks.last_mut().and_then(Vec::pop);
+            if chunks.last().is_some_and(Vec::is_empty) {
+                chunks.pop();
+            }
+            if chunks.is_empty() {
+                first.remove();
+            }
+            let Some((id, key)) = entry else {
+                continue;
+            };
+            self.queued = self.queued.saturating_sub(1);
+            if let Some(db) = self.take_if_current(id, &key, due) {
+                self.last_insert = None;
+                return Some((db, key.into_vec()));
+            }
+        }
+    }
+
+    /// If the entry `(id, key)` due at `due` is current, removes its key's due time and
+    /// returns its database.
+    fn take_if_current(&mut self, id: u64, key: &[u8], due: i64) -> Option<c_int> {
+        let db = *self.db_of_id.get(&id)?;
+        let hash = self.hash(key);
+        let keys = self.dbs.get_mut(&db)?;
+        match keys.due_of.get_key_value(&hash) {
+            Some((_, &kept)) if kept == due => {
+                keys.due_of.remove_entry(&hash);
+                Some(db)
+            }
+            _ => None,
+        }
+    }
+
+    /// Keys in the schedule.
     pub fn tracked(&self) -> usize {
-        self.queue.len()
+        self.dbs.values().map(|keys| keys.due_of.len()).sum()
     }
 
     /// Drops `key`'s entry, if any (the key is gone: nothing left to expire).
     pub fn remove(&mut self, db: c_int, key: &[u8]) {
         self.last_insert = None;
-        if let Some((shared, due, id)) = self.forget_key(db, key) {
-            self.queue.remove(&(due, id, shared));
+        let hash = self.hash(key);
+        if let Some(keys) = self.dbs.get_mut(&db) {
+            keys.due_of.remove_entry(&hash);
         }
-    }
-
-    /// Removes `key` from its database's map; returns what its queue entry is made of.
-    /// A database that empties keeps its (empty) map until a flush: a server with one
-    /// scheduled key would otherwise drop and rebuild the map's shard array on every visit.
-    fn forget_key(&mut self, db: c_int, key: &[u8]) -> Option<(Rc<[u8]>, i64, u64)> {
-        let keys = self.dbs.get_mut(&db)?;
-        let (shared, due) = keys.due_of.remove_entry(key)?;
-        Some((shared, due, keys.id))
     }
 
     /// SWAPDB: the two databases trade their entries. O(1) in the number of keys: the
@@ -146,44 +282,55 @@ impl DueQueue {
         }
     }
 
-    /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports).
-    /// When that leaves no database, the entries are only set aside, for
-    /// [`DueQueue::release_some`]; a flush of one database among several walks the queue.
+    /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports), at
+    /// once: the database's map is set aside for [`DueQueue::release_some`], and its queue
+    /// entries, whose id names no database any more, are dropped as their time comes (all
+    /// of the queue is set aside when no database is left).
     pub fn clear_db(&mut self, db: c_int) {
         self.last_insert = None;
-        let others = self
+        let flushed: Vec<c_int> = self
             .dbs
-            .iter()
-            .any(|(&d, keys)| d != db && !keys.due_of.is_empty());
-        if db >= 0 && others {
-            if let Some(keys) = self.dbs.remove(&db) {
+            .keys()
+            .copied()
+            .filter(|&d| db < 0 || d == db)
+            .collect();
+        for d in flushed {
+            if let Some(keys) = self.dbs.remove(&d) {
                 self.db_of_id.remove(&keys.id);
-                self.queue.retain(|(_, id, _)| *id != keys.id);
                 self.retired.push(Retired::Keys(keys.due_of));
             }
-            return;
         }
-        let queue = std::mem::take(&mut self.queue);
-        if !queue.is_empty() {
-            self.retired.push(Retired::Queue(queue));
+        if self.dbs.is_empty() {
+            let queue = std::mem::take(&mut self.queue);
+            self.queued = 0;
+            if !queue.is_empty() {
+                self.retired.push(Retired::Queue(queue));
+            }
         }
-        let dbs = std::mem::take(&mut self.dbs);
-        self.retired
-            .extend(dbs.into_values().map(|keys| Retired::Keys(keys.due_of)));
-        self.db_of_id.clear();
     }
 
-    /// Frees about `max_entries` entries of what flushes set aside; true when nothing is
-    /// left to free.
+    /// Frees about `max_entries` entries of what flushes set aside, or else of the queue
+    /// entries left behind by removals (mass deletes leave no insert to drop them); true
+    /// when nothing is left to free.
     pub fn release_some(&mut self, max_entries: usize) -> bool {
         let Some(part) = self.retired.last_mut() else {
-            return true;
+            if self.has_many_left_behind() {
+                self.compact_some(max_entries.max(1));
+            }
+            return !self.has_many_left_behind();
         };
         let done = match part {
             Retired::Queue(queue) => {
-                for _ in 0..max_entries.max(1) {
-                    if queue.pop_first().is_none() {
+                let mut freed = 0;
+                while freed < max_entries.max(1) {
+                    let Some(mut first) = queue.first_entry() else {
                         break;
+                    };
+                    match first.get_mut().pop() {
+                        Some(chunk) => freed += chunk.len().max(1),
+                        None => {
+                            first.remove();
+                        }
                     }
                 }
                 queue.is_empty()
@@ -196,18 +343,34 @@ impl DueQueue {
         self.retired.is_empty()
     }
 
-    /// When the earliest key is due, if any.
+    /// When the earliest queue entry is due, if any (an entry no longer current makes the
+    /// timer come early once, and then goes).
     pub fn first_due(&self) -> Option<i64> {
-        self.queue.first().map(|(due, _, _)| *due)
+        self.queue.first_key_value().map(|(due, _)| *due)
     }
 
-    /// Number of keys due at `now` or before, counted up to [`BACKLOG_COUNT_MAX`].
+    /// Number of current keys due at `now` or before, counted up to
+    /// [`BACKLOG_COUNT_MAX`] (and over at most twice as many queue entries).
     pub fn backlog(&self, now: i64) -> usize {
-        self.queue
-            .iter()
-            .take_while(|(due, _, _)| *due <= now)
-            .take(BACKLOG_COUNT_MAX)
-            .count()
+        let mut count = 0;
+        let mut seen = 0;
+        for (&due, chunks) in self.queue.range(..=now) {
+            for (id, key) in chunks.iter().flatten() {
+                seen += 1;
+                if count >= BACKLOG_COUNT_MAX || seen > 2 * BACKLOG_COUNT_MAX {
+                    return count;
+                }
+                let current = is_current(&self.dbs, &self.db_of_id, &self.hasher, *id, key, due);
+                count += usize::from(current);
+            }
+        }
+        count
+    }
+
+    /// Queue entries, current or not (for tests of the entries left behind).
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.queued
     }
 }
 
@@ -279,6 +442,88 @@ mod tests {
         }
     }
 
+    /// A key deleted and scheduled again and again, far in the future, leaves entries
+    /// behind that are no longer current: they are dropped as new ones come, so the
+    /// queue stays within half again the keys scheduled (plus a chunk).
+    #[test]
+    fn entries_left_behind_stay_bounded() {
+        let mut schedule = DueQueue::default();
+        for i in 0..2_000 {
+            schedule.insert(0, format!("keep{i}").as_bytes(), 1_000_000 + i);
+        }
+        for round in 0..200_000i64 {
+            let key = format!("churn{}", round % 10);
+            schedule.insert(0, key.as_bytes(), 5_000_000 + round);
+            schedule.remove(0, key.as_bytes());
+            if round % 3 == 0 {
+                // Scheduled earlier: the later entry is left behind too.
+                schedule.insert(1, b"moving", 9_000_000 - round);
+            }
+            let bound = schedule.tracked() * 3 / 2 + 2 * CHUNK + COMPACT_PER_INSERT;
+            assert!(
+                schedule.queued() <= bound,
+                "round {round}: {} entries",
+                schedule.queued()
+            );
+        }
+        // Every key still scheduled pops, once.
+        let mut popped = 0;
+        while let Some((db, key)) = schedule.pop_due(i64::MAX) {
+            popped += 1;
+            assert!(db == 0 || key == b"moving");
+        }
+        assert_eq!(popped, 2_001);
+        assert_eq!(schedule.tracked(), 0);
+    }
+
+    /// Removing every key leaves its queue entry behind; the timer's `release_some` then
+    /// drops them in steps, down to at most a chunk.
+    #[test]
+    fn entries_left_by_mass_removal_are_freed_in_steps() {
+        let mut schedule = DueQueue::default();
+        for i in 0..50_000 {
+            schedule.insert(0, format!("k{i}").as_bytes(), 1_000 + i % 7);
+        }
+        for i in 0..50_000 {
+            schedule.remove(0, format!("k{i}").as_bytes());
+        }
+        assert_eq!(schedule.tracked(), 0);
+        assert_eq!(schedule.queued(), 50_000);
+        let mut steps = 0;
+        while !schedule.release_some(512) {
+            steps += 1;
+            assert!(steps < 1_000, "not freed after {steps} steps");
+        }
+        assert!(steps >= 90, "freed in {steps} steps");
+        assert!(
+            schedule.queued() <= CHUNK,
+            "{} entries left",
+            schedule.queued()
+        );
+        assert_eq!(schedule.pop_due(i64::MAX), None);
+    }
+
+    /// A hundred thousand keys due at the same moment (counters written in one second)
+    /// sit in chunks: none is ever larger than a chunk, and all pop.
+    #[test]
+    fn one_due_time_holds_many_keys_in_chunks() {
+        let mut schedule = DueQueue::default();
+        for i in 0..100_000 {
+            schedule.insert(0, format!("c{i}").as_bytes(), 42);
+        }
+        let chunks = schedule.queue.get(&42).map_or(0, Vec::len);
+        assert_eq!(chunks, 100_000usize.div_ceil(CHUNK));
+        assert!(schedule.queue.values().flatten().all(|c| c.len() <= CHUNK));
+        assert_eq!(schedule.backlog(42), BACKLOG_COUNT_MAX);
+        assert_eq!(schedule.backlog(41), 0);
+        let mut seen = std::collections::HashSet::new();
+        while let Some((_, key)) = schedule.pop_due(42) {
+            assert!(seen.insert(key));
+        }
+        assert_eq!(seen.len(), 100_000);
+        assert_eq!(schedule.first_due(), None);
+    }
+
     /// A flush empties the schedule at once and its entries are then freed in steps of
     /// about the size asked; new entries meanwhile are unaffected.
     #[test]
@@ -296,7 +541,8 @@ mod tests {
             steps += 1;
             assert!(steps < 1_000, "not freed after {steps} steps");
         }
-        // 100k map entries in 4096 shards and 100k queue entries, ~1000 per step.
+        // 100k map entries in 4096 shards and 100k queue entries (one chunk per due
+        // time here), ~1000 per step.
         assert!(steps >= 150, "freed in {steps} steps");
         assert_eq!(schedule.pop_due(10), Some((0, b"new".to_vec())));
         assert_eq!(schedule.tracked(), 0);

@@ -20,7 +20,7 @@ const FFI_LAYER: [&str; 9] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`).
-const PURE: [&str; 14] = [
+const PURE: [&str; 15] = [
     "args",
     "error",
     "layout",
