@@ -116,21 +116,19 @@ fn caches_stay_small_next_to_the_data(kind: &ServerKind) {
     }
     assert_eq!(srv.cmd_value(&["DBSIZE"]), v_int(0));
     assert_eq!(cache_bytes(&srv), 0, "no cache entry outlives its key");
-    let after = used_memory(&srv);
-    assert!(
-        after - empty < 4 << 20,
-        "{} B stayed after deleting every key",
-        after - empty
-    );
+    // The schedule's entries go in timer steps (and a server may free a flush's data in
+    // the background): memory returns within seconds, not inside one command.
+    let returns = |what: &str| {
+        let back = wait_until(Duration::from_secs(10), || {
+            used_memory(&srv) - empty < 4 << 20
+        });
+        assert!(back, "{} B stayed after {what}", used_memory(&srv) - empty);
+    };
+    returns("deleting every key");
     write_counters(&srv, n);
     assert_eq!(srv.cmd_value(&["FLUSHALL"]), v_ok());
     assert_eq!(cache_bytes(&srv), 0);
-    let after = used_memory(&srv);
-    assert!(
-        after - empty < 4 << 20,
-        "{} B stayed after FLUSHALL",
-        after - empty
-    );
+    returns("FLUSHALL");
 }
 per_server!(one_kind_at_a_time: caches_stay_small_next_to_the_data);
 
