@@ -31,7 +31,8 @@
 //! Redis (pure).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::rc::Rc;
 
 use crate::args::parse_i64;
 use crate::error::{Error, Result};
@@ -402,6 +403,237 @@ pub fn sort_totals(totals: impl IntoIterator<Item = (Vec<u8>, i64)>) -> Vec<(Vec
     let mut out: Vec<(Vec<u8>, i64)> = totals.into_iter().filter(|(_, t)| *t > 0).collect();
     out.sort_by(|a, b| ahead((b.1, &b.0), (a.1, &a.0)));
     out
+}
+
+/// A member name shared by the lists of computed [`Totals`].
+pub type Member = Rc<[u8]>;
+
+/// Window totals computed from slot hashes (a quarantined board's), by member and in
+/// leaderboard order, so SCORE, TOP, RANK and INFO answer from them without a pass over
+/// every member. Built by a [`TotalsBuilder`], in steps of bounded work.
+#[derive(Debug, Default)]
+pub struct Totals {
+    index: HashMap<Member, usize>,
+    /// `(member, total)` in the order first seen; every total is positive.
+    entries: Vec<(Member, i64)>,
+    /// The same in leaderboard order.
+    order: Vec<(Member, i64)>,
+}
+
+impl Totals {
+    /// `member`'s total (0 if absent).
+    pub fn get(&self, member: &[u8]) -> i64 {
+        self.index
+            .get(member)
+            .and_then(|&i| self.entries.get(i))
+            .map_or(0, |(_, total)| *total)
+    }
+
+    /// Number of members (every total is positive).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// At most `count` rows from `offset`, in leaderboard order.
+    pub fn top(&self, offset: usize, count: usize) -> &[(Member, i64)] {
+        let start = offset.min(self.order.len());
+        let end = start.saturating_add(count).min(self.order.len());
+        self.order.get(start..end).unwrap_or_default()
+    }
+
+    /// How many members rank ahead of `(total, member)` (binary search of the order).
+    pub fn rank(&self, total: i64, member: &[u8]) -> usize {
+        self.order
+            .partition_point(|(m, t)| ahead((*t, m), (total, member)) == Ordering::Greater)
+    }
+}
+
+/// Leaderboard order of two `(member, total)` rows: the row ahead comes first.
+fn board_order(a: &(Member, i64), b: &(Member, i64)) -> Ordering {
+    ahead((b.1, &b.0), (a.1, &a.0))
+}
+
+/// Sums slot hash fields into [`Totals`], then orders them in steps.
+#[derive(Debug, Default)]
+pub struct TotalsBuilder {
+    totals: Totals,
+    sort: SteppedSort<(Member, i64)>,
+}
+
+impl TotalsBuilder {
+    pub fn new() -> TotalsBuilder {
+        TotalsBuilder::default()
+    }
+
+    /// A builder with room for `members` (growing a large table later rehashes it all in
+    /// one step).
+    pub fn with_capacity(members: usize) -> TotalsBuilder {
+        let mut builder = TotalsBuilder::default();
+        builder.totals.index.reserve(members);
+        builder.totals.entries.reserve(members);
+        builder
+    }
+
+    /// Adds one slot hash field: values that are not positive integers (a user's edits)
+    /// count as nothing.
+    pub fn add(&mut self, member: &[u8], count: &[u8]) {
+        let Ok(count @ 1..) = parse_i64(count) else {
+            return;
+        };
+        let totals = &mut self.totals;
+        match totals
+            .index
+            .get(member)
+            .and_then(|&i| totals.entries.get_mut(i))
+        {
+            Some((_, total)) => *total = total.saturating_add(count),
+            None => {
+                let member: Member = Rc::from(member);
+                totals
+                    .index
+                    .insert(Rc::clone(&member), totals.entries.len());
+                totals.entries.push((member, count));
+            }
+        }
+    }
+
+    /// Orders the totals with about `work` element moves; true when they are ordered.
+    /// Call only once every field is added.
+    pub fn order_step(&mut self, work: usize) -> bool {
+        self.sort.step(&self.totals.entries, work, board_order)
+    }
+
+    /// The totals, ordered (what [`TotalsBuilder::order_step`] left is done at once).
+    pub fn finish(mut self) -> Totals {
+        while !self.order_step(usize::MAX) {}
+        self.totals.order = self.sort.into_sorted();
+        self.totals
+    }
+}
+
+/// Adds one slot hash field to summed counts: values that are not positive integers (a
+/// user's edits) count as nothing.
+pub fn add_count(sums: &mut HashMap<Vec<u8>, i64>, member: &[u8], count: &[u8]) {
+    if let Ok(count @ 1..) = parse_i64(count) {
+        let entry = sums.entry(member.to_vec()).or_insert(0);
+        *entry = entry.saturating_add(count);
+    }
+}
+
+/// Rows sorted first in runs of this many, then merged.
+const SORT_RUN: usize = 1024;
+
+/// A stable merge sort of a copy of a slice, done in steps of bounded work (a timer tick
+/// may not sort a million rows at once): runs of [`SORT_RUN`] rows are copied and sorted,
+/// then merged pairwise, pass after pass, resuming where the last step stopped.
+#[derive(Debug)]
+pub struct SteppedSort<T> {
+    items: Vec<T>,
+    out: Vec<T>,
+    /// Rows copied from the source (and sorted in runs) so far.
+    copied: usize,
+    /// Length of the sorted runs the current pass merges.
+    run: usize,
+    /// Start of the pair of runs being merged, and the merge's positions in each.
+    pos: usize,
+    left: usize,
+    right: usize,
+    merging_pair: bool,
+}
+
+impl<T> Default for SteppedSort<T> {
+    fn default() -> Self {
+        SteppedSort {
+            items: Vec::new(),
+            out: Vec::new(),
+            copied: 0,
+            run: SORT_RUN,
+            pos: 0,
+            left: 0,
+            right: 0,
+            merging_pair: false,
+        }
+    }
+}
+
+impl<T: Clone> SteppedSort<T> {
+    /// Sorts `source` (the same slice at every step) with about `work` element moves;
+    /// true when done.
+    pub fn step(&mut self, source: &[T], work: usize, cmp: fn(&T, &T) -> Ordering) -> bool {
+        let mut budget = work.max(1);
+        if self.copied == 0 {
+            // Room for every row at once: growing a large vector copies it all in one step.
+            self.items.reserve(source.len());
+            self.out.reserve(source.len());
+        }
+        while self.copied < source.len() {
+            if budget == 0 {
+                return false;
+            }
+            let end = self.copied.saturating_add(SORT_RUN).min(source.len());
+            let run = source.get(self.copied..end).unwrap_or_default();
+            let start = self.items.len();
+            self.items.extend_from_slice(run);
+            if let Some(run) = self.items.get_mut(start..) {
+                run.sort_by(cmp);
+            }
+            budget = budget.saturating_sub(end - self.copied);
+            self.copied = end;
+        }
+        let n = self.items.len();
+        while self.run < n {
+            if budget == 0 {
+                return false;
+            }
+            if self.pos >= n {
+                // A pass is done: its output holds runs twice as long.
+                std::mem::swap(&mut self.items, &mut self.out);
+                self.out.clear();
+                self.run = self.run.saturating_mul(2);
+                self.pos = 0;
+                continue;
+            }
+            let mid = self.pos.saturating_add(self.run).min(n);
+            let hi = mid.saturating_add(self.run).min(n);
+            if !self.merging_pair {
+                (self.left, self.right, self.merging_pair) = (self.pos, mid, true);
+            }
+            while budget > 0 && (self.left < mid || self.right < hi) {
+                let (l, r) = (self.items.get(self.left), self.items.get(self.right));
+                let take_left = match (l, r) {
+                    (Some(l), Some(r)) if self.left < mid && self.right < hi => {
+                        cmp(l, r) != Ordering::Greater
+                    }
+                    _ => self.left < mid,
+                };
+                let row = if take_left {
+                    self.left += 1;
+                    l
+                } else {
+                    self.right += 1;
+                    r
+                };
+                if let Some(row) = row {
+                    self.out.push(row.clone());
+                }
+                budget -= 1;
+            }
+            if self.left >= mid && self.right >= hi {
+                self.pos = hi;
+                self.merging_pair = false;
+            }
+        }
+        true
+    }
+
+    /// The sorted rows (call once [`SteppedSort::step`] returned true).
+    pub fn into_sorted(self) -> Vec<T> {
+        self.items
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! resuming where the last visit stopped.
 //!
 //! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
-//! timer keeps its hands off them), a board whose cluster slot is moving, the meta hash's
+//! timer writes none of their keys; `view` computes a large one's totals in memory), a board whose cluster slot is moving, the meta hash's
 //! fields other than through `stored`; replicates only through [`Effects`]. Opens keys for
 //! writing only when there is work (a write open invalidates WATCH).
 
@@ -27,6 +27,7 @@ use super::registry::{
 };
 use super::stored;
 use super::transit::Transit;
+use super::view;
 
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
@@ -170,8 +171,9 @@ pub fn expire(
     }
     if is_quarantined(db, base) {
         // Edited by a native command, maybe by a user who may not touch the totals: the
-        // timer keeps its hands off; the next write rebuilds the board.
-        return Visit::Done;
+        // timer writes none of its keys (the next write rebuilds the board), it only
+        // computes the totals of a large one in memory for the reads.
+        return view::visit(ctx, db, base, &meta, now, deadline_us);
     }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
