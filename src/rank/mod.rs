@@ -438,6 +438,34 @@ impl Totals {
         self.entries.is_empty()
     }
 
+    /// Frees about `work` members' worth of memory; true once nothing is left. Freeing a
+    /// million members at once would hold the server for tens of milliseconds.
+    pub fn free_step(&mut self, work: usize) -> bool {
+        let work = work.max(1);
+        if !self.order.is_empty() {
+            self.order.truncate(self.order.len().saturating_sub(work));
+            return false;
+        }
+        if !self.entries.is_empty() {
+            self.entries
+                .truncate(self.entries.len().saturating_sub(work));
+            return false;
+        }
+        let mut left = work;
+        self.index.retain(|_, _| {
+            if left == 0 {
+                return true;
+            }
+            left -= 1;
+            false
+        });
+        if self.index.is_empty() {
+            *self = Totals::default();
+            return true;
+        }
+        false
+    }
+
     /// At most `count` rows from `offset`, in leaderboard order.
     pub fn top(&self, offset: usize, count: usize) -> &[(Member, i64)] {
         let start = offset.min(self.order.len());
@@ -505,6 +533,11 @@ impl TotalsBuilder {
     /// Call only once every field is added.
     pub fn order_step(&mut self, work: usize) -> bool {
         self.sort.step(&self.totals.entries, work, board_order)
+    }
+
+    /// The totals summed so far, unordered (to free them in steps).
+    pub fn abandon(self) -> Totals {
+        self.totals
     }
 
     /// The totals, ordered (what [`TotalsBuilder::order_step`] left is done at once).

@@ -329,7 +329,7 @@ fn a_stepped_sort_equals_a_sort_at_any_step_size() {
         let rows: Vec<(u64, usize)> = (0..n).map(|i| (rng.next_u64() % 50, i)).collect();
         let mut want = rows.clone();
         // Stable: equal keys keep their source order.
-        want.sort_by(|a, b| a.0.cmp(&b.0));
+        want.sort_by_key(|a| a.0);
         for work in [1usize, 7, 1000, usize::MAX] {
             let mut sort = SteppedSort::default();
             let mut steps = 0;
@@ -340,4 +340,23 @@ fn a_stepped_sort_equals_a_sort_at_any_step_size() {
             assert_eq!(sort.into_sorted(), want, "n {n} work {work}");
         }
     }
+}
+
+#[test]
+fn computed_totals_are_freed_in_steps() {
+    let mut builder = TotalsBuilder::new();
+    for i in 0..10_000 {
+        builder.add(format!("m{i}").as_bytes(), b"1");
+    }
+    let mut totals = builder.finish();
+    assert_eq!(totals.len(), 10_000);
+    let mut steps = 0;
+    while !totals.free_step(1000) {
+        steps += 1;
+        assert!(steps < 100, "no end");
+    }
+    assert!(steps >= 20, "freed in {steps} steps");
+    assert!(totals.is_empty());
+    assert_eq!(totals.get(b"m1"), 0);
+    assert!(totals.top(0, 10).is_empty());
 }

@@ -22,8 +22,8 @@ use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{has_jobs, is_marked_edited};
 use super::registry::{
-    forget_board, is_quarantined, quarantine, remember, remember_read, save_cursor, take_cursor,
-    BoardId,
+    forget_board, free_discarded, is_quarantined, quarantine, remember, remember_read, save_cursor,
+    take_cursor, BoardId,
 };
 use super::stored;
 use super::transit::Transit;
@@ -31,6 +31,9 @@ use super::view;
 
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
+
+/// Members' worth of discarded quarantine totals freed per visit (see `view`).
+const FREED_PER_VISIT: usize = 8192;
 
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
@@ -153,6 +156,8 @@ pub fn expire(
     now: i64,
     deadline_us: u64,
 ) -> Visit {
+    // Quarantined boards' totals that are no longer true, a step of them.
+    free_discarded(FREED_PER_VISIT);
     if has_jobs() {
         // A rename or delete of this board may be queued: let it run first.
         return Visit::DueAt(now.saturating_add(1));

@@ -42,6 +42,8 @@ thread_local! {
         RefCell::new(HashMap::new());
     /// Totals of large quarantined boards, computed by the timer (see `view`).
     static VIEWS: RefCell<HashMap<BoardId, View>> = RefCell::new(HashMap::new());
+    /// Views no longer true, freed by the timer in steps (see [`free_discarded`]).
+    static DISCARDED: RefCell<Vec<Totals>> = const { RefCell::new(Vec::new()) };
     /// Verified metas found to differ from the stored one (a broken invariant: tests
     /// assert it stays 0).
     static MISMATCHES: Cell<u64> = const { Cell::new(0) };
@@ -189,10 +191,41 @@ pub(super) fn put_view(board: BoardId, view: View) {
 
 /// Something changed the board's keys: its computed totals are no longer true.
 pub(super) fn drop_view(db: c_int, base: &[u8]) {
-    VIEWS.with(|v| {
+    let view = VIEWS.with(|v| {
         let mut views = v.borrow_mut();
-        if !views.is_empty() {
-            views.remove(&(db, base.to_vec()));
+        if views.is_empty() {
+            return None;
+        }
+        views.remove(&(db, base.to_vec()))
+    });
+    discard(view);
+}
+
+/// Keeps a view to be freed by the timer: a large one takes tens of milliseconds to free
+/// at once (this may run inside a user's command or a keyspace event).
+fn discard(view: Option<View>) {
+    let totals = match view {
+        Some(View::Building { sums, .. }) => sums.abandon(),
+        // A read still holding it (never across commands) frees it when done.
+        Some(View::Ready { totals, .. }) => match Rc::try_unwrap(totals) {
+            Ok(totals) => totals,
+            Err(_) => return,
+        },
+        None => return,
+    };
+    if !totals.is_empty() {
+        DISCARDED.with(|d| d.borrow_mut().push(totals));
+    }
+}
+
+/// Frees discarded views, about `work` members' worth.
+pub(super) fn free_discarded(work: usize) {
+    DISCARDED.with(|d| {
+        let mut discarded = d.borrow_mut();
+        if let Some(last) = discarded.last_mut() {
+            if last.free_step(work) {
+                discarded.pop();
+            }
         }
     });
 }
@@ -203,7 +236,7 @@ pub(super) fn forget_board(db: c_int, base: &[u8]) {
     BOARDS.with(|b| b.borrow_mut().get_mut(&db).map(|in_db| in_db.remove(base)));
     QUARANTINE.with(|q| q.borrow_mut().remove(&id));
     CURSORS.with(|c| c.borrow_mut().remove(&id));
-    VIEWS.with(|v| v.borrow_mut().remove(&id));
+    discard(VIEWS.with(|v| v.borrow_mut().remove(&id)));
 }
 
 /// Forgets the boards of database `db` (every database if `db` is -1).
@@ -212,7 +245,13 @@ pub(super) fn forget_db(db: c_int) {
     BOARDS.with(|b| b.borrow_mut().retain(|d, _| keep(*d)));
     QUARANTINE.with(|q| q.borrow_mut().retain(|(d, _)| keep(*d)));
     CURSORS.with(|c| c.borrow_mut().retain(|(d, _), _| keep(*d)));
-    VIEWS.with(|v| v.borrow_mut().retain(|(d, _), _| keep(*d)));
+    let gone: Vec<BoardId> = VIEWS.with(|v| {
+        let views = v.borrow();
+        views.keys().filter(|(d, _)| !keep(*d)).cloned().collect()
+    });
+    for id in gone {
+        discard(VIEWS.with(|v| v.borrow_mut().remove(&id)));
+    }
 }
 
 /// SWAPDB: what was known of one database now belongs to the other (`swap` maps a
@@ -234,5 +273,8 @@ pub(super) fn swap_dbs(swap: impl Fn(c_int) -> c_int) {
         *m.borrow_mut() = old.into_iter().map(|(d, k)| (swap(d), k)).collect();
     });
     CURSORS.with(|c| c.borrow_mut().clear());
-    VIEWS.with(|v| v.borrow_mut().clear());
+    let views = VIEWS.with(|v| std::mem::take(&mut *v.borrow_mut()));
+    for view in views.into_values() {
+        discard(Some(view));
+    }
 }
