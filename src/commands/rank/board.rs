@@ -15,6 +15,7 @@ use redis_module::{Context, RedisString};
 
 use crate::config;
 use crate::error::{Error, Result};
+use crate::expiry;
 use crate::rank::{
     add_count, meta_key, score_to_total, slot_key, Meta, MetaLayout, Totals, TotalsBuilder,
 };
@@ -220,6 +221,9 @@ fn quarantined_totals(
         return Ok(Some(Rc::new(builder.finish())));
     }
     let Some(totals) = ready_view(db, base, range) else {
+        // The timer computes them (it visits quarantined boards only when asked to: a
+        // visit opens the board's keys, which can expire them lazily).
+        expiry::schedule(ctx, &meta_key(base), now);
         return Ok(None);
     };
     for index in range.0..=range.1 {

@@ -81,10 +81,9 @@ thread_local! {
 
 /// Quarantine after a native edit, recorded in memory and (by a job) in the meta hash.
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
-    // Totals computed from the keys as they were are no longer true; the timer computes
-    // them again (a large board's reads answer from its sorted set meanwhile).
+    // Totals computed from the keys as they were are no longer true (the first read of a
+    // large board asks the timer for new ones).
     drop_view(db, base);
-    expiry::schedule(ctx, &meta_key(base), 0);
     if quarantine(db, base) {
         push_job(
             ctx,
