@@ -253,6 +253,7 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
     let slot_name = format!("{{q}}|slot|{slot}");
     watch_slow_commands(&srv);
     assert_eq!(srv.cmd_value(&["HSET", &slot_name, "m1", "5000"]), v_int(0));
+    let edited_at = std::time::Instant::now();
     model.insert("m1".into(), 5000);
     let after = ranked(&model);
     let want = [expected(&before, "m1"), expected(&after, "m1")];
@@ -271,6 +272,12 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
         let history = srv.cmd_value(&["TSRANK.HISTORY", "{q}", "m1"]);
         assert_eq!(history, history_want, "{k}: HISTORY");
         if m1 == want[1] && mid == middle[1] {
+            if rounds_after == 0 {
+                println!(
+                    "{k}: {n} members: the edit answered {:?} after it",
+                    edited_at.elapsed()
+                );
+            }
             rounds_after += 1;
             continue;
         }
