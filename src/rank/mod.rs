@@ -416,8 +416,9 @@ pub struct Totals {
     index: HashMap<Member, usize>,
     /// `(member, total)` in the order first seen; every total is positive.
     entries: Vec<(Member, i64)>,
-    /// The same in leaderboard order.
-    order: Vec<(Member, i64)>,
+    /// Positions in `entries`, in leaderboard order (plain integers: a pass of the
+    /// ordering copies and drops no member).
+    order: Vec<u32>,
 }
 
 impl Totals {
@@ -467,29 +468,32 @@ impl Totals {
     }
 
     /// At most `count` rows from `offset`, in leaderboard order.
-    pub fn top(&self, offset: usize, count: usize) -> &[(Member, i64)] {
+    pub fn top(&self, offset: usize, count: usize) -> impl Iterator<Item = (&[u8], i64)> {
         let start = offset.min(self.order.len());
         let end = start.saturating_add(count).min(self.order.len());
-        self.order.get(start..end).unwrap_or_default()
+        let rows = self.order.get(start..end).unwrap_or_default();
+        rows.iter().filter_map(|&i| self.row(i))
     }
 
     /// How many members rank ahead of `(total, member)` (binary search of the order).
     pub fn rank(&self, total: i64, member: &[u8]) -> usize {
-        self.order
-            .partition_point(|(m, t)| ahead((*t, m), (total, member)) == Ordering::Greater)
+        self.order.partition_point(|&i| {
+            self.row(i)
+                .is_some_and(|(m, t)| ahead((t, m), (total, member)) == Ordering::Greater)
+        })
     }
-}
 
-/// Leaderboard order of two `(member, total)` rows: the row ahead comes first.
-fn board_order(a: &(Member, i64), b: &(Member, i64)) -> Ordering {
-    ahead((b.1, &b.0), (a.1, &a.0))
+    fn row(&self, i: u32) -> Option<(&[u8], i64)> {
+        let (member, total) = self.entries.get(i as usize)?;
+        Some((member, *total))
+    }
 }
 
 /// Sums slot hash fields into [`Totals`], then orders them in steps.
 #[derive(Debug, Default)]
 pub struct TotalsBuilder {
     totals: Totals,
-    sort: SteppedSort<(Member, i64)>,
+    sort: SteppedSort,
 }
 
 impl TotalsBuilder {
@@ -532,7 +536,13 @@ impl TotalsBuilder {
     /// Orders the totals with about `work` element moves; true when they are ordered.
     /// Call only once every field is added.
     pub fn order_step(&mut self, work: usize) -> bool {
-        self.sort.step(&self.totals.entries, work, board_order)
+        let totals = &self.totals;
+        // Leaderboard order of two positions in `entries`: the row ahead comes first.
+        let order = |a: u32, b: u32| match (totals.row(a), totals.row(b)) {
+            (Some((ma, ta)), Some((mb, tb))) => ahead((tb, mb), (ta, ma)),
+            _ => a.cmp(&b),
+        };
+        self.sort.step(totals.entries.len(), work, order)
     }
 
     /// The totals summed so far, unordered (to free them in steps).
@@ -560,15 +570,16 @@ pub fn add_count(sums: &mut HashMap<Vec<u8>, i64>, member: &[u8], count: &[u8]) 
 /// Rows sorted first in runs of this many, then merged.
 const SORT_RUN: usize = 1024;
 
-/// A stable merge sort of a copy of a slice, done in steps of bounded work (a timer tick
-/// may not sort a million rows at once): runs of [`SORT_RUN`] rows are copied and sorted,
-/// then merged pairwise, pass after pass, resuming where the last step stopped.
+/// A stable merge sort of the positions `0 .. len` of some rows, done in steps of bounded
+/// work (a timer tick may not sort a million rows at once): runs of [`SORT_RUN`]
+/// positions are sorted, then merged pairwise, pass after pass, resuming where the last
+/// step stopped.
 #[derive(Debug)]
-pub struct SteppedSort<T> {
-    items: Vec<T>,
-    out: Vec<T>,
-    /// Rows copied from the source (and sorted in runs) so far.
-    copied: usize,
+pub struct SteppedSort {
+    items: Vec<u32>,
+    out: Vec<u32>,
+    /// Positions listed (and sorted in runs) so far.
+    listed: usize,
     /// Length of the sorted runs the current pass merges.
     run: usize,
     /// Start of the pair of runs being merged, and the merge's positions in each.
@@ -578,12 +589,12 @@ pub struct SteppedSort<T> {
     merging_pair: bool,
 }
 
-impl<T> Default for SteppedSort<T> {
+impl Default for SteppedSort {
     fn default() -> Self {
         SteppedSort {
             items: Vec::new(),
             out: Vec::new(),
-            copied: 0,
+            listed: 0,
             run: SORT_RUN,
             pos: 0,
             left: 0,
@@ -593,29 +604,29 @@ impl<T> Default for SteppedSort<T> {
     }
 }
 
-impl<T: Clone> SteppedSort<T> {
-    /// Sorts `source` (the same slice at every step) with about `work` element moves;
-    /// true when done.
-    pub fn step(&mut self, source: &[T], work: usize, cmp: fn(&T, &T) -> Ordering) -> bool {
+impl SteppedSort {
+    /// Sorts the positions `0 .. len` (the same `len` at every step) by `cmp` with about
+    /// `work` element moves; true when done. Rows past `u32::MAX` are left out.
+    pub fn step(&mut self, len: usize, work: usize, cmp: impl Fn(u32, u32) -> Ordering) -> bool {
+        let len = len.min(u32::MAX as usize);
         let mut budget = work.max(1);
-        if self.copied == 0 {
+        if self.listed == 0 {
             // Room for every row at once: growing a large vector copies it all in one step.
-            self.items.reserve(source.len());
-            self.out.reserve(source.len());
+            self.items.reserve(len);
+            self.out.reserve(len);
         }
-        while self.copied < source.len() {
+        while self.listed < len {
             if budget == 0 {
                 return false;
             }
-            let end = self.copied.saturating_add(SORT_RUN).min(source.len());
-            let run = source.get(self.copied..end).unwrap_or_default();
+            let end = self.listed.saturating_add(SORT_RUN).min(len);
             let start = self.items.len();
-            self.items.extend_from_slice(run);
+            self.items.extend((self.listed..end).map(|i| i as u32));
             if let Some(run) = self.items.get_mut(start..) {
-                run.sort_by(cmp);
+                run.sort_by(|&a, &b| cmp(a, b));
             }
-            budget = budget.saturating_sub(end - self.copied);
-            self.copied = end;
+            budget = budget.saturating_sub(end - self.listed);
+            self.listed = end;
         }
         let n = self.items.len();
         while self.run < n {
@@ -636,23 +647,32 @@ impl<T: Clone> SteppedSort<T> {
                 (self.left, self.right, self.merging_pair) = (self.pos, mid, true);
             }
             while budget > 0 && (self.left < mid || self.right < hi) {
-                let (l, r) = (self.items.get(self.left), self.items.get(self.right));
-                let take_left = match (l, r) {
-                    (Some(l), Some(r)) if self.left < mid && self.right < hi => {
-                        cmp(l, r) != Ordering::Greater
+                let l = self
+                    .items
+                    .get(self.left)
+                    .copied()
+                    .filter(|_| self.left < mid);
+                let r = self
+                    .items
+                    .get(self.right)
+                    .copied()
+                    .filter(|_| self.right < hi);
+                let row = match (l, r) {
+                    (Some(l), Some(r)) if cmp(l, r) != Ordering::Greater => {
+                        self.left += 1;
+                        l
                     }
-                    _ => self.left < mid,
+                    (_, Some(r)) => {
+                        self.right += 1;
+                        r
+                    }
+                    (Some(l), None) => {
+                        self.left += 1;
+                        l
+                    }
+                    (None, None) => break,
                 };
-                let row = if take_left {
-                    self.left += 1;
-                    l
-                } else {
-                    self.right += 1;
-                    r
-                };
-                if let Some(row) = row {
-                    self.out.push(row.clone());
-                }
+                self.out.push(row);
                 budget -= 1;
             }
             if self.left >= mid && self.right >= hi {
@@ -663,8 +683,8 @@ impl<T: Clone> SteppedSort<T> {
         true
     }
 
-    /// The sorted rows (call once [`SteppedSort::step`] returned true).
-    pub fn into_sorted(self) -> Vec<T> {
+    /// The sorted positions (call once [`SteppedSort::step`] returned true).
+    pub fn into_sorted(self) -> Vec<u32> {
         self.items
     }
 }

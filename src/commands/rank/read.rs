@@ -72,8 +72,8 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .take(count)
             .collect()
     } else if let Some(totals) = &board.computed {
-        let rows = totals.top(offset, count).iter();
-        rows.map(|(m, t)| (m.to_vec(), *t)).collect()
+        let rows = totals.top(offset, count);
+        rows.map(|(m, t)| (m.to_vec(), t)).collect()
     } else {
         let want = offset.saturating_add(count).min(board.zset.len());
         let (zset, pending) = (&mut board.zset, &board.pending);
