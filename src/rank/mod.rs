@@ -567,8 +567,8 @@ pub fn add_count(sums: &mut HashMap<Vec<u8>, i64>, member: &[u8], count: &[u8]) 
     }
 }
 
-/// Rows sorted first in runs of this many, then merged.
-const SORT_RUN: usize = 1024;
+/// Rows sorted first in runs of this many (each run in one go), then merged.
+const SORT_RUN: usize = 128;
 
 /// A stable merge sort of the positions `0 .. len` of some rows, done in steps of bounded
 /// work (a timer tick may not sort a million rows at once): runs of [`SORT_RUN`]

@@ -321,7 +321,7 @@ fn computed_totals_answer_score_top_and_rank() {
 #[test]
 fn a_stepped_sort_equals_a_sort_at_any_step_size() {
     let mut rng = Rng(7);
-    for n in [0usize, 1, 5, 1023, 1024, 1025, 3000, 9000] {
+    for n in [0usize, 1, 5, 127, 128, 129, 1023, 1024, 1025, 3000, 9000] {
         let keys: Vec<u64> = (0..n).map(|_| rng.next_u64() % 50).collect();
         let mut want: Vec<u32> = (0..n as u32).collect();
         // Stable: equal keys keep their positions' order.
