@@ -295,3 +295,74 @@ fn slot_names_write_the_index_in_decimal() {
         assert_eq!(slot_key(b"b", index).to_vec(), want, "{index}");
     }
 }
+
+#[test]
+fn computed_totals_answer_score_top_and_rank() {
+    let mut builder = TotalsBuilder::new();
+    for (member, count) in [
+        ("a", "3"),
+        ("b", "5"),
+        ("c", "3"),
+        ("a", "2"),
+        ("d", "junk"),
+        ("e", "-4"),
+        ("f", "0"),
+    ] {
+        builder.add(member.as_bytes(), count.as_bytes());
+    }
+    let totals = builder.finish();
+    // a 5, b 5, c 3: ties by member descending.
+    let order: Vec<(&[u8], i64)> = totals.top(0, 10).collect();
+    assert_eq!(order, vec![(&b"b"[..], 5), (b"a", 5), (b"c", 3)]);
+    assert_eq!(totals.len(), 3);
+    assert_eq!(totals.get(b"a"), 5);
+    assert_eq!(totals.get(b"d"), 0);
+    assert_eq!(totals.rank(5, b"b"), 0);
+    assert_eq!(totals.rank(5, b"a"), 1);
+    assert_eq!(totals.rank(3, b"c"), 2);
+    assert_eq!(totals.rank(4, b"zz"), 2);
+    assert_eq!(totals.top(1, 1).collect::<Vec<_>>(), vec![(&b"a"[..], 5)]);
+    assert_eq!(totals.top(5, 3).count(), 0);
+    assert_eq!(totals.top(0, 0).count(), 0);
+    assert_eq!(totals.top(2, usize::MAX).count(), 1);
+}
+
+#[test]
+fn a_stepped_sort_equals_a_sort_at_any_step_size() {
+    let mut rng = Rng(7);
+    for n in [0usize, 1, 5, 127, 128, 129, 1023, 1024, 1025, 3000, 9000] {
+        let keys: Vec<u64> = (0..n).map(|_| rng.next_u64() % 50).collect();
+        let mut want: Vec<u32> = (0..n as u32).collect();
+        // Stable: equal keys keep their positions' order.
+        want.sort_by_key(|&i| keys[i as usize]);
+        let cmp = |a: u32, b: u32| keys[a as usize].cmp(&keys[b as usize]);
+        for work in [1usize, 7, 1000, usize::MAX] {
+            let mut sort = SteppedSort::default();
+            let mut steps = 0;
+            while !sort.step(n, work, cmp) {
+                steps += 1;
+                assert!(steps < 10_000_000, "n {n} work {work}: no end");
+            }
+            assert_eq!(sort.into_sorted(), want, "n {n} work {work}");
+        }
+    }
+}
+
+#[test]
+fn computed_totals_are_freed_in_steps() {
+    let mut builder = TotalsBuilder::new();
+    for i in 0..10_000 {
+        builder.add(format!("m{i}").as_bytes(), b"1");
+    }
+    let mut totals = builder.finish();
+    assert_eq!(totals.len(), 10_000);
+    let mut steps = 0;
+    while !totals.free_step(1000) {
+        steps += 1;
+        assert!(steps < 100, "no end");
+    }
+    assert!(steps >= 20, "freed in {steps} steps");
+    assert!(totals.is_empty());
+    assert_eq!(totals.get(b"m1"), 0);
+    assert_eq!(totals.top(0, 10).count(), 0);
+}

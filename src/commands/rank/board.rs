@@ -1,6 +1,7 @@
 //! Opening a leaderboard for a read: the sorted set, the meta (from its hash, or from the
 //! registry while a job puts a deleted one back), the slots still being subtracted, and
-//! for a quarantined board the totals computed from its slot hashes.
+//! for a quarantined board the totals computed from its slot hashes (by the read when
+//! they are few, by the timer in steps when they are many: see `view`).
 //!
 //! Owns: [`Board`] and the read-only walks over a board's keys. May not touch: writes of
 //! any kind (the write paths are `incrby`, `repair`, `drain` and `lifecycle`). Every
@@ -8,23 +9,27 @@
 
 use std::collections::HashMap;
 use std::os::raw::c_int;
+use std::rc::Rc;
 
 use redis_module::{Context, RedisString};
 
-use crate::args::parse_i64;
 use crate::config;
 use crate::error::{Error, Result};
-use crate::rank::{meta_key, score_to_total, slot_key, Meta, MetaLayout};
+use crate::expiry;
+use crate::rank::{
+    add_count, meta_key, score_to_total, slot_key, Meta, MetaLayout, Totals, TotalsBuilder,
+};
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{has_jobs, pending_restore, resolve_base};
 use super::registry::{
-    is_quarantined, known_meta, note_mismatch, remember_read, unverify, verified_meta,
+    is_quarantined, known_meta, note_mismatch, ready_view, remember_read, unverify, verified_meta,
 };
 use super::stored;
 use super::transit::Transit;
+use super::view;
 
 /// A leaderboard opened by a command.
 pub(super) struct Board {
@@ -36,7 +41,7 @@ pub(super) struct Board {
     pub(super) pending: Vec<Key>,
     /// A quarantined board's window totals, computed from its slot hashes: its sorted set
     /// may have been edited, the slots are what tally counted.
-    pub(super) computed: Option<HashMap<Vec<u8>, i64>>,
+    pub(super) computed: Option<Rc<Totals>>,
 }
 
 /// The board's verified meta (see `registry`), for a command that may use it without
@@ -137,7 +142,10 @@ impl Board {
     }
 
     /// The board of sorted set `zset` and meta `meta`, with the slots still being
-    /// subtracted, or for a quarantined board the totals computed from its slot hashes.
+    /// subtracted, or for a quarantined board the totals computed from its slot hashes:
+    /// summed here when they are few, else the timer's (see `view`); until the timer's are
+    /// done, a large quarantined board answers from its sorted set, the board as tally last
+    /// left it.
     fn with_meta(
         ctx: &Context,
         acl: &Acl,
@@ -147,11 +155,15 @@ impl Board {
         now: i64,
         transit: &Transit,
     ) -> Result<Board> {
-        let (pending, computed) = if is_quarantined(selected_db(ctx), &base) {
-            let totals = window_totals(ctx, acl, &base, &meta, meta.slots(), now, transit)?;
-            (Vec::new(), Some(totals))
+        let db = selected_db(ctx);
+        let computed = if is_quarantined(db, &base) {
+            quarantined_totals(ctx, acl, db, &base, &meta, now, transit)?
         } else {
-            (open_pending(ctx, acl, &base, &meta, now, transit)?, None)
+            None
+        };
+        let pending = match computed {
+            Some(_) => Vec::new(),
+            None => open_pending(ctx, acl, &base, &meta, now, transit)?,
         };
         Ok(Board {
             zset,
@@ -165,7 +177,7 @@ impl Board {
     /// `member`'s exact window total (0 if absent).
     pub(super) fn total_of(&self, member: &[u8]) -> i64 {
         if let Some(totals) = &self.computed {
-            return totals.get(member).copied().unwrap_or(0);
+            return totals.get(member);
         }
         let Some(member) = RStr::new(member) else {
             return 0;
@@ -183,6 +195,41 @@ impl Board {
         let mut walk = self.zset.zrev_iter();
         std::iter::from_fn(move || walk.next_str()).map(|(m, s)| (m, score_to_total(s)))
     }
+}
+
+/// The window totals a read of a quarantined board answers from: summed from the live
+/// slot hashes when they hold few fields (or while the cluster slot moves), the timer's
+/// when they are done (the caller may read every live slot), else `None`.
+fn quarantined_totals(
+    ctx: &Context,
+    acl: &Acl,
+    db: c_int,
+    base: &[u8],
+    meta: &Meta,
+    now: i64,
+    transit: &Transit,
+) -> Result<Option<Rc<Totals>>> {
+    let Some(range) = view::live_slots(meta, now) else {
+        return Ok(Some(Rc::new(Totals::default())));
+    };
+    let few = view::fields_in(ctx, base, range, view::SUMMED_BY_READS) <= view::SUMMED_BY_READS;
+    if few || transit.active() {
+        let mut builder = TotalsBuilder::new();
+        for_each_live_count(ctx, acl, base, meta, meta.slots(), now, transit, |m, c| {
+            builder.add(m, c)
+        })?;
+        return Ok(Some(Rc::new(builder.finish())));
+    }
+    let Some(totals) = ready_view(db, base, range) else {
+        // The timer computes them (it visits quarantined boards only when asked to: a
+        // visit opens the board's keys, which can expire them lazily).
+        expiry::schedule(ctx, &meta_key(base), now);
+        return Ok(None);
+    };
+    for index in range.0..=range.1 {
+        acl.check_bytes(&slot_key(base, index), false)?;
+    }
+    Ok(Some(totals))
 }
 
 /// `member`'s counts in the slots still being subtracted.
@@ -236,8 +283,34 @@ pub(super) fn window_totals(
     transit: &Transit,
 ) -> Result<HashMap<Vec<u8>, i64>> {
     let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
+    for_each_live_count(
+        ctx,
+        acl,
+        base,
+        meta,
+        slots,
+        now,
+        transit,
+        |member, count| add_count(&mut totals, member, count),
+    )?;
+    Ok(totals)
+}
+
+/// Calls `f(member, count)` for every field of the slot hashes of the latest `slots`
+/// slots.
+#[allow(clippy::too_many_arguments)]
+fn for_each_live_count(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    slots: i64,
+    now: i64,
+    transit: &Transit,
+    mut f: impl FnMut(&[u8], &[u8]),
+) -> Result<()> {
     let Some((first, last)) = meta.recent_range(now, slots) else {
-        return Ok(totals);
+        return Ok(());
     };
     for index in first..=last {
         let name = slot_key(base, index);
@@ -251,13 +324,7 @@ pub(super) fn window_totals(
             }
             _ => continue,
         }
-        key.hscan(|member, count| {
-            if let Ok(count @ 1..) = parse_i64(count) {
-                let entry = totals.entry(member.to_vec()).or_insert(0);
-                *entry = entry.saturating_add(count);
-            }
-        });
+        key.hscan(&mut f);
     }
-    totals.retain(|_, total| *total > 0);
-    Ok(totals)
+    Ok(())
 }

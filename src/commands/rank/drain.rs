@@ -3,7 +3,7 @@
 //! resuming where the last visit stopped.
 //!
 //! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
-//! timer keeps its hands off them), a board whose cluster slot is moving, the meta hash's
+//! timer writes none of their keys; `view` computes a large one's totals in memory), a board whose cluster slot is moving, the meta hash's
 //! fields other than through `stored`; replicates only through [`Effects`]. Opens keys for
 //! writing only when there is work (a write open invalidates WATCH).
 
@@ -22,14 +22,18 @@ use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{has_jobs, is_marked_edited};
 use super::registry::{
-    forget_board, is_quarantined, quarantine, remember, remember_read, save_cursor, take_cursor,
-    BoardId,
+    forget_board, free_discarded, is_quarantined, quarantine, remember, remember_read, save_cursor,
+    take_cursor, BoardId,
 };
 use super::stored;
 use super::transit::Transit;
+use super::view;
 
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
+
+/// Members' worth of discarded quarantine totals freed per visit (see `view`).
+const FREED_PER_VISIT: usize = 8192;
 
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
@@ -152,6 +156,8 @@ pub fn expire(
     now: i64,
     deadline_us: u64,
 ) -> Visit {
+    // Quarantined boards' totals that are no longer true, a step of them.
+    free_discarded(FREED_PER_VISIT);
     if has_jobs() {
         // A rename or delete of this board may be queued: let it run first.
         return Visit::DueAt(now.saturating_add(1));
@@ -170,8 +176,9 @@ pub fn expire(
     }
     if is_quarantined(db, base) {
         // Edited by a native command, maybe by a user who may not touch the totals: the
-        // timer keeps its hands off; the next write rebuilds the board.
-        return Visit::Done;
+        // timer writes none of its keys (the next write rebuilds the board), it only
+        // computes the totals of a large one in memory for the reads.
+        return view::visit(ctx, db, base, &meta, now, deadline_us);
     }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).

@@ -35,7 +35,9 @@ use crate::replicate::Effects;
 use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
 use crate::store::{Key, KeyKind};
 
-use super::registry::{forget_board, is_quarantined, known_meta, quarantine, remember, unverify};
+use super::registry::{
+    drop_view, forget_board, is_quarantined, known_meta, quarantine, remember, unverify,
+};
 use super::stored;
 use super::transit::slot_in_transit;
 
@@ -79,6 +81,9 @@ thread_local! {
 
 /// Quarantine after a native edit, recorded in memory and (by a job) in the meta hash.
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
+    // Totals computed from the keys as they were are no longer true (the first read of a
+    // large board asks the timer for new ones).
+    drop_view(db, base);
     if quarantine(db, base) {
         push_job(
             ctx,

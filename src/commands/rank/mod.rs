@@ -11,6 +11,7 @@
 //! * `stored`: the meta hash's `_tally` and `_slots` fields, both layouts;
 //! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //! * `incrby`: TSRANK.INCRBY; `repair`: rebuilding a quarantined board before a write;
+//!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
 //! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
 //! * `lifecycle`: the board's keys following DEL/RENAME/EXPIRE of `key`, parts lost to
 //!   expiry or eviction, native edits and the quarantine they cause; `registry`: what is
@@ -35,6 +36,7 @@ mod registry;
 mod repair;
 mod stored;
 mod transit;
+mod view;
 
 use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
 

@@ -5,7 +5,6 @@
 //! Owns: the answers. May not touch: writes of any kind (opens every key read-only, the
 //! derived keys through the caller's [`Acl`]).
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use redis_module::{Context, ContextFlags, RedisString, RedisValue};
@@ -13,7 +12,7 @@ use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 use crate::args::set_once;
 use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::rank::{ahead, rank_adjusted, slot_key, sort_totals, top_adjusted, Meta};
+use crate::rank::{rank_adjusted, slot_key, sort_totals, top_adjusted, Meta};
 use crate::reply::Reply;
 use crate::server::command_now_ms;
 use crate::store::acl::Acl;
@@ -73,11 +72,8 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .take(count)
             .collect()
     } else if let Some(totals) = &board.computed {
-        sort_totals(totals.iter().map(|(m, t)| (m.clone(), *t)))
-            .into_iter()
-            .skip(offset)
-            .take(count)
-            .collect()
+        let rows = totals.top(offset, count);
+        rows.map(|(m, t)| (m.to_vec(), t)).collect()
     } else {
         let want = offset.saturating_add(count).min(board.zset.len());
         let (zset, pending) = (&mut board.zset, &board.pending);
@@ -218,11 +214,7 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Ok(Reply::Nil);
     }
     if let Some(totals) = &board.computed {
-        let ahead_of_member = totals
-            .iter()
-            .filter(|(m, t)| ahead((**t, m), (total, member)) == Ordering::Greater)
-            .count();
-        return Ok(Reply::Int(ahead_of_member as i64));
+        return Ok(Reply::Int(totals.rank(total, member) as i64));
     }
     if board.pending.is_empty() {
         // Exact sorted set: ZREVRANK is O(log n).
