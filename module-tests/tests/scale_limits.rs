@@ -130,7 +130,7 @@ fn a_counter_of_three_full_resolutions_answers_in_10ms(kind: &ServerKind) {
 
 per_server!(a_full_counter_of_one_resolution_answers_in_10ms);
 /// One resolution of 100000 samples, every slot stored: INFO and a LIMIT of 16 windows
-/// of 99000 slots stay under 10 ms.
+/// of 99000 slots, allowed or refused, stay under 10 ms.
 fn a_full_counter_of_one_resolution_answers_in_10ms(kind: &ServerKind) {
     let srv = Server::start(kind);
     assert_eq!(
@@ -154,6 +154,20 @@ fn a_full_counter_of_one_resolution_answers_in_10ms(kind: &ServerKind) {
             panic!("{reply:?}")
         };
         assert_eq!(items.first(), Some(&v_int(1)), "allowed: {reply:?}");
+    });
+    // Refused: each window's wait is found among its 99000 slots.
+    let mut refused = strings(&["TSCOUNTER.LIMIT", "c", "1"]);
+    for max in 0..16 {
+        refused.push("99000s".into());
+        refused.push((10 + max).to_string());
+    }
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    assert_fast(&srv, &refused, |reply| {
+        let Value::Array(items) = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(items.first(), Some(&v_int(0)), "refused: {reply:?}");
+        assert!(matches!(items.get(1), Some(Value::Int(wait)) if *wait > 98_000_000));
     });
     srv.assert_alive();
 }
