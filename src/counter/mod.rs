@@ -786,7 +786,8 @@ impl Counter {
                 continue;
             }
             // Every stored slot lies in `lo .. lo + samples`, and tally writes none after
-            // the one containing `now`.
+            // the one containing `now` (only a server clock stepped back leaves such a
+            // slot; it then counts in `slots` but not in `last` until the clock passes it).
             let top =
                 t.lo.saturating_add(r.samples)
                     .saturating_sub(1)
