@@ -184,6 +184,29 @@ struct SlotChange {
     new: i64,
 }
 
+/// What `TSCOUNTER.INFO` reports of a counter's stored slots: how many, and the starts of
+/// the oldest and the newest (all resolutions together).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extent {
+    pub slots: i64,
+    pub first: Option<i64>,
+    pub last: Option<i64>,
+}
+
+impl Extent {
+    /// Widens `first ..= last` to include a slot starting at `start`.
+    fn include(&mut self, start: i64) {
+        self.first = Some(self.first.map_or(start, |f| f.min(start)));
+        self.last = Some(self.last.map_or(start, |l| l.max(start)));
+    }
+
+    /// Counts one stored slot of resolution `res_ms` (a walk of the store).
+    pub fn add_slot(&mut self, res_ms: i64, index: i64) {
+        self.include(slot_start(index, res_ms));
+        self.slots += 1;
+    }
+}
+
 /// The finest of `resolutions` whose kept span covers `window`.
 pub fn finest_covering(resolutions: &[Resolution], window: i64) -> Result<Resolution> {
     for &resolution in resolutions {
@@ -737,6 +760,53 @@ impl Counter {
                 (start(index), count)
             })
             .collect())
+    }
+
+    /// [`TSCOUNTER.INFO`]'s view of the stored slots, found from the bookkeeping with a
+    /// few probes per resolution (its oldest and newest stored slot) instead of a walk of
+    /// every stored slot. `None` when the bookkeeping does not account for exactly the
+    /// stored slots (a user's edit) or the probes would pass `max_probes` (gaps at the
+    /// ends of a resolution): the caller then walks the store.
+    pub fn extent(&self, store: &mut dyn SlotStore, now: i64, max_probes: usize) -> Option<Extent> {
+        let slots = self.stored_slots();
+        if usize::try_from(slots).ok()? != store.stored_slots() {
+            return None;
+        }
+        let mut probes_left = max_probes;
+        let mut stored = |store: &mut dyn SlotStore, res_ms: i64, index: i64| {
+            probes_left = probes_left.checked_sub(1)?;
+            Some(store.get(res_ms, index).is_some())
+        };
+        let mut extent = Extent {
+            slots,
+            ..Extent::default()
+        };
+        for (r, t) in self.resolutions.iter().zip(&self.tracks) {
+            if t.n == 0 {
+                continue;
+            }
+            // Every stored slot lies in `lo .. lo + samples`, and tally writes none after
+            // the one containing `now` (only a server clock stepped back leaves such a
+            // slot; it then counts in `slots` but not in `last` until the clock passes it).
+            let top =
+                t.lo.saturating_add(r.samples)
+                    .saturating_sub(1)
+                    .min(slot_index(now, r.ms));
+            let mut oldest = t.lo;
+            while !stored(store, r.ms, oldest)? {
+                if oldest >= top {
+                    return None;
+                }
+                oldest += 1;
+            }
+            let mut newest = top;
+            while newest > oldest && !stored(store, r.ms, newest)? {
+                newest -= 1;
+            }
+            extent.include(slot_start(oldest, r.ms));
+            extent.include(slot_start(newest, r.ms));
+        }
+        Some(extent)
     }
 
     /// True unless every resolution's bookkeeping is in range (at most `samples` slots) and

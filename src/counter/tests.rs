@@ -412,6 +412,7 @@ fn model_based_random_workload() {
                 let nonzero: Vec<(i64, i64)> =
                     want_range.into_iter().filter(|&(_, v)| v != 0).collect();
                 assert_eq!(c.range(&mut s, now, r.ms, None, None, false), Ok(nonzero));
+                assert_extent_is_the_walk(&c, &mut s, now, seed);
             }
             if step % 50 == 0 {
                 // A timer pass later on removes exactly what is no longer kept.
@@ -425,6 +426,44 @@ fn model_based_random_workload() {
             }
         }
     }
+}
+
+/// INFO's probed extent, when the bookkeeping gives one, is what a walk of the store
+/// finds; a tight probe budget or bookkeeping that misses a slot gives none.
+fn assert_extent_is_the_walk(c: &Counter, s: &mut MapStore, now: i64, seed: u64) {
+    let mut walked = Extent::default();
+    for &(res_ms, index) in s.0.keys() {
+        walked.add_slot(res_ms, index);
+    }
+    if let Some(probed) = c.extent(s, now, usize::MAX) {
+        assert_eq!(probed, walked, "seed {seed}");
+    } else {
+        // Only a slot beyond the bookkeeping's count refuses an unlimited budget.
+        assert_ne!(c.stored_slots() as usize, s.0.len(), "seed {seed}");
+    }
+    if c.stored_slots() > 0 {
+        assert_eq!(c.extent(s, now, 0), None);
+    }
+}
+
+/// A slot the bookkeeping does not count (a user's `HSET`) makes INFO walk.
+#[test]
+fn extent_needs_bookkeeping_that_counts_every_slot() {
+    let mut c = Counter::new(res("1s:100 1m:10"));
+    let mut s = MapStore::default();
+    let now = 1_700_000_000_000;
+    for back in [0, 3_000, 50_000] {
+        c.incrby(&mut s, now, now - back, 2).unwrap();
+    }
+    let probed = c.extent(&mut s, now, 64).unwrap();
+    // Three seconds and two minutes (`now` is 20 s into its minute); the oldest is the
+    // minute before, the newest the second of `now`.
+    assert_eq!(probed.slots, 5);
+    let minute = |t: i64| slot_start(slot_index(t, 60_000), 60_000);
+    assert_eq!(probed.first, Some(minute(now - 50_000)));
+    assert_eq!(probed.last, Some(slot_start(slot_index(now, 1000), 1000)));
+    s.0.insert((1000, slot_index(now, 1000) - 70), 5);
+    assert_eq!(c.extent(&mut s, now, 64), None);
 }
 
 /// The ordered-walk SUM answers exactly what summing each window slot by slot does,

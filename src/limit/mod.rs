@@ -96,29 +96,33 @@ pub fn decide(
         }
     }
     let stored = collect_ordered(store, &spans);
-    let window_slots: Vec<&[(i64, i64)]> = windows
+    // Per resolution, the running totals of its slots (`prefix[k]`: the first `k` slots),
+    // and whether no count is negative: every window's sum is then two lookups, and a
+    // refused window's wait a binary search (a walk of 99000 slots per window otherwise).
+    let prefixes: Vec<Prefix> = stored.iter().map(|slots| Prefix::new(slots)).collect();
+    let window_slots: Vec<WindowSlots> = windows
         .iter()
         .map(|w| {
-            let all = spans
-                .iter()
-                .position(|span| span.0 == w.res_ms)
+            let at = spans.iter().position(|span| span.0 == w.res_ms);
+            let all = at
                 .and_then(|at| stored.get(at))
                 .map_or(&[][..], |slots| slots.as_slice());
             let from = all.partition_point(|&(index, _)| index < w.first);
-            all.get(from..).unwrap_or(&[])
+            let to = all.partition_point(|&(index, _)| index <= w.last).max(from);
+            let prefix = at.and_then(|at| prefixes.get(at));
+            let running = |k: usize| prefix.and_then(|p| p.sums.get(k)).copied().unwrap_or(0);
+            WindowSlots {
+                slots: all.get(from..).unwrap_or(&[]),
+                sum: running(to) - running(from),
+                // Running totals of the window's slots from its first, when no count is
+                // negative (the sum then only falls as slots leave).
+                totals: prefix
+                    .filter(|p| p.no_negative)
+                    .and_then(|p| p.sums.get(from..)),
+            }
         })
         .collect();
-    let sums: Vec<i128> = windows
-        .iter()
-        .zip(&window_slots)
-        .map(|(w, slots)| {
-            slots
-                .iter()
-                .take_while(|&&(index, _)| index <= w.last)
-                .map(|&(_, count)| i128::from(count))
-                .sum()
-        })
-        .collect();
+    let sums: Vec<i128> = window_slots.iter().map(|w| w.sum).collect();
     let plain_sums = sums
         .iter()
         .map(|&s| i64::try_from(s).map_err(|_| Error::Overflow))
@@ -161,8 +165,7 @@ pub fn decide(
     let walks = windows
         .iter()
         .zip(&window_slots)
-        .zip(&sums)
-        .map(|((w, slots), &sum)| FailingTimes::new(w, slots, sum, at, increment).peekable())
+        .map(|(w, slots)| FailingTimes::new(w, slots, at, increment).peekable())
         .collect();
     let wait = first_time_outside(walks);
     let retry_after_ms = i64::try_from(wait)
@@ -174,6 +177,40 @@ pub fn decide(
         retry_after_ms,
         sums: plain_sums,
     })
+}
+
+/// The running totals of one resolution's stored slots, oldest first.
+struct Prefix {
+    /// `sums[k]`: the counts of the first `k` slots.
+    sums: Vec<i128>,
+    /// True if no count is negative.
+    no_negative: bool,
+}
+
+impl Prefix {
+    fn new(slots: &[(i64, i64)]) -> Prefix {
+        let mut sums = Vec::with_capacity(slots.len() + 1);
+        let mut total = 0i128;
+        sums.push(total);
+        for &(_, count) in slots {
+            total += i128::from(count);
+            sums.push(total);
+        }
+        Prefix {
+            sums,
+            no_negative: slots.iter().all(|&(_, count)| count >= 0),
+        }
+    }
+}
+
+/// One window's stored slots at `at`, from its oldest counted slot on (later slots
+/// included), and its sum.
+struct WindowSlots<'a> {
+    slots: &'a [(i64, i64)],
+    sum: i128,
+    /// `totals[k] - totals[0]`: the counts of `slots[..k]`; `None` if some count is
+    /// negative.
+    totals: Option<&'a [i128]>,
 }
 
 /// The delays `d >= 1` at which one window fails, as sorted disjoint half-open intervals
@@ -194,12 +231,14 @@ struct FailingTimes<'a> {
     /// The window's newest slot and its sum, from the last event on.
     newest: i128,
     sum: i128,
+    /// Running totals of `leaving` (see [`WindowSlots::totals`]).
+    totals: Option<&'a [i128]>,
     done: bool,
 }
 
 impl<'a> FailingTimes<'a> {
-    /// `slots`: the window's stored slots from `w.first` on; `sum`: its sum at `at`.
-    fn new(w: &Window, slots: &'a [(i64, i64)], sum: i128, at: i64, increment: i64) -> Self {
+    fn new(w: &Window, window: &WindowSlots<'a>, at: i64, increment: i64) -> Self {
+        let slots = window.slots;
         let entering_from = slots.partition_point(|&(index, _)| index <= w.last);
         FailingTimes {
             res_ms: i128::from(w.res_ms),
@@ -209,9 +248,37 @@ impl<'a> FailingTimes<'a> {
             entering: slots.get(entering_from..).unwrap_or(&[]),
             leaving: slots,
             newest: i128::from(w.last),
-            sum,
+            sum: window.sum,
+            totals: window.totals,
             done: false,
         }
+    }
+
+    /// The one failing interval when no slot is to enter and no count is negative (asked
+    /// before the walk starts): the sum then only falls as slots leave, so the window
+    /// fails from now until the first leave that brings it within `room`, found by a
+    /// binary search of the running totals. `None` when that does not apply.
+    fn while_falling(&mut self) -> Option<Option<(i128, i128)>> {
+        if !self.entering.is_empty() {
+            return None;
+        }
+        let totals = self.totals?;
+        let base = *totals.first()?;
+        self.done = true;
+        if self.sum <= self.room {
+            return Some(None);
+        }
+        // Leaves needed: the least `k` with `sum - (totals[k] - base) <= room`.
+        let need = self.sum - self.room;
+        let leaving = totals.get(1..=self.leaving.len()).unwrap_or(&[]);
+        let k = leaving.partition_point(|&total| total - base < need);
+        let from = self.delay_to(self.newest).max(1);
+        let to = match self.leaving.get(k) {
+            Some(&(index, _)) => self.delay_to(i128::from(index) + self.span),
+            // (Unreachable: once every slot has left, the sum is 0 <= room.)
+            None => i128::MAX,
+        };
+        Some((from < to).then_some((from, to)))
     }
 
     /// The delay after which the window's newest slot is `index`.
@@ -224,6 +291,14 @@ impl Iterator for FailingTimes<'_> {
     type Item = (i128, i128);
 
     fn next(&mut self) -> Option<(i128, i128)> {
+        if self.done {
+            return None;
+        }
+        if let Some(interval) = self.while_falling() {
+            return interval;
+        }
+        // The walk below moves `leaving` on: the running totals no longer match it.
+        self.totals = None;
         while !self.done {
             let next_enter = self.entering.first().map(|&(index, _)| i128::from(index));
             let next_leave = self

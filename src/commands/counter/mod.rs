@@ -10,7 +10,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use crate::args::{parse_duration, parse_i64, set_once, Args};
 use crate::config;
 use crate::counter::{
-    finest_covering, parse_resolutions, parse_slot_field, Counter, Track, MAX_RESOLUTIONS,
+    finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, Track, MAX_RESOLUTIONS,
     STATE_FIELD,
 };
 use crate::error::{Error, Result};
@@ -385,25 +385,40 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     })))
 }
 
+/// Probes INFO may spend finding the oldest and newest stored slots from the bookkeeping
+/// (about a millisecond) before it walks the hash instead.
+const INFO_MAX_PROBES: usize = 2048;
+
 /// TSCOUNTER.INFO key
 pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     if !rest.is_empty() {
         return Err(Error::Arity("tscounter.info".into()));
     }
     let key = Key::open(ctx, name, false);
-    let Some(Loaded { counter, .. }) =
-        load_for_command(ctx, &key, name.as_slice(), command_now_ms())?
+    let now = command_now_ms();
+    let Some(Loaded {
+        counter,
+        state_rebuilt,
+    }) = load_for_command(ctx, &key, name.as_slice(), now)?
     else {
         return Ok(Reply::Nil);
     };
-    let (mut first, mut last, mut slots) = (None::<i64>, None::<i64>, 0i64);
-    key.hscan(|field, _| {
-        if let Some((res_ms, index)) = parse_slot_field(field) {
-            let start = crate::window::slot_start(index, res_ms);
-            first = Some(first.map_or(start, |f| f.min(start)));
-            last = Some(last.map_or(start, |l| l.max(start)));
-            slots += 1;
-        }
+    // From the bookkeeping when it can be trusted (a few probes), else one walk.
+    let probed = (!state_rebuilt)
+        .then(|| {
+            with_slots(ctx, &key, name.as_slice(), Build::Never, |slots| {
+                counter.extent(slots, now, INFO_MAX_PROBES)
+            })
+        })
+        .flatten();
+    let Extent { slots, first, last } = probed.unwrap_or_else(|| {
+        let mut extent = Extent::default();
+        key.hscan(|field, _| {
+            if let Some((res_ms, index)) = parse_slot_field(field) {
+                extent.add_slot(res_ms, index);
+            }
+        });
+        extent
     });
     drop(key);
     let opt = |v: Option<i64>| v.map_or(Reply::Nil, Reply::Int);

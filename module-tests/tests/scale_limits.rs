@@ -1,0 +1,294 @@
+//! Objects at their documented limits answer within 10 ms: a counter with resolutions of
+//! 100000 samples each, full (`TSCOUNTER.INFO`, `SUM` and `LIMIT` of a window of 99000
+//! slots), and a statistics object of 10000 periods (`STATS.GET WINDOW` of all of them,
+//! `STATS.INFO`).
+//!
+//! Each command is timed by the server's own clock: `usec` of its line in
+//! `INFO commandstats` after `CONFIG RESETSTAT`. The best of a few calls counts, so a
+//! moment without CPU on a loaded machine does not fail the test while a command that
+//! does work in proportion to the object's size always does.
+
+use module_tests::*;
+
+/// The rule: no command holds the server longer than this.
+const MAX_COMMAND_US: f64 = 10_000.0;
+
+/// Calls per timed command; the best counts.
+const TRIES: usize = 3;
+
+/// The server time (µs) of the best of [`TRIES`] calls of `args`, each checked by `check`.
+fn best_usec(srv: &Server, args: &[&str], check: impl Fn(&Value)) -> f64 {
+    let command = args[0].to_lowercase();
+    let mut best = f64::MAX;
+    for _ in 0..TRIES {
+        assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+        let reply = srv.cmd_value(args);
+        assert!(error_text(&reply).is_none(), "{args:?}: {reply:?}");
+        check(&reply);
+        best = best.min(usec_per_call(srv, &command));
+    }
+    best
+}
+
+/// Asserts that `args` takes at most [`MAX_COMMAND_US`] at the server.
+fn assert_fast(srv: &Server, args: &[&str], check: impl Fn(&Value)) {
+    let us = best_usec(srv, args, check);
+    println!("{}: {args:?} {us} us", srv.kind().name);
+    assert!(
+        us <= MAX_COMMAND_US,
+        "{}: {args:?} took {us} us at the server",
+        srv.kind().name
+    );
+}
+
+/// Sends `cmds` in pipelines of a few thousand, each reply checked by `check`.
+fn send_all(srv: &Server, cmds: &[Vec<String>], check: impl Fn(&Value)) {
+    let mut conn = srv.conn();
+    for chunk in cmds.chunks(2_000) {
+        for reply in pipeline(&mut conn, chunk) {
+            check(&reply);
+        }
+    }
+}
+
+/// One increment in each of the latest `seconds` seconds up to `now` (oldest first).
+fn fill_counter(srv: &Server, key: &str, now: i64, seconds: i64) {
+    let cmds: Vec<Vec<String>> = (0..seconds)
+        .rev()
+        .map(|back| {
+            strings(&["TSCOUNTER.INCRBY", key, "1", "AT"])
+                .into_iter()
+                .chain([(now - back * 1000).to_string()])
+                .collect()
+        })
+        .collect();
+    send_all(srv, &cmds, |reply| {
+        assert!(matches!(reply, Value::Int(n) if *n >= 1), "{reply:?}");
+    });
+}
+
+/// A field of a map reply.
+fn field(reply: &Value, name: &str) -> Value {
+    map_pairs(reply)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {name} in {reply:?}"))
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(n) => *n,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+/// The counter of the three-resolution cases: `1000ms:100000 1001ms:100000
+/// 1003ms:100000`, one increment in each of the latest 99900 seconds (about 299700 slot
+/// fields, more than a read cache keeps; none leaves during a test).
+fn three_full_resolutions(kind: &ServerKind) -> Server {
+    let srv = Server::start(kind);
+    assert_eq!(
+        srv.cmd_value(&[
+            "TSCOUNTER.CREATE",
+            "big",
+            "RESOLUTIONS",
+            "1000ms:100000",
+            "1001ms:100000",
+            "1003ms:100000"
+        ]),
+        v_ok()
+    );
+    let now = server_ms(&srv);
+    fill_counter(&srv, "big", now, 99_900);
+    srv
+}
+
+per_server!(info_of_three_full_resolutions_answers_in_10ms);
+/// INFO of about 300000 slots comes from the bookkeeping, not a walk of the hash.
+fn info_of_three_full_resolutions_answers_in_10ms(kind: &ServerKind) {
+    let srv = three_full_resolutions(kind);
+    let info = srv.cmd_value(&["TSCOUNTER.INFO", "big"]);
+    let slots = int(&field(&info, "slots"));
+    // Each resolution keeps about every second's slot (1001 ms and 1003 ms slots
+    // sometimes take two seconds).
+    assert!((290_000..=299_700).contains(&slots), "{info:?}");
+    assert_fast(&srv, &["TSCOUNTER.INFO", "big"], |reply| {
+        assert_same_info(reply, &info);
+    });
+    srv.assert_alive();
+}
+
+per_server!(long_windows_of_three_full_resolutions_answer_in_10ms);
+/// SUM and LIMIT of a window of 99000 slots of a counter too large for the read cache.
+fn long_windows_of_three_full_resolutions_answer_in_10ms(kind: &ServerKind) {
+    let srv = three_full_resolutions(kind);
+    assert_fast(&srv, &["TSCOUNTER.SUM", "big", "99000s"], |reply| {
+        // The window's 99000 slots, give or take the seconds that passed.
+        assert!((98_000..=99_000).contains(&int(reply)), "{reply:?}");
+    });
+    assert_fast(
+        &srv,
+        &["TSCOUNTER.LIMIT", "big", "1", "99000s", "10"],
+        |reply| {
+            let Value::Array(items) = reply else {
+                panic!("{reply:?}")
+            };
+            assert_eq!(items.first(), Some(&v_int(0)), "refused: {reply:?}");
+        },
+    );
+    srv.assert_alive();
+}
+
+per_server!(a_full_counter_of_one_resolution_answers_in_10ms);
+/// One resolution of 100000 samples, every slot stored: INFO and a LIMIT of 16 windows
+/// of 99000 slots, allowed or refused, stay under 10 ms.
+fn a_full_counter_of_one_resolution_answers_in_10ms(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1s:100000"]),
+        v_ok()
+    );
+    let now = server_ms(&srv);
+    fill_counter(&srv, "c", now, 99_900);
+    let info = srv.cmd_value(&["TSCOUNTER.INFO", "c"]);
+    assert_fast(&srv, &["TSCOUNTER.INFO", "c"], |reply| {
+        assert_same_info(reply, &info);
+    });
+    let mut limit = strings(&["TSCOUNTER.LIMIT", "c", "1"]);
+    for max in 0..16 {
+        limit.push("99000s".into());
+        limit.push((200_000 + max).to_string());
+    }
+    let limit: Vec<&str> = limit.iter().map(String::as_str).collect();
+    assert_fast(&srv, &limit, |reply| {
+        let Value::Array(items) = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(items.first(), Some(&v_int(1)), "allowed: {reply:?}");
+    });
+    // Refused: each window's wait is found among its 99000 slots.
+    let mut refused = strings(&["TSCOUNTER.LIMIT", "c", "1"]);
+    for max in 0..16 {
+        refused.push("99000s".into());
+        refused.push((10 + max).to_string());
+    }
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    assert_fast(&srv, &refused, |reply| {
+        let Value::Array(items) = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(items.first(), Some(&v_int(0)), "refused: {reply:?}");
+        assert!(matches!(items.get(1), Some(Value::Int(wait)) if *wait > 98_000_000));
+    });
+    srv.assert_alive();
+}
+
+/// `PERIOD 1s KEEP 10000` with a value in each of the 10000 periods.
+fn statistics_of_10000_periods(kind: &ServerKind) -> Server {
+    let srv = Server::start(kind);
+    assert_eq!(
+        srv.cmd_value(&["STATS.CREATE", "s", "PERIOD", "1s", "KEEP", "10000"]),
+        v_ok()
+    );
+    let now = server_ms(&srv);
+    let periods = 10_000i64;
+    let cmds: Vec<Vec<String>> = (0..periods)
+        .rev()
+        .map(|back| {
+            let value = (1 + back % 1000).to_string();
+            let at = (now - back * 1000).to_string();
+            strings(&["STATS.ADD", "s", &value, "AT", &at])
+        })
+        .collect();
+    send_all(&srv, &cmds, |reply| {
+        assert!(matches!(reply, Value::Int(1)), "{reply:?}")
+    });
+    srv
+}
+
+per_server!(info_of_10000_periods_answers_in_10ms);
+/// `STATS.INFO` of 10000 periods stays under 10 ms.
+fn info_of_10000_periods_answers_in_10ms(kind: &ServerKind) {
+    let srv = statistics_of_10000_periods(kind);
+    let info = srv.cmd_value(&["STATS.INFO", "s"]);
+    assert_fast(&srv, &["STATS.INFO", "s"], |reply| {
+        assert_same_info(reply, &info);
+    });
+    srv.assert_alive();
+}
+
+per_server!(a_window_of_10000_periods_answers_in_10ms);
+/// `STATS.GET WINDOW` of all 10000 periods stays under 10 ms, also on a read that finds
+/// no cached window (the window slides every second).
+fn a_window_of_10000_periods_answers_in_10ms(kind: &ServerKind) {
+    let srv = statistics_of_10000_periods(kind);
+    // Each call waits for the next period first, so no call finds the window it asks
+    // for in a cache.
+    let next_period = |srv: &Server| {
+        let start = server_ms(srv) / 1000;
+        assert!(wait_until(std::time::Duration::from_secs(3), || {
+            server_ms(srv) / 1000 > start
+        }));
+    };
+    let mut best = f64::MAX;
+    for _ in 0..TRIES {
+        next_period(&srv);
+        best = best.min(best_of_one(&srv, &["STATS.GET", "s", "WINDOW", "10000s"]));
+    }
+    println!("{}: STATS.GET WINDOW 10000s {best} us", kind.name);
+    assert!(
+        best <= MAX_COMMAND_US,
+        "{}: STATS.GET WINDOW 10000s took {best} us at the server",
+        kind.name
+    );
+    srv.assert_alive();
+}
+
+/// The server time (µs) of one call of `args`, whose reply is a non-empty map.
+fn best_of_one(srv: &Server, args: &[&str]) -> f64 {
+    assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+    let reply = srv.cmd_value(args);
+    assert!(int(&field(&reply, "count")) > 9_000, "{reply:?}");
+    usec_per_call(srv, &args[0].to_lowercase())
+}
+
+/// Two INFO replies agree on every field but `memory` (`MEMORY USAGE` samples a large hash).
+fn assert_same_info(got: &Value, want: &Value) {
+    let without_memory = |v: &Value| {
+        map_pairs(v)
+            .into_iter()
+            .filter(|(k, _)| k != "memory")
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(without_memory(got), without_memory(want), "INFO changed");
+}
+
+per_server!(a_full_counter_read_without_its_cache_answers_in_10ms);
+/// A native edit drops a counter's read cache: the next SUM of 99000 slots of a
+/// 100000-slot counter still answers within 10 ms.
+fn a_full_counter_read_without_its_cache_answers_in_10ms(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "c", "RESOLUTIONS", "1s:100000"]),
+        v_ok()
+    );
+    let now = server_ms(&srv);
+    fill_counter(&srv, "c", now, 99_900);
+    let mut best = f64::MAX;
+    for _ in 0..TRIES {
+        assert_eq!(srv.cmd_value(&["HSET", "c", "note", "x"]), v_int(1));
+        assert_eq!(srv.cmd_value(&["HDEL", "c", "note"]), v_int(1));
+        assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+        let reply = srv.cmd_value(&["TSCOUNTER.SUM", "c", "99000s"]);
+        assert!((98_000..=99_000).contains(&int(&reply)), "{reply:?}");
+        best = best.min(usec_per_call(&srv, "tscounter.sum"));
+    }
+    println!("{}: SUM c 99000s without cache {best} us", kind.name);
+    assert!(
+        best <= MAX_COMMAND_US,
+        "{}: SUM c 99000s without its cache took {best} us at the server",
+        kind.name
+    );
+    srv.assert_alive();
+}
