@@ -23,6 +23,8 @@
 #                  only
 #   BENCH_HOST_ROUNDS  alternating runs per server of the host tax rows (default 5)
 #   REDIS_SERVER   server binary (default: redis-server on PATH)
+#   BENCH_MODULE   the tally module to measure (default: target/release/libtally.so), e.g. a
+#                  copy of an earlier build to compare with
 #
 # The family scripts scripts/bench_rank.sh and scripts/bench_stats.sh are sourced: they
 # define their fixtures, rows and memory figures as functions that use the helpers below.
@@ -55,7 +57,7 @@ SERVER=${REDIS_SERVER:-redis-server}
 CLIENTS=50
 PIPELINE=16
 WARMUP_REQUESTS=10000
-MODULE="$ROOT/target/release/libtally.so"
+MODULE=${BENCH_MODULE:-$ROOT/target/release/libtally.so}
 BEGAN=$(date +%s)
 
 if [ ! -f "$MODULE" ]; then
