@@ -141,3 +141,14 @@ pub fn conn_as_user(srv: &Server, user: &str, rules: &[&str]) -> redis::Connecti
 pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
+
+/// True when an open case (a known gap, its test written and failing) is to be skipped:
+/// it runs only with `TALLY_OPEN_CASES=1`, so `make test` stays green while the gap is
+/// open and the case is ready the day it closes. Prints why it is skipped.
+pub fn skip_open_case(why: &str) -> bool {
+    let run = std::env::var("TALLY_OPEN_CASES").is_ok_and(|v| v == "1");
+    if !run {
+        println!("skipped: an open case ({why}); TALLY_OPEN_CASES=1 runs it");
+    }
+    !run
+}

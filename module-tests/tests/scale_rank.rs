@@ -143,8 +143,7 @@ per_server!(one_kind_at_a_time: reads_stay_fast_while_a_big_slot_expires);
 /// OPEN: TOP, RANK and INFO still walk the members of the expiring slot (50-400 ms here),
 /// so this case runs only with `TALLY_OPEN_CASES=1` until they do bounded work.
 fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
-    if std::env::var("TALLY_OPEN_CASES").map_or(true, |v| v != "1") {
-        println!("skipped: an open case (TALLY_OPEN_CASES=1 runs it)");
+    if skip_open_case("reads walk the members of an expiring slot") {
         return;
     }
     let srv = Server::start(kind);

@@ -29,6 +29,9 @@ use crate::memo_map::DbMaps;
 /// the cache and evict the many small ones. Its reads walk its hash instead.
 pub const MAX_SLOTS_PER_MIRROR: usize = 250_000;
 
+/// The least a mirror holds per field of its hash: a slot and its running total.
+const MIN_BYTES_PER_FIELD: usize = std::mem::size_of::<(i64, i64)>() + std::mem::size_of::<i128>();
+
 /// Estimated bytes of a mirror besides its slots and parsed counter: its entry in the
 /// map (vector slot, index entry, shared name header) and the allocator's rounding.
 const ENTRY_OVERHEAD: usize = std::mem::size_of::<Mirror>() + 96;
@@ -190,7 +193,9 @@ pub fn with_mirror<T>(
             // without one, new keys included): never while memory is tight.
             let budget = budget();
             mirrors.evict_to(budget);
-            if !(wanted && budget > 0) {
+            // A hash whose slots alone would not fit is never walked to find that out
+            // (every field is at least a slot and its running total).
+            if !wanted || fields.saturating_mul(MIN_BYTES_PER_FIELD) > budget {
                 return f(None);
             }
             let mut mirror = Mirror {
