@@ -13,9 +13,10 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
-/// Hashes the ids, which are hashes already: used as they are.
+/// Hashes ids that are hashes already (keyed with this process's random keys, so nobody
+/// can choose names whose ids collide): used as they are.
 #[derive(Default)]
-struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {

@@ -11,23 +11,6 @@ use std::process::{Command, Stdio};
 
 use module_tests::*;
 
-/// The package version in the repository's `Cargo.toml` (the module's version).
-fn cargo_version() -> String {
-    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("Cargo.toml");
-    manifest
-        .lines()
-        .skip_while(|line| line.trim() != "[package]")
-        .find_map(|line| {
-            let value = line
-                .trim()
-                .strip_prefix("version")?
-                .trim()
-                .strip_prefix('=')?;
-            Some(value.trim().trim_matches('"').to_string())
-        })
-        .expect("a version in Cargo.toml's [package]")
-}
-
 // ------------------------------------------------------------------ commands.json
 
 /// A JSON value: what commands.json needs, printed as RedisTimeSeries' file is (four

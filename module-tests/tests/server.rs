@@ -69,6 +69,7 @@ fn defaults() -> BTreeMap<String, String> {
         ("tally.stats-period", "1h"),
         ("tally.stats-keep", "24"),
         ("tally.expire-budget-us", "1000"),
+        ("tally.cache-max-memory", "4194304"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -95,6 +96,7 @@ fn module_list_and_default_configs(kind: &ServerKind) {
     for (name, bad) in [
         ("tally.expire-budget-us", "5"),
         ("tally.expire-budget-us", "abc"),
+        ("tally.cache-max-memory", "-1"),
         ("tally.stats-keep", "0"),
         ("tally.max-future", "soon"),
         ("tally.rank-window", "0"),
@@ -115,6 +117,7 @@ fn module_list_and_default_configs(kind: &ServerKind) {
     );
     for (name, good, shown) in [
         ("tally.expire-budget-us", "2000", "2000"),
+        ("tally.cache-max-memory", "64mb", "67108864"),
         ("tally.max-future", "90s", "90s"),
         ("tally.rank-window", "48h", "48h"),
         ("tally.stats-period", "60000", "60000"),

@@ -135,10 +135,18 @@ pub struct Counter {
 }
 
 impl Counter {
-    /// The heap bytes this counter holds (its two vectors).
-    pub fn heap_bytes(&self) -> usize {
-        self.resolutions.capacity() * std::mem::size_of::<Resolution>()
-            + self.tracks.capacity() * std::mem::size_of::<Track>()
+    /// The heap bytes this counter holds (its two vectors), each allocation counted with
+    /// `per_allocation` bytes of the allocator's own.
+    pub fn heap_bytes(&self, per_allocation: usize) -> usize {
+        let used = |bytes: usize| {
+            if bytes == 0 {
+                0
+            } else {
+                bytes + per_allocation
+            }
+        };
+        used(self.resolutions.capacity() * std::mem::size_of::<Resolution>())
+            + used(self.tracks.capacity() * std::mem::size_of::<Track>())
     }
 }
 

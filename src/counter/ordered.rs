@@ -251,15 +251,23 @@ impl OrderedSlots {
         resolution.slots.get(at).map(|(_, count)| count)
     }
 
-    /// The heap bytes these slots hold (capacities, not lengths: what the allocator gave).
-    pub fn heap_bytes(&self) -> usize {
-        self.resolutions.capacity() * std::mem::size_of::<Resolution>()
+    /// The heap bytes these slots hold (capacities, not lengths: what the allocator gave),
+    /// each allocation counted with `per_allocation` bytes of the allocator's own.
+    pub fn heap_bytes(&self, per_allocation: usize) -> usize {
+        let used = |bytes: usize| {
+            if bytes == 0 {
+                0
+            } else {
+                bytes + per_allocation
+            }
+        };
+        used(self.resolutions.capacity() * std::mem::size_of::<Resolution>())
             + self
                 .resolutions
                 .iter()
                 .map(|r| {
-                    r.slots.capacity() * std::mem::size_of::<(i64, i64)>()
-                        + r.sums.capacity() * std::mem::size_of::<i128>()
+                    used(r.slots.capacity() * std::mem::size_of::<(i64, i64)>())
+                        + used(r.sums.capacity() * std::mem::size_of::<i128>())
                 })
                 .sum::<usize>()
     }

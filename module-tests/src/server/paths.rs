@@ -50,3 +50,20 @@ pub(super) fn find_on_path(name: &str) -> Option<PathBuf> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
+
+/// The package version in the repository's `Cargo.toml` (the module's version).
+pub fn cargo_version() -> String {
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("Cargo.toml");
+    manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[package]")
+        .find_map(|line| {
+            let value = line
+                .trim()
+                .strip_prefix("version")?
+                .trim()
+                .strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_string())
+        })
+        .expect("a version in Cargo.toml's [package]")
+}

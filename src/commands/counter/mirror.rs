@@ -24,10 +24,16 @@ use std::os::raw::c_int;
 
 use crate::counter::{Counter, OrderedSlots};
 use crate::memo_map::DbMaps;
+use crate::name_set::IdHasher;
 
 /// A counter with more slots than this is never mirrored: it would take a large part of
 /// the cache and evict the many small ones. Its reads walk its hash instead.
 pub const MAX_SLOTS_PER_MIRROR: usize = 250_000;
+
+/// What an allocation costs besides the bytes asked: the allocator's header and rounding
+/// (16 bytes with glibc malloc, which some servers are built with; jemalloc rounds up to
+/// size classes).
+const PER_ALLOCATION: usize = 16;
 
 /// The least a mirror holds per field of its hash: a slot and its running total.
 const MIN_BYTES_PER_FIELD: usize = std::mem::size_of::<(i64, i64)>() + std::mem::size_of::<i128>();
@@ -69,8 +75,11 @@ impl Mirror {
     fn bytes(&self, name: &[u8]) -> usize {
         ENTRY_OVERHEAD
             + name.len()
-            + self.slots.heap_bytes()
-            + self.counter.as_ref().map_or(0, Counter::heap_bytes)
+            + self.slots.heap_bytes(PER_ALLOCATION)
+            + self
+                .counter
+                .as_ref()
+                .map_or(0, |c| c.heap_bytes(PER_ALLOCATION))
     }
 
     /// Counts a write at `now` (ms, asked only while it matters); true once, when the key
@@ -273,26 +282,7 @@ const WRITES_BEFORE_MIRROR: u8 = 3;
 /// The write counts are forgotten when this many keys are counted (bounded memory).
 const MAX_COUNTED_KEYS: usize = 4096;
 
-/// Hashes the ids of [`RECENT_WRITES`], which are hashes already (keyed with this
-/// process's random keys, so nobody can choose names whose ids collide): used as they are.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u64` ids are hashed (`write_u64`); any other input still hashes.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id;
-    }
-}
-
+/// The write counts' ids are hashes already (see [`IdHasher`]).
 type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 thread_local! {

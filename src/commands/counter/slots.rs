@@ -402,7 +402,8 @@ pub(super) fn with_slots<T>(
     let mut load = |mirror: &mut Mirror| {
         // A hash with field TTLs is never mirrored: its expired slots count in its
         // length until the server reclaims them, so a mirror could not tell it changed.
-        if !is_counter(key) || key.has_field_ttls(ctx, name) {
+        // The question costs what the walk below costs anyway.
+        if !is_counter(key) || key.has_field_ttls(ctx, name, usize::MAX) {
             return false;
         }
         let mut slots = Vec::with_capacity(fields);

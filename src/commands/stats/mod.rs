@@ -360,13 +360,18 @@ fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
     notify_bytes(ctx, NotifyEvent::ZSET, c"zadd", report.rankkey);
 }
 
+/// The most fields a hash-field TTL question may name when admitting a STATS object to
+/// the read cache (see `Key::has_field_ttls`): the fields of the most periods an object
+/// keeps, and its bookkeeping; an object with more (foreign fields) is not cached.
+const MAX_FIELDS_ASKED: usize = 2 * crate::stats::MAX_KEEP as usize + 16;
+
 /// What a store into the read cache may do: the bytes the budget leaves it, and whether
 /// `name` may be cached at all when it is not yet (its hash has no field TTLs: an expired
 /// period counts in the hash's length until reclaimed, so a cache of it could keep one).
 fn admit(ctx: &Context, key: &Key, db: c_int, name: &[u8]) -> cache::Admit {
     cache::Admit {
         limit: super::caches::stats_budget(),
-        new_key: cache::holds(db, name) || !key.has_field_ttls(ctx, name),
+        new_key: cache::holds(db, name) || !key.has_field_ttls(ctx, name, MAX_FIELDS_ASKED),
     }
 }
 
