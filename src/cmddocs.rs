@@ -222,7 +222,7 @@ pub static DOCS: &[Doc] = &[
     Doc {
         command: c"tscounter.info",
         summary: c"Show a counter's resolutions, stored slots and memory",
-        complexity: c"O(F) where F is the number of fields of the counter's hash",
+        complexity: c"O(R) where R is the number of resolutions (a few probes of the hash each); O(F) in the F fields of the hash when native edits left the counter's bookkeeping out of step with it",
         args: &[KEY],
     },
     Doc {
