@@ -12,7 +12,9 @@ use std::ffi::CStr;
 /// The module version, as in `Cargo.toml` (`0.1.0`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// [`VERSION`] as a C string, for `since` and `INFO tally`.
+/// [`VERSION`] as a C string, for `since` and `INFO tally`. A `const`: the match below is
+/// evaluated by the compiler, so a version with a NUL byte stops the build and nothing of
+/// it runs in the server.
 pub const VERSION_C: &CStr =
     match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
         Ok(version) => version,

@@ -173,6 +173,17 @@ pub fn command_now_ms() -> i64 {
     }
 }
 
+/// How full the server is against `maxmemory` (1.0: at the limit; 0 without a limit).
+pub fn used_memory_ratio() -> f32 {
+    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
+    // (absent on servers without the function); nothing writes it afterwards.
+    match unsafe { raw::RedisModule_GetUsedMemoryRatio } {
+        // SAFETY: no arguments; reads the server's memory counters.
+        Some(ratio) => unsafe { ratio() },
+        None => 0.0,
+    }
+}
+
 /// A monotonic clock for work budgets, in µs.
 pub fn monotonic_us() -> u64 {
     // SAFETY: plain read of the server's monotonic clock; no arguments.

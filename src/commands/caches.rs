@@ -9,7 +9,7 @@
 //!
 //! Owns: the budget rules and the INFO figures of the caches. May not touch: keys.
 
-use crate::store::field_ttl::used_memory_ratio;
+use crate::server::used_memory_ratio;
 
 use super::counter::mirror;
 
@@ -18,16 +18,27 @@ use super::counter::mirror;
 const TIGHT_MEMORY_RATIO: f32 = 0.9;
 
 /// True while the server is close to its `maxmemory` (never without one).
-pub fn memory_is_tight() -> bool {
+fn memory_is_tight() -> bool {
     used_memory_ratio() > TIGHT_MEMORY_RATIO
 }
 
-/// What the STATS cache may hold now: the budget left by the mirrors (0 under pressure).
-pub fn stats_budget() -> usize {
+/// What one cache may hold now: the budget less what the other caches hold (`others`),
+/// or nothing while memory is tight.
+fn budget_left_by(others: usize) -> usize {
     if memory_is_tight() {
         return 0;
     }
-    crate::config::cache_max_memory().saturating_sub(mirror::bytes())
+    crate::config::cache_max_memory().saturating_sub(others)
+}
+
+/// What the counter mirrors may hold now.
+pub fn mirror_budget() -> usize {
+    budget_left_by(crate::stats::cache::bytes())
+}
+
+/// What the STATS cache may hold now.
+pub fn stats_budget() -> usize {
+    budget_left_by(mirror::bytes())
 }
 
 /// Estimated bytes held by every family's read caches.

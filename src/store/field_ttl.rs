@@ -1,6 +1,6 @@
 //! Whether a hash has fields with TTLs of their own (hash-field expiry: Redis 7.4+,
-//! Valkey 9), and how close the server is to `maxmemory`: what the read caches ask before
-//! keeping a copy of a hash.
+//! Valkey 9): what the read caches ask before keeping a copy of a hash, and what a
+//! leaderboard asks before trusting its meta.
 //!
 //! Why the caches ask: a field whose time has passed counts in the hash's length (and
 //! stays in scans) until the server reclaims it, and no event fires at the moment it
@@ -8,11 +8,13 @@
 //! is therefore never cached, and every read of it goes to the hash, whose field reads
 //! treat an expired field as absent.
 //!
-//! Owns: these two questions. May not touch: command logic.
+//! Owns: that question. May not touch: command logic.
 
 use std::cell::Cell;
 
-use redis_module::{raw, CallOptionsBuilder, CallReply, CallResult, Context};
+use redis_module::{CallOptionsBuilder, CallReply, CallResult, Context};
+
+use crate::layout::MARKER_FIELD;
 
 use super::Key;
 
@@ -47,11 +49,37 @@ fn any_ttl(ctx: &Context, name: &[u8], fields: &[&[u8]]) -> Option<bool> {
     }
 }
 
+/// True if the server has field TTLs at all, asked once with one `HPTTL` of one field of
+/// `name` (Redis 7.0 answers that the command is unknown).
+fn server_has_field_ttls(ctx: &Context, name: &[u8]) -> bool {
+    if let Some(known) = SERVER_HAS_FIELD_TTLS.with(Cell::get) {
+        return known;
+    }
+    let known = any_ttl(ctx, name, &[MARKER_FIELD.as_bytes()]).is_some();
+    SERVER_HAS_FIELD_TTLS.with(|h| h.set(Some(known)));
+    known
+}
+
 impl Key {
-    /// True if some field of this hash has a TTL (or that cannot be ruled out). O(1) where
-    /// the server offers `HashFieldMinExpire`; otherwise (Valkey 9) one `HPTTL` over every
-    /// field, and a hash of more than `max_fields_asked` fields is taken as having some:
-    /// the caller bounds what one question may cost.
+    /// True if one of `fields` of this hash (`name`) has a TTL, or that cannot be ruled
+    /// out. Where the server offers `HashFieldMinExpire` (Redis 8) the key itself answers
+    /// for all its fields at once, in O(1) and without a command run through
+    /// `RedisModule_Call` (which shows in the user's `INFO commandstats` and `SLOWLOG`);
+    /// Valkey 9 has field TTLs but no such call: there `HPTTL` runs.
+    pub fn fields_have_ttls(&self, ctx: &Context, name: &[u8], fields: &[&[u8]]) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        if let Some(any) = self.any_field_expires() {
+            return any;
+        }
+        server_has_field_ttls(ctx, name) && any_ttl(ctx, name, fields).unwrap_or(false)
+    }
+
+    /// True if some field of this hash has a TTL (or that cannot be ruled out), as
+    /// [`Key::fields_have_ttls`] of every field; without `HashFieldMinExpire`, a hash of
+    /// more than `max_fields_asked` fields is taken as having some: the caller bounds
+    /// what one question may cost.
     pub fn has_field_ttls(&self, ctx: &Context, name: &[u8], max_fields_asked: usize) -> bool {
         if self.ptr.is_null() {
             return false;
@@ -59,15 +87,7 @@ impl Key {
         if let Some(any) = self.any_field_expires() {
             return any;
         }
-        let supported = match SERVER_HAS_FIELD_TTLS.with(Cell::get) {
-            Some(known) => known,
-            None => {
-                let known = any_ttl(ctx, name, &[b"_tally"]).is_some();
-                SERVER_HAS_FIELD_TTLS.with(|h| h.set(Some(known)));
-                known
-            }
-        };
-        if !supported {
+        if !server_has_field_ttls(ctx, name) {
             return false;
         }
         if self.len() > max_fields_asked {
@@ -80,16 +100,5 @@ impl Key {
         }
         let fields: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
         any_ttl(ctx, name, &fields).unwrap_or(false)
-    }
-}
-
-/// How full the server is against `maxmemory` (1.0: at the limit; 0 without a limit).
-pub fn used_memory_ratio() -> f32 {
-    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
-    // (absent on servers without the function); nothing writes it afterwards.
-    match unsafe { raw::RedisModule_GetUsedMemoryRatio } {
-        // SAFETY: no arguments; reads the server's memory counters.
-        Some(ratio) => unsafe { ratio() },
-        None => 0.0,
     }
 }

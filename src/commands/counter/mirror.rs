@@ -22,6 +22,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::os::raw::c_int;
 
+use crate::commands::caches;
 use crate::counter::{Counter, OrderedSlots};
 use crate::memo_map::DbMaps;
 use crate::name_set::IdHasher;
@@ -132,16 +133,6 @@ impl Mirrors {
     }
 }
 
-/// The budget of the counter mirrors at this moment: what `tally.cache-max-memory` leaves
-/// after the STATS cache, or nothing while the server is close to `maxmemory` (a cache
-/// must never make the server evict a key).
-fn budget() -> usize {
-    if crate::commands::caches::memory_is_tight() {
-        return 0;
-    }
-    crate::config::cache_max_memory().saturating_sub(crate::stats::cache::bytes())
-}
-
 thread_local! {
     // Commands, timers and keyspace events all run on Redis's main thread.
     static MIRRORS: RefCell<Mirrors> = RefCell::new(Mirrors::default());
@@ -199,8 +190,12 @@ pub fn with_mirror<T>(
                 Build::Never => false,
             };
             // Asked here, where a mirror may be made (and by every write to a key
-            // without one, new keys included): never while memory is tight.
-            let budget = budget();
+            // without one, new keys included): never while memory is tight. With no
+            // mirror held there is nothing to give back, and no build: nothing to ask.
+            if !wanted && mirrors.bytes == 0 {
+                return f(None);
+            }
+            let budget = caches::mirror_budget();
             mirrors.evict_to(budget);
             // A hash whose slots alone would not fit is never walked to find that out
             // (every field is at least a slot and its running total).
@@ -248,7 +243,7 @@ pub fn with_mirror<T>(
             }
         }
         if new_bytes != old_bytes {
-            mirrors.evict_to(budget());
+            mirrors.evict_to(caches::mirror_budget());
         }
         result
     })

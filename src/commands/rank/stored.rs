@@ -6,9 +6,7 @@
 //! fields (`_edited` belongs to `lifecycle`), the registry, replication other than
 //! through the caller's [`Effects`].
 
-use std::cell::Cell;
-
-use redis_module::{CallOptionsBuilder, CallReply, CallResult, Context, ErrorReply};
+use redis_module::Context;
 
 use crate::error::{Error, Result};
 use crate::layout::{MARKER_FIELD, RANK_SLOTS_FIELD};
@@ -20,50 +18,18 @@ thread_local! {
     /// The field names, built once (every command reads them).
     static MARKER: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
     static SLOTS: Option<RStr> = RStr::new(RANK_SLOTS_FIELD.as_bytes());
-    /// False once the server refused `HPTTL` as unknown (Redis 7.0: no field TTLs).
-    static HAS_FIELD_TTLS: Cell<bool> = const { Cell::new(true) };
 }
 
 /// True if neither `_tally` nor `_slots` of the meta hash `meta` (named `name`) has a TTL
 /// of its own (hash field expiry, Redis 7.4+ and Valkey 9; a server without it has none).
-/// Where the server offers the module call (Redis 8), asked of the key itself, which is
-/// cheaper and, unlike a command run through `RedisModule_Call`, leaves no trace in the
-/// user's `INFO commandstats` and `SLOWLOG`; it covers every field of the meta, so a TTL on
-/// any of them counts (the board is then only read, never trusted from the cache). Valkey
-/// has field TTLs but no such call: there `HPTTL` runs (and shows in commandstats).
+/// Where the key itself answers (Redis 8) it covers every field of the meta, so a TTL on
+/// any of them counts (the board is then only read, never trusted from the cache).
 pub(super) fn fields_never_expire(ctx: &Context, meta: &Key, name: &[u8]) -> bool {
-    if let Some(any_expires) = meta.any_field_expires() {
-        return !any_expires;
-    }
-    if !HAS_FIELD_TTLS.with(Cell::get) {
-        return true;
-    }
-    let args: [&[u8]; 5] = [
+    !meta.fields_have_ttls(
+        ctx,
         name,
-        b"FIELDS",
-        b"2",
-        MARKER_FIELD.as_bytes(),
-        RANK_SLOTS_FIELD.as_bytes(),
-    ];
-    let options = CallOptionsBuilder::new().errors_as_replies().build();
-    let reply: CallResult = ctx.call_ext("HPTTL", &options, &args[..]);
-    match reply {
-        // -1: the field has no TTL (-2: it is missing, which read() would have refused).
-        Ok(CallReply::Array(ttls)) => ttls
-            .iter()
-            .all(|ttl| matches!(ttl, Ok(CallReply::I64(ttl)) if ttl.to_i64() == -1)),
-        Err(e) if is_unknown_command(&e) => {
-            HAS_FIELD_TTLS.with(|h| h.set(false));
-            true
-        }
-        _ => false,
-    }
-}
-
-fn is_unknown_command(error: &ErrorReply) -> bool {
-    error
-        .to_utf8_string()
-        .is_some_and(|m| m.to_ascii_lowercase().contains("unknown command"))
+        &[MARKER_FIELD.as_bytes(), RANK_SLOTS_FIELD.as_bytes()],
+    )
 }
 
 /// The leaderboard meta held by `key` and the layout it is stored in; `None` if `key` is
