@@ -1,0 +1,258 @@
+"""Typed helpers for tally's commands over a redis-py client.
+
+`Tally(redis.Redis())` answers plain values; `Tally(redis.asyncio.Redis())` answers
+awaitables of the same values. Each command carries its key first, so a
+`RedisCluster` (sync or asyncio) routes it like any native command.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Iterable, Mapping, Union
+
+from . import _protocol as p
+from ._protocol import Duration, Key, Timestamp
+from .types import Decision, Summary
+
+Member = Union[str, bytes]
+Resolution = Union[str, bytes, "tuple[Duration, int]"]
+Windows = Union[Mapping[Duration, int], Iterable["tuple[Duration, int]"]]
+
+
+class Tally:
+    """Entry point: `Tally(client)` then `.counter(key)`, `.leaderboard(key)`,
+    `.stats(key)`. Making these handles costs no round trip."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        driver = p.run_async if p.is_async_client(client) else p.run_sync
+        self._run = functools.partial(driver, client)
+
+    def counter(self, key: Key) -> Counter:
+        return Counter(self, key)
+
+    def leaderboard(self, key: Key) -> Leaderboard:
+        return Leaderboard(self, key)
+
+    def stats(self, key: Key) -> Stats:
+        return Stats(self, key)
+
+
+class _Handle:
+    """One tally object: a key and the client that reaches it."""
+
+    def __init__(self, tally: Tally, key: Key) -> None:
+        self.tally = tally
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r})"
+
+    def _call(self, *command: Any, parse: Any) -> Any:
+        """Sends one command with this key first; the parsed reply (or its awaitable)."""
+        return self.tally._run(p.single((command[0], self.key, *command[1:]), parse))
+
+
+def _resolution(value: Resolution) -> Any:
+    if isinstance(value, (str, bytes)):
+        return value
+    res, samples = value
+    return f"{p.text(p.duration(res))}:{int(samples)}"
+
+
+def _counter_info(reply: Any) -> dict[str, Any] | None:
+    fields = p.mapping(reply)
+    if fields is None:
+        return None
+    return {
+        "resolutions": [(int(res), int(samples)) for res, samples in fields["resolutions"]],
+        "slots": int(fields["slots"]),
+        "first": p.optional_int(fields["first"]),
+        "last": p.optional_int(fields["last"]),
+        "memory": int(fields["memory"]),
+    }
+
+
+def _decision(reply: Any) -> Decision:
+    allowed, retry_after_ms, sums = reply
+    return Decision(bool(int(allowed)), int(retry_after_ms), [int(s) for s in sums])
+
+
+class Counter(_Handle):
+    """A multi-resolution counter (`TSCOUNTER.*`)."""
+
+    def create(self, resolutions: Iterable[Resolution] | None = None) -> None:
+        """`TSCOUNTER.CREATE`; `resolutions` like `["1s:60", "1m:60"]` or
+        `[("1s", 60), (timedelta(minutes=1), 60)]`. Raises if the key exists."""
+        args = () if resolutions is None else ("RESOLUTIONS", *map(_resolution, resolutions))
+        return self._call("TSCOUNTER.CREATE", *args, parse=p.ok)
+
+    def incr(self, at: Timestamp | None = None) -> int:
+        """Adds 1; the new count of the finest slot that keeps `at` (default now)."""
+        return self._call("TSCOUNTER.INCR", *p.at(at), parse=p.integer)
+
+    def incrby(self, increment: int, at: Timestamp | None = None) -> int:
+        return self._call("TSCOUNTER.INCRBY", int(increment), *p.at(at), parse=p.integer)
+
+    def sum(self, *windows: Duration, at: Timestamp | None = None) -> list[int]:
+        """The events in each window ending at `at` (default now), in order."""
+        return self._call("TSCOUNTER.SUM", *map(p.duration, windows), *p.at(at), parse=p.integers)
+
+    def range(
+        self,
+        resolution: Duration,
+        empty: bool = False,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+    ) -> list[tuple[int, int]]:
+        """`(slot_start, count)` of one resolution, oldest first; `empty` lists zeros too."""
+        args: tuple = (p.duration(resolution),)
+        if start is not None:
+            args += ("FROM", p.timestamp(start))
+        if end is not None:
+            args += ("TO", p.timestamp(end))
+        if empty:
+            args += ("EMPTY",)
+        return self._call("TSCOUNTER.RANGE", *args, parse=p.int_pairs)
+
+    def info(self) -> dict[str, Any] | None:
+        """`{"resolutions": [(res_ms, samples)], "slots", "first", "last", "memory"}`,
+        or `None` for a missing key."""
+        return self._call("TSCOUNTER.INFO", parse=_counter_info)
+
+    def limit(self, increment: int, windows: Windows, at: Timestamp | None = None) -> Decision:
+        """`TSCOUNTER.LIMIT`: applies `increment` only if every window's sum plus it
+        stays within its max; `windows` is `{"5s": 5, "1m": 100}` or pairs."""
+        items = windows.items() if isinstance(windows, Mapping) else windows
+        args = [arg for window, most in items for arg in (p.duration(window), int(most))]
+        return self._call("TSCOUNTER.LIMIT", int(increment), *args, *p.at(at), parse=_decision)
+
+
+def _board_info(reply: Any) -> dict[str, Any] | None:
+    fields = p.mapping(reply)
+    if fields is None:
+        return None
+    return {name: p.optional_int(value) for name, value in fields.items()}
+
+
+def _ranking(reply: Any) -> list[tuple[Any, int]]:
+    return [(member, int(total)) for member, total in p.pairs(reply)]
+
+
+class Leaderboard(_Handle):
+    """A sliding-window leaderboard (`TSRANK.*`). Members come back as redis-py gives
+    them: `str` with `decode_responses=True`, `bytes` otherwise."""
+
+    def create(self, window: Duration | None = None, slot: Duration | None = None) -> None:
+        args: tuple = ()
+        if window is not None:
+            args += ("WINDOW", p.duration(window))
+        if slot is not None:
+            args += ("SLOT", p.duration(slot))
+        return self._call("TSRANK.CREATE", *args, parse=p.ok)
+
+    def incrby(
+        self,
+        increments: Mapping[Member, int] | Iterable[tuple[Member, int]],
+        at: Timestamp | None = None,
+    ) -> dict[Member, int]:
+        """Adds to several members at once; `{member: new window total}`."""
+        items = list(increments.items() if isinstance(increments, Mapping) else increments)
+        args = [arg for member, increment in items for arg in (int(increment), member)]
+
+        def totals(reply: Any) -> dict[Member, int]:
+            return dict(zip((member for member, _ in items), p.integers(reply)))
+
+        return self._call("TSRANK.INCRBY", *args, *p.at(at), parse=totals)
+
+    def incr(self, member: Member, increment: int = 1, at: Timestamp | None = None) -> int:
+        """Adds to one member; its new window total."""
+        return self._call("TSRANK.INCRBY", int(increment), member, *p.at(at), parse=p.integer)
+
+    def top(self, count: int, offset: int = 0, window: Duration | None = None) -> list[tuple[Any, int]]:
+        """`(member, total)`, highest first (ties by member, descending)."""
+        args: tuple = (int(count),) + (("OFFSET", int(offset)) if offset else ())
+        return self._call("TSRANK.TOP", *args, "WITHSCORES", *p.window(window), parse=_ranking)
+
+    def score(self, member: Member) -> int | None:
+        return self._call("TSRANK.SCORE", member, parse=p.optional_int)
+
+    def rank(self, member: Member) -> int | None:
+        """0 for the highest total; `None` for a member without one."""
+        return self._call("TSRANK.RANK", member, parse=p.optional_int)
+
+    def history(self, member: Member, window: Duration | None = None) -> list[tuple[int, int]]:
+        """`(slot_start, count)` of the member's non-zero slots, oldest first."""
+        return self._call("TSRANK.HISTORY", member, *p.window(window), parse=p.int_pairs)
+
+    def info(self) -> dict[str, Any] | None:
+        """`{"window", "slot", "members", "slots", "oldest"}` or `None`."""
+        return self._call("TSRANK.INFO", parse=_board_info)
+
+
+def _summary(reply: Any) -> Summary | None:
+    fields = p.mapping(reply)
+    return None if fields is None else Summary.from_map(fields)
+
+
+def _numbers(reply: Any) -> list[float] | None:
+    return None if reply is None else [float(x) for x in reply]
+
+
+def _periods(reply: Any) -> list[tuple[int, Summary]]:
+    return [(int(start), Summary.from_map(p.mapping(fields) or {})) for start, fields in reply]
+
+
+def _stats_info(reply: Any) -> dict[str, int] | None:
+    fields = p.mapping(reply)
+    return None if fields is None else {name: int(value) for name, value in fields.items()}
+
+
+class Stats(_Handle):
+    """Windowed statistics (`STATS.*`)."""
+
+    def create(self, period: Duration | None = None, keep: int | None = None) -> None:
+        args: tuple = ()
+        if period is not None:
+            args += ("PERIOD", p.duration(period))
+        if keep is not None:
+            args += ("KEEP", int(keep))
+        return self._call("STATS.CREATE", *args, parse=p.ok)
+
+    def add(
+        self,
+        *values: float,
+        at: Timestamp | None = None,
+        report: tuple[Key, Member] | tuple[Key, Member, int] | None = None,
+    ) -> int:
+        """Adds values to the period of `at` (default now); the period's count.
+        `report=(rankkey, member[, keep])` also ranks the period's mean in `rankkey`."""
+        args: tuple = tuple(float(v) for v in values) + p.at(at)
+        if report is not None:
+            rankkey, member, *keep = report
+            args += ("REPORT", rankkey, member) + (("KEEP", int(keep[0])) if keep else ())
+        return self._call("STATS.ADD", *args, parse=p.integer)
+
+    def get(self, window: Duration | None = None) -> Summary | None:
+        """The current period's summary, or the latest `window`'s; `None` when empty."""
+        return self._call("STATS.GET", *p.window(window), parse=_summary)
+
+    def quantile(self, *qs: float, window: Duration | None = None) -> list[float] | None:
+        return self._call("STATS.QUANTILE", *(float(q) for q in qs), *p.window(window), parse=_numbers)
+
+    def cdf(self, *values: float, window: Duration | None = None) -> list[float] | None:
+        """The share of the window's values at or below each value (`STATS.CDF`)."""
+        return self._call("STATS.CDF", *(float(v) for v in values), *p.window(window), parse=_numbers)
+
+    def range(self, start: Timestamp | None = None, end: Timestamp | None = None) -> list[tuple[int, Summary]]:
+        """`(period_start, Summary)` of every stored period, oldest first."""
+        args: tuple = ()
+        if start is not None:
+            args += ("FROM", p.timestamp(start))
+        if end is not None:
+            args += ("TO", p.timestamp(end))
+        return self._call("STATS.RANGE", *args, parse=_periods)
+
+    def info(self) -> dict[str, int] | None:
+        """`{"period", "keep", "periods", "memory"}` or `None`."""
+        return self._call("STATS.INFO", parse=_stats_info)

@@ -1,0 +1,315 @@
+"""A `limits` storage on tally: `tally://host:port/db` and `async+tally://host:port/db`.
+
+Importing `tally` registers both schemes in limits' storage registry (limits has no
+plugin discovery: a `Storage` subclass with `STORAGE_SCHEME` registers itself when
+its class is made), so `storage_from_string`, flask-limiter and slowapi accept them.
+
+How each strategy maps onto one tally counter per limit and identity:
+
+* **moving-window** and **sliding-window-counter**: one counter `LIMITS:{<key>}` whose
+  single resolution cuts the limit's window `W` into `SLOTS_PER_WINDOW` (50) slots of
+  `W/50`, kept for two windows. A hit is one `TSCOUNTER.LIMIT key cost W amount`: it
+  counts the hit only if the 50 slots ending now hold at most `amount - cost`. A hit
+  therefore stops counting between `W - W/50` and `W` after it happened (0.98-1.0 W),
+  and no stretch of `0.98 W` ever admits more than `amount`. The sliding window counter
+  is answered by the same exact sliding sum instead of limits' usual estimate from two
+  fixed windows, so both strategies admit the same hits.
+* **fixed-window**: one counter `LIMITS:{<key>}:fixed` with one resolution of `W`
+  (two slots kept); `incr` is `TSCOUNTER.INCRBY`. Windows are aligned to the epoch
+  (`floor(now / W) * W`), not started by the first hit.
+
+Time is the server's clock, so application servers with skewed clocks share one
+window. A counter is created with its resolution (`TSCOUNTER.CREATE`, sent in the same
+round trip as the hit) the first time this process writes it and again whenever the
+key may have expired since (an idle counter disappears once all its slots are gone);
+otherwise a hit is the one `TSCOUNTER.LIMIT`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+import limits.aio.storage as aio_storage
+import limits.storage as sync_storage
+import redis
+import redis.asyncio
+from limits.limits import TIME_TYPES
+
+from . import _protocol as p
+
+SLOTS_PER_WINDOW = 50
+"""Slots per window for the moving and sliding strategies: 1000 ms * expiry is always
+a multiple of 50, so slots are whole milliseconds and tile the window exactly."""
+
+KNOWN_KEYS_MAX = 100_000
+"""How many counters a storage remembers as created before it starts afresh."""
+
+_SCHEME_TO_REDIS = {
+    "tally": "redis",
+    "tallys": "rediss",
+    "tally+unix": "unix",
+    "tally+cluster": "redis",
+}
+
+
+def _client(uri: str, asyncio: bool, options: dict[str, Any]) -> Any:
+    """The redis-py client of a `tally...://` (or `async+tally...://`) URI."""
+    scheme, rest = uri.split("://", 1)
+    scheme = scheme.removeprefix("async+")
+    if scheme not in _SCHEME_TO_REDIS:
+        raise ValueError(f"not a tally storage URI: {uri!r}")
+    url = f"{_SCHEME_TO_REDIS[scheme]}://{rest}"
+    module = redis.asyncio if asyncio else redis
+    if scheme == "tally+cluster":
+        return module.RedisCluster.from_url(url, **options)
+    return module.from_url(url, **options)
+
+
+def window_of(key: str) -> int | None:
+    """The window in ms of a key made by limits' `RateLimitItem.key_for`
+    (`.../<amount>/<multiples>/<granularity>`), or `None` for another key."""
+    parts = key.rsplit("/", 3)
+    if len(parts) == 4 and parts[2].isdigit() and parts[3] in TIME_TYPES:
+        return int(parts[2]) * TIME_TYPES[parts[3]].seconds * 1000
+    return None
+
+
+class _Plan:
+    """What every operation sends and how it reads the replies, for both storages.
+
+    Each public method here is an op (see `_protocol`): the sync storage runs it with
+    `run_sync`, the asyncio storage with `run_async`.
+    """
+
+    def __init__(self, key_prefix: str) -> None:
+        self.key_prefix = key_prefix
+        # counter key -> monotonic time until which it surely still exists
+        self._known: dict[str, float] = {}
+
+    # ------------------------------------------------------------ keys ----
+
+    def sliding_key(self, key: str) -> str:
+        return f"{self.key_prefix}:{{{key}}}"
+
+    def fixed_key(self, key: str) -> str:
+        # Same hash tag as the sliding key: one DEL clears both, in a cluster too.
+        return f"{self.key_prefix}:{{{key}}}:fixed"
+
+    def _creating(self, counter: str, resolution: str, command: p.Command) -> list[p.Command]:
+        """`command`, preceded by the counter's `CREATE` unless it surely exists."""
+        if self._known.get(counter, 0.0) > time.monotonic():
+            return [command]
+        return [("TSCOUNTER.CREATE", counter, "RESOLUTIONS", resolution), command]
+
+    def _written(self, counter: str, lives_ms: int) -> None:
+        """Records that `counter` exists for at least `lives_ms` more."""
+        if len(self._known) >= KNOWN_KEYS_MAX:
+            self._known.clear()
+        self._known[counter] = time.monotonic() + lives_ms / 1000
+
+    @staticmethod
+    def _reply_of(replies: list) -> Any:
+        """The last command's reply; a `CREATE` before it may only have found the key."""
+        for reply in replies[:-1]:
+            if isinstance(reply, Exception) and "already exists" not in str(reply):
+                raise reply
+        p.raise_errors(replies[-1:])
+        return replies[-1]
+
+    # ----------------------------------------------- moving and sliding ----
+
+    def acquire(self, key: str, limit: int, expiry: int, amount: int) -> p.Op[bool]:
+        """One hit of `amount` against `limit` per `expiry` seconds."""
+        if amount > limit:
+            return False
+        window = expiry * 1000
+        slot = window // SLOTS_PER_WINDOW
+        counter = self.sliding_key(key)
+        limit_cmd = ("TSCOUNTER.LIMIT", counter, amount, window, limit)
+        if amount <= 0:
+            # A check only: it writes nothing, so it never needs to create.
+            commands = [limit_cmd]
+        else:
+            commands = self._creating(counter, f"{slot}:{2 * SLOTS_PER_WINDOW}", limit_cmd)
+        allowed = bool(int(self._reply_of((yield commands))[0]))
+        if amount > 0:
+            # Allowed: the hit's slot is kept two windows. Refused: the window holds a
+            # hit, whose slot is kept at least one more window.
+            self._written(counter, (2 * window if allowed else window) - slot)
+        return allowed
+
+    def moving_window(self, key: str, expiry: int) -> p.Op[tuple[float, int]]:
+        """`(start, count)`: the hits in the window and `start` such that
+        `start + expiry` is when the oldest of them leaves it (epoch seconds)."""
+        window = expiry * 1000
+        slot = window // SLOTS_PER_WINDOW
+        rows = p.int_pairs(self._reply_of((yield [("TSCOUNTER.RANGE", self.sliding_key(key), slot, "EMPTY")])))
+        # EMPTY lists every kept slot up to the current one: the last row is now's slot.
+        counted = [(start, n) for start, n in rows if start > rows[-1][0] - window] if rows else []
+        count = sum(n for _, n in counted)
+        if count <= 0:
+            return time.time(), 0
+        oldest = next(start for start, n in counted if n)
+        return (oldest + window) / 1000 - expiry, count
+
+    def sliding_window(self, key: str, expiry: int) -> p.Op[tuple[int, float, int, float]]:
+        """limits' `(previous, previous_ttl, current, current_ttl)`, with the whole
+        sliding sum as `current` so limits' weighting leaves it as it is."""
+        start, count = yield from self.moving_window(key, expiry)
+        if not count:
+            return 0, 0.0, 0, 0.0
+        resets_in = min(max(start + expiry - time.time(), 0.0), expiry - 0.001)
+        return 0, 0.0, count, resets_in
+
+    # ------------------------------------------------------------ fixed ----
+
+    def incr(self, key: str, expiry: int, amount: int) -> p.Op[int]:
+        window = expiry * 1000
+        counter = self.fixed_key(key)
+        command = ("TSCOUNTER.INCRBY", counter, amount)
+        commands = self._creating(counter, f"{window}:2", command) if amount > 0 else [command]
+        count = int(self._reply_of((yield commands)))
+        if amount > 0:
+            # The current slot of two is kept at least one more window.
+            self._written(counter, window)
+        return count
+
+    def _current_slot(self, key: str) -> Iterator[Any]:
+        """`(start, count, window)` of the fixed counter's current slot, or `None`."""
+        counter = self.fixed_key(key)
+        window = window_of(key)
+        if window is None:
+            info = (yield [("TSCOUNTER.INFO", counter)])[0]
+            if info is None:
+                return None
+            window = int(p.mapping(info)["resolutions"][0][0])
+        rows = p.int_pairs((yield [("TSCOUNTER.RANGE", counter, window, "EMPTY")])[0])
+        return (*rows[-1], window) if rows else None
+
+    def get(self, key: str) -> p.Op[int]:
+        current = yield from self._current_slot(key)
+        return 0 if current is None else current[1]
+
+    def get_expiry(self, key: str) -> p.Op[float]:
+        current = yield from self._current_slot(key)
+        return time.time() if current is None else (current[0] + current[2]) / 1000
+
+    # ------------------------------------------------------------ admin ----
+
+    def clear(self, key: str) -> p.Op[None]:
+        counters = (self.sliding_key(key), self.fixed_key(key))
+        for counter in counters:
+            self._known.pop(counter, None)
+        yield [("DEL", *counters)]
+
+
+class _Operations:
+    """The methods limits calls, written once for both storages: each runs an op of
+    `_Plan` through `self._run` (plain or asyncio)."""
+
+    _plan: _Plan
+    storage: Any
+
+    def _run(self, op: Any) -> Any:
+        raise NotImplementedError
+
+    @property
+    def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
+        return redis.RedisError
+
+    def get_connection(self) -> Any:
+        """The redis-py client (for `tally.Tally(storage.get_connection())`)."""
+        return self.storage
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> Any:
+        return self._run(self._plan.incr(key, expiry, amount))
+
+    def get(self, key: str) -> Any:
+        return self._run(self._plan.get(key))
+
+    def get_expiry(self, key: str) -> Any:
+        return self._run(self._plan.get_expiry(key))
+
+    def clear(self, key: str) -> Any:
+        return self._run(self._plan.clear(key))
+
+    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> Any:
+        return self._run(self._plan.acquire(key, limit, expiry, amount))
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> Any:
+        return self._run(self._plan.moving_window(key, expiry))
+
+    def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> Any:
+        return self._run(self._plan.acquire(key, limit, expiry, amount))
+
+    def get_sliding_window(self, key: str, expiry: int) -> Any:
+        return self._run(self._plan.sliding_window(key, expiry))
+
+    def clear_sliding_window(self, key: str, expiry: int) -> Any:
+        return self._run(self._plan.clear(key))
+
+
+def _setup(storage: Any, uri: str, asyncio: bool, key_prefix: str, client: Any, options: dict) -> None:
+    storage.storage = client if client is not None else _client(uri, asyncio, options)
+    storage.key_prefix = key_prefix
+    storage._plan = _Plan(key_prefix)
+
+
+class TallyStorage(_Operations, sync_storage.Storage, sync_storage.MovingWindowSupport,
+                   sync_storage.SlidingWindowCounterSupport):
+    """limits storage on tally (`tally://`, `tallys://`, `tally+unix://`,
+    `tally+cluster://`). Options: `key_prefix` (default `LIMITS`), `client` (a ready
+    `redis.Redis`/`RedisCluster`), the rest go to `redis.from_url`."""
+
+    STORAGE_SCHEME = ["tally", "tallys", "tally+unix", "tally+cluster"]
+
+    def __init__(self, uri: str, key_prefix: str = "LIMITS", wrap_exceptions: bool = False,
+                 client: Any = None, **options: Any) -> None:
+        super().__init__(uri, wrap_exceptions=wrap_exceptions)
+        _setup(self, uri, False, key_prefix, client, options)
+
+    def _run(self, op: Any) -> Any:
+        return p.run_sync(self.storage, op)
+
+    def check(self) -> bool:
+        """Whether the server answers."""
+        try:
+            return bool(self.storage.ping())
+        except redis.RedisError:
+            return False
+
+    def reset(self) -> int:
+        """Deletes every key under the prefix; how many."""
+        keys = list(self.storage.scan_iter(match=f"{self.key_prefix}:*", count=1000))
+        self._plan._known.clear()
+        return sum(self.storage.delete(key) for key in keys)
+
+
+class AsyncTallyStorage(_Operations, aio_storage.Storage, aio_storage.MovingWindowSupport,
+                        aio_storage.SlidingWindowCounterSupport):
+    """`TallyStorage` for limits' asyncio strategies (`async+tally://` ...), on
+    `redis.asyncio`."""
+
+    STORAGE_SCHEME = ["async+tally", "async+tallys", "async+tally+unix", "async+tally+cluster"]
+
+    def __init__(self, uri: str, key_prefix: str = "LIMITS", wrap_exceptions: bool = False,
+                 client: Any = None, **options: Any) -> None:
+        super().__init__(uri, wrap_exceptions=wrap_exceptions)
+        _setup(self, uri, True, key_prefix, client, options)
+
+    async def _run(self, op: Any) -> Any:
+        return await p.run_async(self.storage, op)
+
+    async def check(self) -> bool:
+        """Whether the server answers."""
+        try:
+            return bool(await self.storage.ping())
+        except redis.RedisError:
+            return False
+
+    async def reset(self) -> int:
+        """Deletes every key under the prefix; how many."""
+        keys = [key async for key in self.storage.scan_iter(match=f"{self.key_prefix}:*", count=1000)]
+        self._plan._known.clear()
+        return sum([await self.storage.delete(key) for key in keys])
