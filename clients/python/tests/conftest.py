@@ -55,13 +55,13 @@ def missing(what: str) -> None:
 class Server:
     """One `redis-server --loadmodule` on a free port, in its own directory."""
 
-    def __init__(self, name: str, binary: str, *args: str) -> None:
+    def __init__(self, name: str, binary: str, *args: str, port: int | None = None) -> None:
         if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
             missing(f"no server binary {binary} for {name}")
         if not os.path.isfile(MODULE):
             missing(f"no module at {MODULE} (make build)")
         self.name = name
-        self.port = free_port()
+        self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix=f"tally-py-{name}-")
         self.log = open(os.path.join(self.dir, "server.log"), "wb")
         self.proc = subprocess.Popen(

@@ -1,0 +1,236 @@
+"""The limits storage: registration, limits' three strategies' semantics, one
+command per hit, threads and tasks never admitted past the limit."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+import uuid
+
+import limits
+import limits.aio.strategies as aio_strategies
+import pytest
+import redis
+from limits import strategies
+from limits.storage import storage_from_string
+
+import tally
+from tally.storage import SLOTS_PER_WINDOW, window_of
+
+SLIDING = (strategies.MovingWindowRateLimiter, strategies.SlidingWindowCounterRateLimiter)
+ALL = (*SLIDING, strategies.FixedWindowRateLimiter)
+
+
+@pytest.fixture
+def storage(server) -> tally.TallyStorage:
+    return storage_from_string(f"tally://{server.url}/0")
+
+
+def ident() -> str:
+    return uuid.uuid4().hex
+
+
+def sleep_until(epoch: float) -> None:
+    time.sleep(max(0.0, epoch - time.time()))
+
+
+def test_registered_schemes(server) -> None:
+    assert isinstance(storage_from_string(f"tally://{server.url}"), tally.TallyStorage)
+    assert isinstance(storage_from_string(f"tally://{server.url}/0", key_prefix="x"), tally.TallyStorage)
+    assert isinstance(storage_from_string(f"async+tally://{server.url}/0"), tally.AsyncTallyStorage)
+    assert isinstance(tally.TallyStorage(f"tally://{server.url}"), limits.storage.Storage)
+    assert storage_from_string(f"tally://{server.url}").check()
+    assert not storage_from_string(f"tally://127.0.0.1:{_closed_port()}", socket_connect_timeout=0.5).check()
+
+
+def _closed_port() -> int:
+    from conftest import free_port
+
+    return free_port()
+
+
+def test_window_of_limits_keys() -> None:
+    assert window_of(limits.parse("10/minute").key_for("a/b", "c")) == 60_000
+    assert window_of(limits.parse("3 per 2 hours").key_for("x")) == 7_200_000
+    assert window_of(limits.parse("1/year").key_for()) == 360 * 86_400_000
+    assert window_of("plain") is None and window_of("a/b/c/fortnight") is None
+
+
+def _script(limiter, item, who: str) -> list:
+    """A run of hits, tests and clears inside one window; what limits answers."""
+    seen = [limiter.get_window_stats(item, who).remaining, limiter.test(item, who)]
+    seen += [limiter.hit(item, who) for _ in range(4)]
+    seen += [limiter.test(item, who), limiter.test(item, who + "-other"),
+             limiter.get_window_stats(item, who).remaining]
+    limiter.clear(item, who)
+    seen.append(limiter.get_window_stats(item, who).remaining)
+    seen += [limiter.hit(item, who, cost=2), limiter.hit(item, who, cost=2), limiter.hit(item, who),
+             limiter.test(item, who, cost=0), limiter.get_window_stats(item, who).remaining]
+    seen += [limiter.hit(item, who + "-big", cost=4), limiter.test(item, who + "-big", cost=4)]
+    return seen
+
+
+@pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.__name__)
+def test_answers_as_limits_own_storage(storage, strategy) -> None:
+    """Within one window, every strategy answers what limits' memory storage answers."""
+    item = limits.parse("3/hour")  # an hour: the script never straddles an edge of the fixed window
+    who = ident()
+    expected = _script(strategy(storage_from_string("memory://")), item, who)
+    assert _script(strategy(storage), item, who) == expected
+    limiter = strategy(storage)
+    limiter.hit(item, who)
+    stats = limiter.get_window_stats(item, who)
+    assert time.time() < stats.reset_time <= time.time() + 3600
+
+
+@pytest.mark.parametrize("strategy", SLIDING, ids=lambda s: s.__name__)
+def test_sliding_window_forgets_each_hit_one_window_later(storage, strategy) -> None:
+    """Hits leave the window one by one, a window after they happened (to a slot,
+    1/50 of the window), not all at once."""
+    limiter = strategy(storage)
+    item = limits.parse("3/second")
+    who = ident()
+    assert limiter.hit(item, who) and limiter.hit(item, who)
+    first = time.time()
+    time.sleep(0.5)
+    assert limiter.hit(item, who)
+    assert not limiter.hit(item, who)
+    stats = limiter.get_window_stats(item, who)
+    assert stats.remaining == 0
+    # The first two hits leave at first + 1 s, within a slot (20 ms).
+    assert first + 1 - 0.05 <= stats.reset_time <= first + 1 + 0.02
+    sleep_until(first + 1.05)
+    assert limiter.get_window_stats(item, who).remaining == 2
+    assert limiter.hit(item, who) and limiter.hit(item, who) and not limiter.hit(item, who)
+
+
+def test_fixed_window_resets_at_the_window_edge(storage) -> None:
+    limiter = strategies.FixedWindowRateLimiter(storage)
+    item = limits.parse("2/second")
+    who = ident()
+    # Start just after a second boundary so the three hits share one window.
+    sleep_until(math.floor(time.time()) + 1.02)
+    assert [limiter.hit(item, who) for _ in range(3)] == [True, True, False]
+    stats = limiter.get_window_stats(item, who)
+    assert stats.remaining == 0
+    assert stats.reset_time == pytest.approx(math.floor(time.time()) + 1, abs=0.01)
+    sleep_until(stats.reset_time + 0.01)
+    assert limiter.get_window_stats(item, who).remaining == 2
+    assert limiter.hit(item, who)
+    # limits' fixed window counts refused hits too: storage.get is the raw count.
+    assert storage.get(item.key_for(who)) == 1
+
+
+def test_counters_get_a_resolution_from_the_window(storage, server) -> None:
+    t = tally.Tally(server.client())
+    item = limits.parse("10/minute")
+    who = ident()
+    strategies.MovingWindowRateLimiter(storage).hit(item, who)
+    strategies.FixedWindowRateLimiter(storage).hit(item, who)
+    key = item.key_for(who)
+    assert t.counter(f"LIMITS:{{{key}}}").info()["resolutions"] == [(60_000 // SLOTS_PER_WINDOW, 2 * SLOTS_PER_WINDOW)]
+    assert t.counter(f"LIMITS:{{{key}}}:fixed").info()["resolutions"] == [(60_000, 2)]
+    year = limits.parse("5/year")
+    assert strategies.MovingWindowRateLimiter(storage).hit(year, who)
+    assert t.counter(f"LIMITS:{{{year.key_for(who)}}}").info()["resolutions"] == [(622_080_000, 100)]
+    strategies.MovingWindowRateLimiter(storage).clear(item, who)
+    assert server.client().exists(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed") == 0
+
+
+def _commandstats(client: redis.Redis) -> dict[str, int]:
+    return {name.removeprefix("cmdstat_"): stats["calls"]
+            for name, stats in client.info("commandstats").items()}
+
+
+@pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.__name__)
+def test_one_command_per_hit(storage, server, strategy) -> None:
+    limiter = strategy(storage)
+    item = limits.parse("5/minute")
+    who = ident()
+    limiter.hit(item, who)  # creates the counter
+    admin = server.client()
+    admin.config_resetstat()
+    results = [limiter.hit(item, who) for _ in range(10)]
+    calls = _commandstats(admin)
+    calls.pop("config|resetstat", None)
+    assert results == [True] * 4 + [False] * 6
+    command = "tscounter.incrby" if strategy is strategies.FixedWindowRateLimiter else "tscounter.limit"
+    assert calls == {command: 10}
+
+
+def test_a_counter_that_expired_is_created_again(storage, server) -> None:
+    limiter = strategies.MovingWindowRateLimiter(storage)
+    item = limits.parse("2/second")
+    who = ident()
+    assert limiter.hit(item, who)
+    counter = f"LIMITS:{{{item.key_for(who)}}}"
+    # The counter disappears once its slots are gone (2 s idle); this process then
+    # sends CREATE again before its next hit.
+    deadline = time.time() + 5
+    while server.client().exists(counter) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not server.client().exists(counter)
+    assert limiter.hit(item, who) and limiter.hit(item, who) and not limiter.hit(item, who)
+    assert tally.Tally(server.client()).counter(counter).info()["resolutions"] == [(20, 100)]
+
+
+@pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.__name__)
+def test_threads_never_pass_the_limit(server, strategy) -> None:
+    storage = storage_from_string(f"tally://{server.url}/0")
+    limiter = strategy(storage)
+    item = limits.parse("100/hour")
+    who = ident()
+    allowed = []
+    start = threading.Barrier(8)
+
+    def worker() -> None:
+        start.wait()
+        allowed.append(sum(limiter.hit(item, who) for _ in range(40)))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # 320 hits, 100 allowed (a fixed window could only admit more across an hour's edge).
+    assert sum(allowed) == 100 or (strategy is strategies.FixedWindowRateLimiter and sum(allowed) <= 200)
+    assert limiter.get_window_stats(item, who).remaining == 0
+
+
+def test_asyncio_storage(server) -> None:
+    async def main() -> None:
+        storage = storage_from_string(f"async+tally://{server.url}/0")
+        assert await storage.check()
+        item = limits.parse("50/hour")
+        for strategy in (aio_strategies.MovingWindowRateLimiter,
+                         aio_strategies.SlidingWindowCounterRateLimiter,
+                         aio_strategies.FixedWindowRateLimiter):
+            limiter = strategy(storage)
+            who = ident()
+            results = await asyncio.gather(*(limiter.hit(item, who) for _ in range(80)))
+            assert sum(results) == 50, strategy
+            assert not await limiter.test(item, who)
+            stats = await limiter.get_window_stats(item, who)
+            assert stats.remaining == 0 and stats.reset_time > time.time()
+            await limiter.clear(item, who)
+            assert (await limiter.get_window_stats(item, who)).remaining == 50
+            assert await limiter.hit(item, who, cost=50) and not await limiter.hit(item, who)
+        assert await storage.reset() >= 1
+        await storage.storage.aclose()
+
+    asyncio.run(main())
+
+
+def test_reset_deletes_only_the_prefix(server) -> None:
+    prefix = f"p{ident()}"
+    storage = storage_from_string(f"tally://{server.url}/0", key_prefix=prefix)
+    limiter = strategies.MovingWindowRateLimiter(storage)
+    item = limits.parse("1/minute")
+    for who in ("a", "b", "c"):
+        limiter.hit(item, who)
+    server.client().set(f"{prefix}-other", 1)
+    assert storage.reset() == 3
+    assert server.client().exists(f"{prefix}-other")
+    assert limiter.hit(item, "a")
