@@ -11,7 +11,7 @@ CARGO   ?= cargo
 TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),redis8=$(CURDIR)/$(REDIS8),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
 
-.PHONY: all deps build run test test-long soak unit-test module-test lint bench memcheck clean
+.PHONY: all deps build run test test-long soak unit-test module-test python-test lint bench memcheck clean
 
 all: build
 
@@ -28,8 +28,9 @@ run: build
 	mkdir -p run
 	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
 
-## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9.
-test: unit-test module-test
+## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
+## then the Python client's tests.
+test: unit-test module-test python-test
 
 unit-test: deps
 	$(CARGO) test -p tally --lib
@@ -37,6 +38,15 @@ unit-test: deps
 module-test: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
+
+## make python-test: the Python client (clients/python) installed with its test extras into a
+## venv under .tools/, its pytest suite run against every server of TALLY_SERVERS (~1 minute).
+PYVENV := .tools/python-venv
+python-test: build
+	@test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
+	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check "./clients/python[test]"
+	cd clients/python && TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+		$(CURDIR)/$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider
 
 ## make test-long: the same suites with long soak variants (TALLY_LONG=1): more proptest
 ## cases, ten times more fuzz vectors, longer writer phases around cluster resharding.

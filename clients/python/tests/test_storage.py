@@ -155,9 +155,11 @@ def test_one_command_per_hit(storage, server, strategy) -> None:
     results = [limiter.hit(item, who) for _ in range(10)]
     calls = _commandstats(admin)
     calls.pop("config|resetstat", None)
+    # What the module itself calls through the server (field TTLs on some servers).
+    internal = {name: calls.pop(name) for name in ("hpttl", "memory|usage") if name in calls}
     assert results == [True] * 4 + [False] * 6
     command = "tscounter.incrby" if strategy is strategies.FixedWindowRateLimiter else "tscounter.limit"
-    assert calls == {command: 10}
+    assert calls == {command: 10}, internal
 
 
 def test_a_counter_that_expired_is_created_again(storage, server) -> None:
