@@ -236,3 +236,19 @@ def test_reset_deletes_only_the_prefix(server) -> None:
     assert storage.reset() == 3
     assert server.client().exists(f"{prefix}-other")
     assert limiter.hit(item, "a")
+
+
+@pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.__name__)
+def test_a_counter_deleted_behind_the_storage_still_answers(storage, server, strategy) -> None:
+    """Deleted by someone else while this process still knows it: the next hit makes
+    the server create it with its default resolutions; reads count it all the same."""
+    limiter = strategy(storage)
+    item = limits.parse("5/minute")
+    who = ident()
+    assert limiter.hit(item, who)
+    key = item.key_for(who)
+    assert server.client().delete(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed") == 1
+    assert limiter.hit(item, who) and limiter.hit(item, who)
+    stats = limiter.get_window_stats(item, who)
+    assert stats.remaining == 3 and time.time() < stats.reset_time <= time.time() + 61
+    assert limiter.test(item, who)

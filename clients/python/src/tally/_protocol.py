@@ -36,6 +36,10 @@ def is_async_client(client: Any) -> bool:
     return inspect.iscoroutinefunction(getattr(client, "execute_command", None))
 
 
+class Tolerant(list):
+    """Commands whose errors the op wants as values, even for a lone command."""
+
+
 def _advance(op: Op[T], replies: list | None) -> tuple[Sequence[Command] | None, T | None]:
     """Feeds `replies` to `op`: its next round trip's commands, or `None` and its result."""
     try:
@@ -49,10 +53,11 @@ def _request(client: Any, commands: Sequence[Command]) -> tuple[Any, Callable[[A
     asyncio client) and how to turn its result into the list of replies.
 
     A lone command goes through `execute_command`, so its error is raised as is;
-    several go in one pipeline whose errors come back as exception objects for the
-    op to judge (a `CREATE` that finds the key already there is not a failure).
+    several (or a `Tolerant` one) go in one pipeline whose errors come back as
+    exception objects for the op to judge (a `CREATE` that finds the key already
+    there is not a failure).
     """
-    if len(commands) == 1:
+    if len(commands) == 1 and not isinstance(commands, Tolerant):
         return client.execute_command(*commands[0]), lambda reply: [reply]
     pipe = client.pipeline(transaction=False)
     for command in commands:

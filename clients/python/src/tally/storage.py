@@ -139,14 +139,29 @@ class _Plan:
             self._written(counter, (2 * window if allowed else window) - slot)
         return allowed
 
+    def _slots(self, counter: str, resolution: int, window: int) -> p.Op[tuple[list, int]]:
+        """`(rows, now's slot start)` of `counter`'s resolution, every kept slot with
+        zeros (the last row is now's slot), or `([], 0)` for a missing counter.
+
+        A counter the server made with its default resolutions (deleted behind this
+        process's back, then written again) has no such resolution: its window sum
+        then stands in as one row, as if it were all in now's slot.
+        """
+        reply = (yield p.Tolerant([("TSCOUNTER.RANGE", counter, resolution, "EMPTY")]))[0]
+        if isinstance(reply, redis.ResponseError) and "has no resolution" in str(reply):
+            count = p.integers((yield [("TSCOUNTER.SUM", counter, window)])[0])[0]
+            now = int(time.time() * 1000)
+            return [(now, count)], now
+        p.raise_errors([reply])
+        rows = p.int_pairs(reply)
+        return rows, (rows[-1][0] if rows else 0)
+
     def moving_window(self, key: str, expiry: int) -> p.Op[tuple[float, int]]:
         """`(start, count)`: the hits in the window and `start` such that
         `start + expiry` is when the oldest of them leaves it (epoch seconds)."""
         window = expiry * 1000
-        slot = window // SLOTS_PER_WINDOW
-        rows = p.int_pairs(self._reply_of((yield [("TSCOUNTER.RANGE", self.sliding_key(key), slot, "EMPTY")])))
-        # EMPTY lists every kept slot up to the current one: the last row is now's slot.
-        counted = [(start, n) for start, n in rows if start > rows[-1][0] - window] if rows else []
+        rows, now_slot = yield from self._slots(self.sliding_key(key), window // SLOTS_PER_WINDOW, window)
+        counted = [(start, n) for start, n in rows if start > now_slot - window]
         count = sum(n for _, n in counted)
         if count <= 0:
             return time.time(), 0
@@ -184,8 +199,8 @@ class _Plan:
             if info is None:
                 return None
             window = int(p.mapping(info)["resolutions"][0][0])
-        rows = p.int_pairs((yield [("TSCOUNTER.RANGE", counter, window, "EMPTY")])[0])
-        return (*rows[-1], window) if rows else None
+        rows, now_slot = yield from self._slots(counter, window, window)
+        return (now_slot, rows[-1][1], window) if rows else None
 
     def get(self, key: str) -> p.Op[int]:
         current = yield from self._current_slot(key)
@@ -208,8 +223,16 @@ class _Operations:
     """The methods limits calls, written once for both storages: each runs an op of
     `_Plan` through `self._run` (plain or asyncio)."""
 
-    _plan: _Plan
-    storage: Any
+    _ASYNCIO = False
+
+    def __init__(self, uri: str, key_prefix: str = "LIMITS", wrap_exceptions: bool = False,
+                 client: Any = None, **options: Any) -> None:
+        """`key_prefix` names the keys (`<prefix>:{<limits key>}`); `client` is a ready
+        redis-py client; other options go to `redis.from_url`."""
+        super().__init__(uri, wrap_exceptions=wrap_exceptions)  # type: ignore[call-arg]
+        self.storage = client if client is not None else _client(uri, self._ASYNCIO, options)
+        self.key_prefix = key_prefix
+        self._plan = _Plan(key_prefix)
 
     def _run(self, op: Any) -> Any:
         raise NotImplementedError
@@ -250,12 +273,6 @@ class _Operations:
         return self._run(self._plan.clear(key))
 
 
-def _setup(storage: Any, uri: str, asyncio: bool, key_prefix: str, client: Any, options: dict) -> None:
-    storage.storage = client if client is not None else _client(uri, asyncio, options)
-    storage.key_prefix = key_prefix
-    storage._plan = _Plan(key_prefix)
-
-
 class TallyStorage(_Operations, sync_storage.Storage, sync_storage.MovingWindowSupport,
                    sync_storage.SlidingWindowCounterSupport):
     """limits storage on tally (`tally://`, `tallys://`, `tally+unix://`,
@@ -263,11 +280,6 @@ class TallyStorage(_Operations, sync_storage.Storage, sync_storage.MovingWindowS
     `redis.Redis`/`RedisCluster`), the rest go to `redis.from_url`."""
 
     STORAGE_SCHEME = ["tally", "tallys", "tally+unix", "tally+cluster"]
-
-    def __init__(self, uri: str, key_prefix: str = "LIMITS", wrap_exceptions: bool = False,
-                 client: Any = None, **options: Any) -> None:
-        super().__init__(uri, wrap_exceptions=wrap_exceptions)
-        _setup(self, uri, False, key_prefix, client, options)
 
     def _run(self, op: Any) -> Any:
         return p.run_sync(self.storage, op)
@@ -292,11 +304,7 @@ class AsyncTallyStorage(_Operations, aio_storage.Storage, aio_storage.MovingWind
     `redis.asyncio`."""
 
     STORAGE_SCHEME = ["async+tally", "async+tallys", "async+tally+unix", "async+tally+cluster"]
-
-    def __init__(self, uri: str, key_prefix: str = "LIMITS", wrap_exceptions: bool = False,
-                 client: Any = None, **options: Any) -> None:
-        super().__init__(uri, wrap_exceptions=wrap_exceptions)
-        _setup(self, uri, True, key_prefix, client, options)
+    _ASYNCIO = True
 
     async def _run(self, op: Any) -> Any:
         return await p.run_async(self.storage, op)
