@@ -4,10 +4,10 @@ script over a list of timestamps) against tally's storage (one TSCOUNTER.LIMIT).
     python bench/moving_window_cost.py --port 6379 [--limits 1000/minute 10000/minute]
 
 The server must have tally loaded. For each limit, one identity first gets
-`amount / 2` hits spread evenly over one window (not measured: this gives the keys
+`amount / 2` hits spread evenly over 80% of a window (not measured: this gives the keys
 the shape of steady traffic, tally's counter holding all its 50 slots and limits'
-list half its entries), then `amount / 2` hits at once (all allowed: the window
-fills) and `amount` more (all refused). The figure is the server's own time for the
+list half its entries), then `amount / 2` hits at once from 16 threads (all allowed:
+the window fills) and `amount` more (all refused). The figure is the server's own time for the
 top-level commands of each phase (`INFO commandstats`, after `CONFIG RESETSTAT`:
 EVALSHA for limits, TSCOUNTER.* for tally; a script's inner calls are inside its
 time), divided by the hits. Client round trips are not counted.
@@ -19,6 +19,7 @@ import argparse
 import datetime
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import limits
 import redis
@@ -35,15 +36,22 @@ def server_usec(client: redis.Redis) -> float:
     return sum(s["usec"] for name, s in stats.items() if name.startswith(TOP_LEVEL))
 
 
-def phase(client: redis.Redis, limiter: MovingWindowRateLimiter, item, who: str, hits: int,
-          seconds: float = 0.0) -> tuple[float, int]:
-    """`hits` hits spread evenly over `seconds`: server usec per hit, hits allowed."""
-    client.config_resetstat()
+def paced(limiter: MovingWindowRateLimiter, item, who: str, hits: int, seconds: float) -> None:
+    """`hits` hits spread evenly over `seconds`."""
     start = time.monotonic()
-    allowed = 0
     for i in range(hits):
         time.sleep(max(0.0, start + i * seconds / hits - time.monotonic()))
-        allowed += limiter.hit(item, who)
+        limiter.hit(item, who)
+
+
+def burst(client: redis.Redis, limiter: MovingWindowRateLimiter, item, who: str, hits: int,
+          threads: int) -> tuple[float, int]:
+    """`hits` hits from `threads` threads at once: server usec per hit, hits allowed.
+    Several clients keep the server busy, as in production, rather than idle between
+    the round trips of one client."""
+    client.config_resetstat()
+    with ThreadPoolExecutor(threads) as pool:
+        allowed = sum(pool.map(lambda _: limiter.hit(item, who), range(hits)))
     return server_usec(client) / hits, allowed
 
 
@@ -51,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=6379)
     parser.add_argument("--limits", nargs="+", default=["1000/minute", "10000/minute"])
+    parser.add_argument("--threads", type=int, default=16)
     args = parser.parse_args()
     client = redis.Redis(port=args.port)
     info = client.info("server")
@@ -66,9 +75,10 @@ def main() -> None:
             limiter = MovingWindowRateLimiter(storage)
             who = "user"
             half = item.amount // 2
-            phase(client, limiter, item, who, half, item.get_expiry())
-            filling, allowed = phase(client, limiter, item, who, item.amount - half)
-            full, refused_allowed = phase(client, limiter, item, who, item.amount)
+            # The bursts run within the window's last 20%, before the first hits leave it.
+            paced(limiter, item, who, half, 0.8 * item.get_expiry())
+            filling, allowed = burst(client, limiter, item, who, item.amount - half, args.threads)
+            full, refused_allowed = burst(client, limiter, item, who, item.amount, args.threads)
             assert allowed == item.amount - half and refused_allowed == 0, (allowed, refused_allowed)
             memory = sum(client.memory_usage(k) or 0 for k in client.scan_iter(match=f"{storage.key_prefix}:*"))
             print(f"| {text} | {name} | {filling:.2f} | {full:.2f} | {memory} B |", flush=True)

@@ -13,6 +13,7 @@ import limits
 import limits.aio.strategies as aio_strategies
 import pytest
 import redis
+import redis.asyncio
 from limits import strategies
 from limits.storage import storage_from_string
 
@@ -252,3 +253,15 @@ def test_a_counter_deleted_behind_the_storage_still_answers(storage, server, str
     stats = limiter.get_window_stats(item, who)
     assert stats.remaining == 3 and time.time() < stats.reset_time <= time.time() + 61
     assert limiter.test(item, who)
+
+
+def test_uri_variants() -> None:
+    unix = storage_from_string("tally+unix:///run/redis.sock")
+    assert unix.storage.connection_pool.connection_kwargs["path"] == "/run/redis.sock"
+    tls = storage_from_string("tallys://example:6380/2", key_prefix="rl")
+    kwargs = tls.storage.connection_pool.connection_kwargs
+    assert (kwargs["host"], kwargs["port"], kwargs["db"], tls.key_prefix) == ("example", 6380, 2, "rl")
+    assert issubclass(tls.storage.connection_pool.connection_class, redis.SSLConnection)
+    ready = redis.Redis()
+    assert storage_from_string("tally://ignored:1", client=ready).storage is ready
+    assert isinstance(storage_from_string("async+tally+unix:///s.sock").storage, redis.asyncio.Redis)
