@@ -123,7 +123,7 @@ def test_leaderboard_binary_members(server, protocol, key) -> None:
     assert b.score(odd) == 2
 
 
-def test_stats(t: tally.Tally, r: redis.Redis, decode: bool, key) -> None:
+def test_stats(t: tally.Tally, r: redis.Redis, key) -> None:
     s = t.stats(key("daily"))
     assert s.create(period="1d", keep=10000) is None
     assert s.add(1.5, 2.5, at=T) == 2
