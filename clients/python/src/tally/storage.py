@@ -28,7 +28,7 @@ otherwise a hit is the one `TSCOUNTER.LIMIT`.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import limits.aio.storage as aio_storage
 import limits.storage as sync_storage
@@ -190,15 +190,15 @@ class _Plan:
             self._written(counter, window)
         return count
 
-    def _current_slot(self, key: str) -> Iterator[Any]:
+    def _current_slot(self, key: str) -> p.Op[tuple[int, int, int] | None]:
         """`(start, count, window)` of the fixed counter's current slot, or `None`."""
         counter = self.fixed_key(key)
         window = window_of(key)
         if window is None:
-            info = (yield [("TSCOUNTER.INFO", counter)])[0]
+            info = p.mapping((yield [("TSCOUNTER.INFO", counter)])[0])
             if info is None:
                 return None
-            window = int(p.mapping(info)["resolutions"][0][0])
+            window = int(info["resolutions"][0][0])
         rows, now_slot = yield from self._slots(counter, window, window)
         return (now_slot, rows[-1][1], window) if rows else None
 
