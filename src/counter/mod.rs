@@ -27,7 +27,14 @@ use crate::error::{Error, Result};
 pub use crate::layout::COUNTER_STATE_FIELD as STATE_FIELD;
 
 pub const MAX_RESOLUTIONS: usize = 16;
-pub const MAX_SAMPLES: i64 = 100_000;
+
+/// Most slots a counter keeps: the samples of its resolutions added up. Every read that
+/// cannot use a mirror (a counter too large for one, or just after a native edit) probes
+/// or walks at most this many slot fields, a few milliseconds at most: the long windows
+/// of a full counter answer within the 10 ms every command keeps to without stored
+/// running totals (which every write would pay for and a native edit of a slot would
+/// make wrong).
+pub const MAX_SAMPLES: i64 = 10_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resolution {

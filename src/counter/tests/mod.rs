@@ -72,7 +72,15 @@ fn resolution_lists_parse_sort_and_refuse() {
         Err(Error::InvalidDuration("1s:a".into()))
     );
     assert!(parse_resolution_text("1s:0").is_err());
-    assert!(parse_resolution_text("1s:100001").is_err());
+    assert!(parse_resolution_text("1s:10001").is_err());
+    // The samples of all resolutions add up to at most MAX_SAMPLES.
+    assert_eq!(res("1s:5000 1m:5000").len(), 2);
+    assert_eq!(
+        parse_resolution_text("1s:5000 1m:5001"),
+        Err(Error::Invalid(
+            "a counter keeps at most 10000 samples over all its resolutions".into()
+        ))
+    );
     assert!(parse_resolution_text("").is_err());
     let seventeen: Vec<String> = (1..=17).map(|i| format!("{i}s:1")).collect();
     assert!(parse_resolutions(&seventeen).is_err());
@@ -82,11 +90,11 @@ fn resolution_lists_parse_sort_and_refuse() {
 #[test]
 fn resolution_spans_stop_at_ten_thousand_years() {
     assert_eq!(
-        res("3652500d:1 3155760000ms:100000"),
+        res("3652500d:1 1s:1"),
         vec![
             Resolution {
-                ms: 3_155_760_000,
-                samples: 100_000
+                ms: 1_000,
+                samples: 1
             },
             Resolution {
                 ms: 315_576_000_000_000,
@@ -94,12 +102,19 @@ fn resolution_spans_stop_at_ten_thousand_years() {
             }
         ]
     );
+    assert_eq!(
+        res("31557600000ms:10000"),
+        vec![Resolution {
+            ms: 31_557_600_000,
+            samples: 10_000
+        }]
+    );
     for (text, named) in [
         ("106751991167d:100000", "106751991167d"),
         ("3652501d:1", "3652501d"),
         ("3652500d:2", "3652500d:2"),
-        ("3155760001ms:100000", "3155760001ms:100000"),
-        ("1s:1 1000d:100000", "1000d:100000"),
+        ("31557600001ms:10000", "31557600001ms:10000"),
+        ("1s:1 1000d:10000", "1000d:10000"),
     ] {
         assert_eq!(
             parse_resolution_text(text),

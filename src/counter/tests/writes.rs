@@ -135,7 +135,7 @@ fn sparse_counter_trims_with_few_probes() {
             self.0.each_slot(f)
         }
     }
-    let mut c = Counter::new(res("1s:100000"));
+    let mut c = Counter::new(res("1s:10000"));
     let mut s = Counting(MapStore::default(), 0);
     for day in 1..=5 {
         let t = day * 86_400_000 * 2;
@@ -149,13 +149,13 @@ fn sparse_counter_trims_with_few_probes() {
 /// empty and nothing left to do, long before `samples` more slots have passed.
 #[test]
 fn bounded_trims_resume_and_heal_deleted_slots() {
-    let rs = res("1ms:100000 1d:100000");
+    let rs = res("1ms:5000 1d:5000");
     let mut c = Counter::new(rs);
     let mut s = MapStore::default();
     let t0: i64 = 1_700_000_000_000;
     c.incrby(&mut s, t0, t0, 1).unwrap();
     assert!(s.remove(1, t0));
-    let now = t0 + 100_000 + 5;
+    let now = t0 + 5_000 + 5;
     let mut calls = 0;
     loop {
         calls += 1;
@@ -178,7 +178,7 @@ fn bounded_trims_resume_and_heal_deleted_slots() {
     assert_eq!(c.tracks[1].n, 1);
     assert_eq!(
         c.next_due(),
-        Some(leaves_at(slot_index(t0, 86_400_000), 86_400_000, 100_000))
+        Some(leaves_at(slot_index(t0, 86_400_000), 86_400_000, 5_000))
     );
     assert!(!c.has_trim_work(&mut s, now));
     // A counter whose bookkeeping matches its store has no work before its due time.
