@@ -149,8 +149,6 @@ pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Load
     }
 }
 
-/// Reads a counter for a command: from its mirror when it has a valid one, else from its
-/// hash (a rebuild may walk the whole hash, bounded by its data).
 /// Runs the read `f` over the counter at `name` (`None` for a missing key): through its
 /// mirror and the parsed counter kept with it when both are valid (one cache lookup,
 /// nothing read from the hash), else from the hash (building a mirror of a large counter,
