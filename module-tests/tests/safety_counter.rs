@@ -55,8 +55,8 @@ fn timer_goes_idle_after_a_slot_field_is_deleted(kind: &ServerKind) {
                 "TSCOUNTER.CREATE",
                 &key,
                 "RESOLUTIONS",
-                "1ms:30000",
-                "1d:100000"
+                "1ms:5000",
+                "1d:5000"
             ]),
             v_ok()
         );
@@ -73,8 +73,8 @@ fn timer_goes_idle_after_a_slot_field_is_deleted(kind: &ServerKind) {
                 assert_eq!(reply, v_int(1), "{k}");
             }
         }
-        // Kept by 1ms:30000 for 1.5 s more.
-        let ts = t0 - 30_000 + 1_500;
+        // Kept by 1ms:5000 for 1.5 s more.
+        let ts = t0 - 5_000 + 1_500;
         let at = ts.to_string();
         assert_eq!(
             srv.cmd_value(&["TSCOUNTER.INCR", &key, "AT", &at]),
@@ -263,15 +263,16 @@ fn sum_of_many_windows_is_bounded(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.CREATE", "big", "RESOLUTIONS", "1ms:100000"]),
+        srv.cmd_value(&["TSCOUNTER.CREATE", "big", "RESOLUTIONS", "10ms:10000"]),
         v_ok()
     );
     let t0 = server_ms(&srv);
-    let filled = 80_000i64;
+    // One count in each of the latest 8000 slots of 10 ms.
+    let filled = 8_000i64;
     let mut conn = srv.conn();
     let cmds: Vec<Vec<String>> = (0..filled)
         .map(|i| {
-            let at = (t0 - i).to_string();
+            let at = (t0 - i * 10).to_string();
             vec![
                 "TSCOUNTER.INCRBY".into(),
                 "big".into(),
@@ -290,7 +291,12 @@ fn sum_of_many_windows_is_bounded(kind: &ServerKind) {
     let mut cmd: Vec<String> = vec!["TSCOUNTER.SUM".into(), "big".into()];
     cmd.extend(windows.iter().map(|w| w.to_string()));
     cmd.extend(["AT".to_string(), t0.to_string()]);
-    let want = v_arr(windows.iter().map(|&w| v_int(w.min(filled))).collect());
+    let want = v_arr(
+        windows
+            .iter()
+            .map(|&w| v_int(((w + 9) / 10).min(filled)))
+            .collect(),
+    );
     let check = |got: Value| {
         let (Value::Array(got), Value::Array(want)) = (&got, &want) else {
             panic!("{k}: SUM gave {got:?}");
@@ -338,8 +344,9 @@ fn a_counter_too_large_to_cache_evicts_nothing(kind: &ServerKind) {
         v_int(100)
     );
     assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 100, "{k}");
-    // 1,100,000 slots: more than the whole cache holds.
-    let res: Vec<String> = (1..=11).map(|i| format!("{i}ms:100000")).collect();
+    // 1,100,000 slot fields (written natively, most beyond what the resolutions keep):
+    // more than the whole cache holds.
+    let res: Vec<String> = (1..=11).map(|i| format!("{i}s:900")).collect();
     let mut create = vec![
         "TSCOUNTER.CREATE".to_string(),
         "huge".into(),
@@ -350,11 +357,11 @@ fn a_counter_too_large_to_cache_evicts_nothing(kind: &ServerKind) {
     let t1 = server_ms(&srv);
     let mut cmds: Vec<Vec<String>> = Vec::new();
     for r in 1..=11i64 {
-        let last = t1 / r;
+        let last = t1 / (r * 1000);
         for chunk_start in (0..100_000i64).step_by(1000) {
             let mut cmd = vec!["HSET".to_string(), "huge".into()];
             for i in chunk_start..chunk_start + 1000 {
-                cmd.push(format!("{r}ms:{}", last - i));
+                cmd.push(format!("{r}s:{}", last - i));
                 cmd.push("1".into());
             }
             cmds.push(cmd);
@@ -367,7 +374,7 @@ fn a_counter_too_large_to_cache_evicts_nothing(kind: &ServerKind) {
     let at = t1.to_string();
     for _ in 0..2 {
         assert_eq!(
-            srv.cmd_value(&["TSCOUNTER.SUM", "huge", "10ms", "AT", &at]),
+            srv.cmd_value(&["TSCOUNTER.SUM", "huge", "10s", "AT", &at]),
             v_int(10),
             "{k}"
         );
@@ -442,7 +449,7 @@ fn emptied_counters_leave_no_cache_or_schedule(kind: &ServerKind) {
     assert_eq!(info_i64(&srv, "tally", "tally_mirrored_slots"), 40, "{k}");
     // Emptied by decrements: daily slots that would stay scheduled for centuries.
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.CREATE", "d", "RESOLUTIONS", "1d:100000"]),
+        srv.cmd_value(&["TSCOUNTER.CREATE", "d", "RESOLUTIONS", "1d:10000"]),
         v_ok()
     );
     let days: Vec<String> = (0..20).map(|d| (t0 - d * 86_400_000).to_string()).collect();

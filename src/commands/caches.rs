@@ -1,6 +1,7 @@
-//! The read caches as one budget: the counter mirrors (`counter::mirror`) and the STATS windows
-//! (`crate::stats::cache`) together hold at most `tally.cache-max-memory` bytes, and
-//! nothing while the server is close to `maxmemory`.
+//! The read caches as one budget: what the families keep in memory (each measured by its
+//! [`Family::cache_bytes`](super::Family::cache_bytes): the counter mirrors, the STATS
+//! windows) together holds at most `tally.cache-max-memory` bytes, and nothing while the
+//! server is close to `maxmemory`.
 //!
 //! Why: module memory counts in `used_memory`, so a cache that grows makes the server
 //! evict users' keys. Each cache counts its own bytes and, before it grows, asks what
@@ -11,8 +12,6 @@
 
 use crate::server::used_memory_ratio;
 
-use super::counter::mirror;
-
 /// Above this share of `maxmemory` the caches give their memory back: the server evicts
 /// keys at 1.0, and the caches must be gone well before.
 const TIGHT_MEMORY_RATIO: f32 = 0.9;
@@ -22,23 +21,23 @@ fn memory_is_tight() -> bool {
     used_memory_ratio() > TIGHT_MEMORY_RATIO
 }
 
-/// What one cache may hold now: the budget less what the other caches hold (`others`),
-/// or nothing while memory is tight.
-fn budget_left_by(others: usize) -> usize {
+/// What the caches of the family with marker word `word` may hold now: the budget less
+/// what the other families' caches hold, or nothing while memory is tight.
+pub fn budget_of(word: &str) -> usize {
     if memory_is_tight() {
         return 0;
     }
+    let others: usize = super::FAMILIES
+        .iter()
+        .filter(|family| family.word != word)
+        .map(|family| (family.cache_bytes)())
+        .sum();
     crate::config::cache_max_memory().saturating_sub(others)
-}
-
-/// What the counter mirrors may hold now.
-pub fn mirror_budget() -> usize {
-    budget_left_by(crate::stats::cache::bytes())
 }
 
 /// What the STATS cache may hold now.
 pub fn stats_budget() -> usize {
-    budget_left_by(mirror::bytes())
+    budget_of(crate::layout::STATS)
 }
 
 /// Estimated bytes held by every family's read caches.

@@ -71,6 +71,9 @@ pub struct Family {
     pub expire: ExpireVisit,
     /// Called for every keyspace event on a key tally tracks (any family); opens no key.
     pub on_keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
+    /// Tally deleted `name` in database `db` itself (no keyspace event tells anyone): the
+    /// family drops what it keeps in memory of that key.
+    pub forget: fn(db: c_int, name: &[u8]),
     /// Database `db` was flushed (-1: all of them).
     pub flushed: fn(db: c_int),
     /// Databases `a` and `b` were swapped.
@@ -125,11 +128,12 @@ pub fn is_tally_event(event: &str) -> bool {
         .any(|family| event.starts_with(family.event_prefix))
 }
 
-/// Tally deleted `name` itself (no keyspace event tells anyone): drop its read cache and
-/// its expiry schedule entry.
+/// Tally deleted `name` itself (no keyspace event tells anyone): every family drops what
+/// it keeps of the key, and the key leaves the event filter and the expiry schedule.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
-    crate::server::untrack(crate::server::selected_db(ctx), name);
-    counter::mirror::forget(crate::server::selected_db(ctx), name);
+    let db = crate::server::selected_db(ctx);
+    crate::server::untrack(db, name);
+    FAMILIES.iter().for_each(|family| (family.forget)(db, name));
     crate::expiry::unschedule(ctx, name);
 }
 

@@ -8,7 +8,8 @@ use crate::args::{parse_duration, parse_i64, push_duration_bytes, push_i64, MAX_
 use crate::error::{Error, Result};
 
 /// Parses `res:samples` tokens (`1s:120`); sorts them finest first. A resolution's span
-/// (`res * samples`) is a duration too: at most [`MAX_DURATION_MS`].
+/// (`res * samples`) is a duration too: at most [`MAX_DURATION_MS`]; the samples of all
+/// resolutions add up to at most [`MAX_SAMPLES`].
 pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>> {
     if tokens.is_empty() || tokens.len() > MAX_RESOLUTIONS {
         return Err(Error::Invalid(format!(
@@ -32,6 +33,14 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
             return Err(invalid());
         }
         out.push(Resolution { ms, samples });
+    }
+    let total = out
+        .iter()
+        .fold(0i64, |sum, r| sum.saturating_add(r.samples));
+    if total > MAX_SAMPLES {
+        return Err(Error::Invalid(format!(
+            "a counter keeps at most {MAX_SAMPLES} samples over all its resolutions"
+        )));
     }
     out.sort_by_key(|r| r.ms);
     Ok(out)

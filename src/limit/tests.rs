@@ -188,7 +188,7 @@ fn later_slots_enter_when_at_is_in_the_past() {
 
 #[test]
 fn extreme_times_do_not_overflow() {
-    for text in ["1ms:100000", "1ms:3 7ms:5 1d:2"] {
+    for text in ["1ms:10000", "1ms:3 7ms:5 1d:2"] {
         let c = Counter::new(res(text));
         for at in [i64::MIN, i64::MIN + 1, -1, 0, i64::MAX - 1, i64::MAX] {
             let mut s = MapStore::ordered();

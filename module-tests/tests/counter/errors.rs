@@ -92,8 +92,8 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
         ),
         (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"], "1s:0"),
         (
-            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:100001"],
-            "1s:100001",
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:10001"],
+            "1s:10001",
         ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"],
@@ -119,6 +119,10 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
             "ERR syntax error",
         ),
         (args(&create17), "ERR a counter has 1 to 16 resolutions"),
+        (
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5000", "1m:5001"]),
+            "ERR a counter keeps at most 10000 samples over all its resolutions",
+        ),
         (args(&["TSCOUNTER.CREATE", "n", "FOO"]), "ERR syntax error"),
     ] {
         assert_refused(&srv, b"n", &cmd, err);
@@ -132,7 +136,7 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
     create16.extend(sixteen);
     assert_eq!(srv.cmd_value(&create16), v_ok(), "{k}");
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.CREATE", "n1", "resolutions", "1s:100000"]),
+        srv.cmd_value(&["TSCOUNTER.CREATE", "n1", "resolutions", "1s:10000"]),
         v_ok(),
         "{k}"
     );
@@ -363,10 +367,16 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     let max_days = MAX_DURATION_MS / 86_400_000; // 3652500d, exactly
     let over_days = format!("{}d", max_days + 1);
     let max_d = format!("{max_days}d");
-    // 1d:100000 keeps 273 years: at today's clock that reaches before 1970, so a negative
+    // 1w:9000 keeps 172 years: at today's clock that reaches before 1970, so a negative
     // AT is "kept" unless timestamps themselves are bounded.
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.CREATE", "long", "RESOLUTIONS", "1d:100000"]),
+        srv.cmd_value(&[
+            "TSCOUNTER.CREATE",
+            "long",
+            "RESOLUTIONS",
+            "1d:1000",
+            "1w:9000"
+        ]),
         v_ok()
     );
     assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "long"]), v_int(1));
@@ -452,10 +462,10 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
         ("106751991167d:100000", invalid("106751991167d")),
         (&format!("{over_days}:1"), invalid(&over_days)),
         (&format!("{max_d}:2"), invalid(&format!("{max_d}:2"))),
-        ("1000d:100000", invalid("1000d:100000")),
+        ("1000d:10000", invalid("1000d:10000")),
         (
-            &format!("{}ms:100000", MAX_DURATION_MS / 100_000 + 1),
-            invalid(&format!("{}ms:100000", MAX_DURATION_MS / 100_000 + 1)),
+            &format!("{}ms:10000", MAX_DURATION_MS / 10_000 + 1),
+            invalid(&format!("{}ms:10000", MAX_DURATION_MS / 10_000 + 1)),
         ),
     ] {
         assert_refused(
@@ -483,7 +493,7 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     assert_eq!(config_get(&srv, "tally.max-future"), v_bulk("1m"), "{k}");
 
     // The largest allowed values are accepted and answer sensibly: one slot from the epoch.
-    let widest = format!("{}ms:100000", MAX_DURATION_MS / 100_000);
+    let widest = format!("{}ms:10000", MAX_DURATION_MS / 10_000);
     for (key, spec) in [
         ("widest", format!("{max_d}:1")),
         ("widest2", widest.clone()),

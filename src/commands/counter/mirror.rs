@@ -18,18 +18,19 @@
 //! Owns: the counters' read cache. May not touch: keys (it is given slots by the counter
 //! commands).
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::os::raw::c_int;
 
-use crate::commands::caches;
+use super::caches::Caches;
 use crate::counter::{Counter, OrderedSlots};
 use crate::memo_map::DbMaps;
 use crate::name_set::IdHasher;
 
-/// A counter with more slots than this is never mirrored: it would take a large part of
-/// the cache and evict the many small ones. Its reads walk its hash instead.
-pub const MAX_SLOTS_PER_MIRROR: usize = 250_000;
+/// A counter with more slots than this is never mirrored: building its mirror walks its
+/// whole hash inside one command (0.3-1 ms per thousand fields, the most on servers built
+/// with libc malloc), and it would take a large part of the cache. Its reads probe or walk
+/// its hash instead, bounded by the slots a counter may keep (`MAX_SAMPLES`).
+pub const MAX_SLOTS_PER_MIRROR: usize = 4096;
 
 /// What an allocation costs besides the bytes asked: the allocator's header and rounding
 /// (16 bytes with glibc malloc, which some servers are built with; jemalloc rounds up to
@@ -100,19 +101,28 @@ impl Mirror {
     }
 }
 
+/// Every mirror, with its totals (held in [`Caches::mirrors`]).
 #[derive(Default)]
-struct Mirrors {
+pub(super) struct Mirrors {
     /// Per database (a lookup hashes only the key name, and a key used again right after
     /// is found without hashing it).
     by_db: DbMaps<Mirror>,
-    slots: usize,
+    pub(super) slots: usize,
     /// Estimated bytes of every mirror, kept within the budget the caller gives.
-    bytes: usize,
+    pub(super) bytes: usize,
     /// Where eviction takes its next mirror (see `DbMaps::evict_next`).
     hand: usize,
 }
 
 impl Mirrors {
+    /// Drops the mirror of one key.
+    pub(super) fn forget(&mut self, db: c_int, name: &[u8]) {
+        let removed = self.by_db.db(db).and_then(|keys| keys.remove(name));
+        if let Some(old) = removed {
+            self.uncount(&old);
+        }
+    }
+
     /// Takes a removed mirror out of the totals.
     fn uncount(&mut self, old: &Mirror) {
         self.slots = self.slots.saturating_sub(old.slots.len());
@@ -133,14 +143,6 @@ impl Mirrors {
     }
 }
 
-thread_local! {
-    // Commands, timers and keyspace events all run on Redis's main thread.
-    static MIRRORS: RefCell<Mirrors> = RefCell::new(Mirrors::default());
-    // Set when an invalidation could not take the cache (it was in use): drop everything
-    // at the next use rather than risk a stale mirror.
-    static CLEAR_PENDING: Cell<bool> = const { Cell::new(false) };
-}
-
 /// When a missing mirror is built from the hash.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Build {
@@ -151,24 +153,28 @@ pub enum Build {
     Never,
 }
 
-/// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or stale
-/// mirror is rebuilt from `load` (every stored slot; false: not to be mirrored) first when
-/// `build` says so. `fields`
-/// is the hash's current field count. `f` gets the mirror and returns the field count
-/// after its writes.
-pub fn with_mirror<T>(
-    db: c_int,
-    name: &[u8],
-    fields: usize,
-    build: Build,
-    load: &mut dyn FnMut(&mut Mirror) -> bool,
-    f: impl FnOnce(Option<&mut Mirror>) -> T,
-) -> T {
-    MIRRORS.with(|cell| {
-        let Ok(mut mirrors) = cell.try_borrow_mut() else {
+/// What the mirrors may hold now: the counters' share of the read caches' budget.
+fn budget() -> usize {
+    crate::commands::caches::budget_of(crate::layout::COUNTER)
+}
+
+impl Caches {
+    /// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or stale
+    /// mirror is rebuilt from `load` (every stored slot; false: not to be mirrored) first when
+    /// `build` says so. `fields` is the hash's current field count.
+    pub fn with_mirror<T>(
+        &self,
+        db: c_int,
+        name: &[u8],
+        fields: usize,
+        build: Build,
+        load: &mut dyn FnMut(&mut Mirror) -> bool,
+        f: impl FnOnce(Option<&mut Mirror>) -> T,
+    ) -> T {
+        let Ok(mut mirrors) = self.mirrors.try_borrow_mut() else {
             return f(None);
         };
-        if CLEAR_PENDING.with(|c| c.replace(false)) {
+        if self.clear_pending.replace(false) {
             *mirrors = Mirrors::default();
         }
         // The common case, one lookup: a valid mirror.
@@ -186,7 +192,7 @@ pub fn with_mirror<T>(
         if !valid {
             let wanted = match build {
                 Build::Always => true,
-                Build::IfHot => is_hot(db, name),
+                Build::IfHot => self.is_hot(db, name),
                 Build::Never => false,
             };
             // Asked here, where a mirror may be made (and by every write to a key
@@ -195,7 +201,7 @@ pub fn with_mirror<T>(
             if !wanted && mirrors.bytes == 0 {
                 return f(None);
             }
-            let budget = caches::mirror_budget();
+            let budget = budget();
             mirrors.evict_to(budget);
             // A hash whose slots alone would not fit is never walked to find that out
             // (every field is at least a slot and its running total).
@@ -243,23 +249,22 @@ pub fn with_mirror<T>(
             }
         }
         if new_bytes != old_bytes {
-            mirrors.evict_to(caches::mirror_budget());
+            mirrors.evict_to(budget());
         }
         result
-    })
-}
+    }
 
-/// Runs `f` with the mirror of `name` in `db` if there is one valid for a hash of `fields`
-/// fields (`None` otherwise: nothing is built). For reads: `f` must not change the slots.
-pub fn with_valid_mirror<T>(
-    db: c_int,
-    name: &[u8],
-    fields: usize,
-    f: impl FnOnce(&mut Mirror) -> T,
-) -> Option<T> {
-    MIRRORS.with(|cell| {
-        let mut mirrors = cell.try_borrow_mut().ok()?;
-        if CLEAR_PENDING.with(Cell::get) {
+    /// Runs `f` with the mirror of `name` in `db` if there is one valid for a hash of `fields`
+    /// fields (`None` otherwise: nothing is built). For reads: `f` must not change the slots.
+    pub fn with_valid_mirror<T>(
+        &self,
+        db: c_int,
+        name: &[u8],
+        fields: usize,
+        f: impl FnOnce(&mut Mirror) -> T,
+    ) -> Option<T> {
+        let mut mirrors = self.mirrors.try_borrow_mut().ok()?;
+        if self.clear_pending.get() {
             return None;
         }
         let mirror = mirrors.by_db.db(db)?.get_mut(name)?;
@@ -267,7 +272,7 @@ pub fn with_valid_mirror<T>(
             return None;
         }
         Some(f(mirror))
-    })
+    }
 }
 
 /// Writes to a key without a mirror, counted by a hash of (db, name): a key written this
@@ -280,22 +285,24 @@ const MAX_COUNTED_KEYS: usize = 4096;
 /// The write counts' ids are hashes already (see [`IdHasher`]).
 type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
-thread_local! {
-    static RECENT_WRITES: RefCell<IdMap<u8>> = RefCell::new(IdMap::default());
-    /// Random keys for the ids of [`RECENT_WRITES`].
-    static ID_KEYS: std::collections::hash_map::RandomState =
-        std::collections::hash_map::RandomState::new();
+/// Writes counted per key without a mirror (held in [`Caches::recent_writes`]).
+#[derive(Default)]
+pub(super) struct RecentWrites {
+    counts: IdMap<u8>,
+    /// Random keys for the ids of `counts`.
+    id_keys: std::collections::hash_map::RandomState,
 }
 
-/// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
-/// often enough to be worth one.
-fn is_hot(db: c_int, name: &[u8]) -> bool {
-    use std::hash::BuildHasher;
-    let id = ID_KEYS.with(|keys| keys.hash_one((db, name)));
-    RECENT_WRITES.with(|cell| {
-        let Ok(mut counts) = cell.try_borrow_mut() else {
+impl Caches {
+    /// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
+    /// often enough to be worth one.
+    fn is_hot(&self, db: c_int, name: &[u8]) -> bool {
+        use std::hash::BuildHasher;
+        let Ok(mut recent) = self.recent_writes.try_borrow_mut() else {
             return false;
         };
+        let id = recent.id_keys.hash_one((db, name));
+        let counts = &mut recent.counts;
         if counts.len() >= MAX_COUNTED_KEYS && !counts.contains_key(&id) {
             counts.clear();
         }
@@ -306,43 +313,14 @@ fn is_hot(db: c_int, name: &[u8]) -> bool {
             return true;
         }
         false
-    })
-}
+    }
 
-/// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is
-/// valid for a hash of `fields` fields.
-pub fn cached_counter(db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
-    with_valid_mirror(db, name, fields, |mirror| mirror.counter.clone()).flatten()
-}
-
-/// Drops the mirror of one key (keyspace events).
-pub fn forget(db: c_int, name: &[u8]) {
-    MIRRORS.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut mirrors) => {
-            let removed = mirrors.by_db.db(db).and_then(|keys| keys.remove(name));
-            if let Some(old) = removed {
-                mirrors.uncount(&old);
-            }
-        }
-        Err(_) => CLEAR_PENDING.with(|c| c.set(true)),
-    });
-}
-
-/// Drops every mirror (flush, SWAPDB, loading).
-pub fn forget_all() {
-    MIRRORS.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut mirrors) => *mirrors = Mirrors::default(),
-        Err(_) => CLEAR_PENDING.with(|c| c.set(true)),
-    });
-}
-
-pub fn mirrored_slots() -> usize {
-    MIRRORS.with(|cell| cell.try_borrow().map_or(0, |m| m.slots))
-}
-
-/// Estimated bytes the mirrors hold.
-pub fn bytes() -> usize {
-    MIRRORS.with(|cell| cell.try_borrow().map_or(0, |m| m.bytes))
+    /// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is
+    /// valid for a hash of `fields` fields.
+    pub fn cached_counter(&self, db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
+        self.with_valid_mirror(db, name, fields, |mirror| mirror.counter.clone())
+            .flatten()
+    }
 }
 
 #[cfg(test)]

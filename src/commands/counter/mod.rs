@@ -21,29 +21,42 @@ use crate::reply::Reply;
 use crate::server::{command_now_ms, monotonic_us, selected_db};
 use crate::store::{notify, Key, KeyKind};
 
-pub mod mirror;
-mod slots;
+mod caches;
+mod hash_slots;
+mod load_save;
+mod mirror;
 
+use self::caches::caches;
+use self::hash_slots::{with_slots, HashSlots};
+use self::load_save::{load, load_for_command, read_counter, save, Loaded};
 use self::mirror::Build;
 use crate::window::effective_time;
-use slots::{load, load_for_command, read_counter, save, with_slots, HashSlots, Loaded};
 
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
     word: layout::COUNTER,
     event_prefix: "tscounter.",
     expire,
-    on_keyspace_event: forget_mirror,
-    flushed: |_| mirror::forget_all(),
-    swapped: |_, _| mirror::forget_all(),
-    loading: mirror::forget_all,
-    info: || vec![(c"mirrored_slots", mirror::mirrored_slots() as i64)],
-    cache_bytes: mirror::bytes,
+    on_keyspace_event: forget_key,
+    forget: |db, name| caches(|caches| caches.forget(db, name)),
+    flushed: |_| forget_all(),
+    swapped: |_, _| forget_all(),
+    loading: forget_all,
+    info: || {
+        let slots = caches(|caches| caches.mirrored_slots());
+        vec![(c"mirrored_slots", slots as i64)]
+    },
+    cache_bytes: || caches(|caches| caches.bytes()),
 };
 
-/// Any event on a key may change it behind the read cache: drop its mirror.
-fn forget_mirror(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
-    mirror::forget(selected_db(ctx), key);
+/// Any event on a key may change it behind the read cache: drop what is kept of it.
+fn forget_key(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
+    caches(|caches| caches.forget(selected_db(ctx), key));
+}
+
+/// Data was replaced behind the caches (flush, SWAPDB, loading): drop everything.
+fn forget_all() {
+    caches(|caches| caches.forget_all());
 }
 
 /// Parses `[AT ts]` (the only option of INCRBY/INCR/SUM) and resolves it against `now`.

@@ -66,6 +66,8 @@ pub const FAMILY: super::Family = super::Family {
     event_prefix: "tsrank.",
     expire,
     on_keyspace_event,
+    // Tally never deletes a board's keys behind its own bookkeeping.
+    forget: |_, _| {},
     flushed: forget_db,
     swapped: swap_dbs,
     loading: forget_all,

@@ -35,6 +35,7 @@ pub const FAMILY: super::Family = super::Family {
     event_prefix: "stats.",
     expire,
     on_keyspace_event: forget_cached,
+    forget: cache::forget,
     flushed: |_| forget_all(),
     swapped: |_, _| forget_all(),
     loading: forget_all,

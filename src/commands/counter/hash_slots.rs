@@ -1,30 +1,26 @@
-//! A counter's hash as the pure counter logic sees it: [`HashSlots`] (reads through the
-//! mirror when there is one, writes recorded as effects), loading the counter from its
-//! `_tally`/`_state` (or its mirror), and saving it after a change.
+//! A counter's hash as the pure counter logic sees it: [`HashSlots`], a [`SlotStore`] that
+//! reads through the key's mirror when there is one and records every write as an effect,
+//! and [`with_slots`], which finds or builds that mirror.
 //!
-//! Owns: the counter's fields in its hash and the caches of parsed values. May not touch:
-//! raw module calls, command parsing.
+//! Owns: the counter's slot fields in its hash. May not touch: raw module calls, command
+//! parsing.
 
-use redis_module::{Context, RedisString};
+use redis_module::Context;
 
+use super::caches::caches;
+use super::load_save::{is_counter, Loaded};
 use super::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
 use crate::args::parse_i64;
-use crate::counter::{
-    parse_slot_field, push_slot_field, Counter, OrderedSlots, Resolution, SlotStore, Track,
-    STATE_FIELD,
-};
-use crate::error::{Error, Result};
-use crate::expiry;
-use crate::layout::{self, MARKER_FIELD};
+use crate::counter::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
 use crate::replicate::HashEffects;
 use crate::server::{now_ms, selected_db};
 use crate::store::{Key, KeyKind, RStr};
 
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
-const META_FIELDS: usize = 2;
+pub(super) const META_FIELDS: usize = 2;
 
 /// A slot's field name as a module string (for the key API and the effects).
-struct SlotName {
+pub(super) struct SlotName {
     slot: (i64, i64),
     rstr: RStr,
 }
@@ -34,11 +30,11 @@ struct SlotName {
 pub(super) struct HashSlots<'a> {
     key: &'a Key,
     pub(super) effects: HashEffects,
-    mirror: Option<&'a mut Mirror>,
+    pub(super) mirror: Option<&'a mut Mirror>,
     /// True while the key does not exist: reads need not ask the hash (most writes to a
     /// large population of counters create them).
     missing: bool,
-    /// Field names already made (borrowed from [`SLOT_NAMES`] for the command): an
+    /// Field names already made (borrowed from the family's caches for the command): an
     /// increment reads, then writes, the same fields, and the next increment of any
     /// counter at the same time uses the same names.
     names: Vec<SlotName>,
@@ -49,17 +45,13 @@ pub(super) struct HashSlots<'a> {
 /// Field names kept (an increment touches one field per resolution).
 const MAX_CACHED_NAMES: usize = crate::counter::MAX_RESOLUTIONS;
 
-thread_local! {
-    static SLOT_NAMES: std::cell::Cell<Vec<SlotName>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
 impl Drop for HashSlots<'_> {
     fn drop(&mut self) {
         // Only names this command took from the cache (or made) go back: a read that made
         // none leaves the cache as it was.
         if self.names.capacity() > 0 {
             let names = std::mem::take(&mut self.names);
-            SLOT_NAMES.with(|cache| cache.set(names));
+            caches(|caches| caches.slot_names.set(names));
         }
     }
 }
@@ -129,7 +121,7 @@ impl<'a> HashSlots<'a> {
     /// The names kept by the last command, taken for this one (once).
     fn take_cached_names(&mut self) {
         if self.names.capacity() == 0 {
-            self.names = SLOT_NAMES.with(std::cell::Cell::take);
+            self.names = caches(|caches| caches.slot_names.take());
         }
     }
 
@@ -386,6 +378,11 @@ impl SlotStore for HashSlots<'_> {
 /// from the hash.
 const MIRROR_MIN_SLOTS: usize = 16;
 
+/// Most fields a mirror build asks the server about one by one (`HPTTL`, on a server with
+/// field TTLs but no call that answers for the whole key): the question costs about 3 µs
+/// per field on Valkey, on top of the walk the build makes anyway.
+const TTL_QUESTION_MAX_FIELDS: usize = 1024;
+
 /// Runs `f` over the counter's slots, through its mirror when there is one. Reads
 /// (`Build::Always`) create the mirror of a large counter; writes (`Build::IfHot`) of a
 /// hot one.
@@ -402,8 +399,9 @@ pub(super) fn with_slots<T>(
     let mut load = |mirror: &mut Mirror| {
         // A hash with field TTLs is never mirrored: its expired slots count in its
         // length until the server reclaims them, so a mirror could not tell it changed.
-        // The question costs what the walk below costs anyway.
-        if !is_counter(key) || key.has_field_ttls(ctx, name, usize::MAX) {
+        // Where the server must be asked field by field (Valkey), a hash of more fields
+        // than a quick question covers counts as having some: its reads go to the hash.
+        if !is_counter(key) || key.has_field_ttls(ctx, name, TTL_QUESTION_MAX_FIELDS) {
             return false;
         }
         let mut slots = Vec::with_capacity(fields);
@@ -425,318 +423,27 @@ pub(super) fn with_slots<T>(
         (min_fields..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS).contains(&fields);
     let writing = build == Build::IfHot;
     let build = if worth_mirroring { build } else { Build::Never };
-    mirror::with_mirror(
-        selected_db(ctx),
-        name,
-        fields,
-        build,
-        &mut load,
-        |mut mirror| {
-            if let (true, Some(m)) = (
-                writing && fields >= HASHTABLE_MIN_FIELDS,
-                mirror.as_deref_mut(),
-            ) {
-                if m.wants_hashtable(now_ms) {
-                    key.use_hashtable_encoding();
+    caches(|caches| {
+        caches.with_mirror(
+            selected_db(ctx),
+            name,
+            fields,
+            build,
+            &mut load,
+            |mut mirror| {
+                if let (true, Some(m)) = (
+                    writing && fields >= HASHTABLE_MIN_FIELDS,
+                    mirror.as_deref_mut(),
+                ) {
+                    if m.wants_hashtable(now_ms) {
+                        key.use_hashtable_encoding();
+                    }
                 }
-            }
-            let mut slots = HashSlots::new(key, mirror);
-            let result = f(&mut slots);
-            slots.sync_mirror();
-            result
-        },
-    )
-}
-
-thread_local! {
-    /// The `_tally` and `_state` field names as module strings, made once: every command
-    /// reads both.
-    static FIELD_NAMES: Option<(RStr, RStr)> =
-        RStr::new(MARKER_FIELD.as_bytes()).zip(RStr::new(STATE_FIELD.as_bytes()));
-    /// The last marker parsed and its resolutions: most deployments use one or two
-    /// resolution sets, and parsing them on every write is measurable.
-    static LAST_MARKER: std::cell::RefCell<(Vec<u8>, Vec<Resolution>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
-}
-
-fn parse_marker_cached(marker: &[u8]) -> Option<Vec<Resolution>> {
-    LAST_MARKER.with(|cell| {
-        let mut last = cell.try_borrow_mut().ok()?;
-        if last.0 != marker || last.1.is_empty() {
-            *last = (marker.to_vec(), Counter::parse_marker(marker)?);
-        }
-        Some(last.1.clone())
+                let mut slots = HashSlots::new(key, mirror);
+                let result = f(&mut slots);
+                slots.sync_mirror();
+                result
+            },
+        )
     })
-}
-
-thread_local! {
-    /// The last `_state` parsed and the counter it made: a hot counter's state changes only
-    /// when a slot comes or goes.
-    static LAST_STATE: std::cell::RefCell<(Vec<u8>, Option<Counter>)> =
-        const { std::cell::RefCell::new((Vec::new(), None)) };
-}
-
-/// The reference time and tracks of a `_state` ([`Counter::parse_state`]), remembering
-/// the last state text parsed (in buffers reused from one call to the next: most writes go
-/// to counters not seen just before).
-fn parse_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, Vec<Track>)> {
-    LAST_STATE.with(|cell| {
-        let Ok(mut last) = cell.try_borrow_mut() else {
-            return Counter::parse_state(resolutions, state);
-        };
-        let (text, kept) = &mut *last;
-        if let (true, Some(counter)) = (text.as_slice() == state, kept.as_ref()) {
-            if counter.resolutions == resolutions {
-                return Some((counter.reference, counter.tracks.clone()));
-            }
-        }
-        let (reference, tracks) = Counter::parse_state(resolutions, state)?;
-        text.clear();
-        text.extend_from_slice(state);
-        let counter = kept.get_or_insert_with(|| Counter::new(Vec::new()));
-        counter.resolutions.clear();
-        counter.resolutions.extend_from_slice(resolutions);
-        counter.tracks.clone_from(&tracks);
-        counter.reference = reference;
-        Some((reference, tracks))
-    })
-}
-
-thread_local! {
-    /// The text of a `_state` being written, reused from one write to the next.
-    static STATE_TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// True if `key` holds a hash with a counter's `_tally` marker.
-fn is_counter(key: &Key) -> bool {
-    FIELD_NAMES.with(|names| {
-        names.as_ref().is_some_and(|(marker_field, _)| {
-            key.hget_with(marker_field, |marker| {
-                layout::is_family(marker, layout::COUNTER)
-            })
-            .unwrap_or(false)
-        })
-    })
-}
-
-/// A counter as read from its hash.
-pub(super) struct Loaded {
-    pub(super) counter: Counter,
-    /// The stored `_state` was missing or unusable and the bookkeeping was rebuilt: it must
-    /// be written back.
-    pub(super) state_rebuilt: bool,
-}
-
-/// Rebuilds bookkeeping from the hash when it cannot be trusted at all. With more stored
-/// fields than `scan_limit`, a conservative guess replaces the walk: nothing older than the
-/// kept range, and up to `samples` slots per resolution; trimming heals that guess (see
-/// `Counter::trim_within`).
-pub(super) fn rebuild(
-    key: &Key,
-    resolutions: Vec<Resolution>,
-    now: i64,
-    scan_limit: usize,
-) -> Counter {
-    let mut counter = Counter::new(resolutions);
-    if key.len() <= scan_limit {
-        key.hscan(|field, _| {
-            if let Some((res_ms, index)) = parse_slot_field(field) {
-                counter.note_stored_slot(res_ms, index);
-            }
-        });
-    } else {
-        let stored = key.len() as i64;
-        for (r, t) in counter.resolutions.iter().zip(counter.tracks.iter_mut()) {
-            t.lo = crate::window::first_kept(now, r.ms, r.samples);
-            t.n = stored;
-        }
-    }
-    counter.finish_rebuild();
-    counter
-}
-
-/// The counter stored at `key`: `None` for a missing key, WRONGTYPE for anything but a
-/// hash with a counter's `_tally` marker. Whatever else a user did to the hash, the
-/// counter stays readable: a missing or unusable `_state` is rebuilt from the slot fields
-/// (one walk of the hash, when it has at most `scan_limit` fields).
-pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Loaded>> {
-    match key.kind() {
-        KeyKind::Empty => Ok(None),
-        KeyKind::Hash => {
-            // Both fields with one hash read: the marker first, then the state.
-            let (resolutions, parsed) = FIELD_NAMES.with(|names| {
-                let (marker_field, state_field) = names.as_ref().ok_or(Error::WrongType)?;
-                let (mut resolutions, mut parsed) = (None, None);
-                key.hget_many([marker_field, state_field], |i, value| match (i, value) {
-                    (0, Some(marker)) if layout::is_family(marker.as_bytes(), layout::COUNTER) => {
-                        resolutions = parse_marker_cached(marker.as_bytes());
-                    }
-                    (1, Some(state)) => {
-                        parsed = resolutions
-                            .as_deref()
-                            .and_then(|r| parse_state_cached(r, state.as_bytes()));
-                    }
-                    _ => {}
-                });
-                Ok::<_, Error>((resolutions.ok_or(Error::WrongType)?, parsed))
-            })?;
-            Ok(Some(match parsed {
-                Some((reference, tracks)) => Loaded {
-                    counter: Counter {
-                        resolutions,
-                        tracks,
-                        reference,
-                    },
-                    state_rebuilt: false,
-                },
-                None => Loaded {
-                    counter: rebuild(key, resolutions, now, scan_limit),
-                    state_rebuilt: true,
-                },
-            }))
-        }
-        _ => Err(Error::WrongType),
-    }
-}
-
-/// Reads a counter for a command: from its mirror when it has a valid one, else from its
-/// hash (a rebuild may walk the whole hash, bounded by its data).
-/// Runs the read `f` over the counter at `name` (`None` for a missing key): through its
-/// mirror and the parsed counter kept with it when both are valid (one cache lookup,
-/// nothing read from the hash), else from the hash (building a mirror of a large counter,
-/// and keeping the parsed counter with it for the next read).
-pub(super) fn read_counter<T>(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    now: i64,
-    f: impl FnOnce(&Counter, &mut dyn SlotStore) -> Result<T>,
-) -> Result<Option<T>> {
-    match key.kind() {
-        KeyKind::Empty => return Ok(None),
-        KeyKind::Hash => {}
-        _ => return Err(Error::WrongType),
-    }
-    let mut f = Some(f);
-    // The usual read: a valid mirror with its parsed counter answers by itself (`f` only
-    // reads, so the mirror's copy of the slots serves as the store).
-    let cached = mirror::with_valid_mirror(selected_db(ctx), name, key.len(), |mirror| {
-        let Mirror {
-            counter: Some(counter),
-            slots,
-            ..
-        } = mirror
-        else {
-            return None;
-        };
-        f.take().map(|f| f(counter, slots))
-    });
-    if let Some(result) = cached.flatten() {
-        return result.map(Some);
-    }
-    // No valid mirror: built from the hash when the counter is worth one.
-    let cached = with_slots(ctx, key, name, Build::Always, |slots| {
-        let counter = slots.mirror.as_deref_mut()?.counter.take()?;
-        let result = f.take().map(|f| f(&counter, slots));
-        if let Some(mirror) = slots.mirror.as_deref_mut() {
-            mirror.counter = Some(counter);
-        }
-        result
-    });
-    if let Some(result) = cached {
-        return result.map(Some);
-    }
-    let (Some(loaded), Some(f)) = (load(key, now, usize::MAX)?, f) else {
-        return Ok(None);
-    };
-    with_slots(ctx, key, name, Build::Always, |slots| {
-        slots.remember_counter(&loaded);
-        f(&loaded.counter, slots)
-    })
-    .map(Some)
-}
-
-/// [`load`] for a read, through a copy of the parsed counter kept with a valid mirror
-/// when there is one.
-pub(super) fn load_for_command(
-    ctx: &Context,
-    key: &Key,
-    name: &[u8],
-    now: i64,
-) -> Result<Option<Loaded>> {
-    if key.kind() == KeyKind::Hash {
-        let db = selected_db(ctx);
-        if let Some(counter) = mirror::cached_counter(db, name, key.len()) {
-            return Ok(Some(Loaded {
-                counter,
-                state_rebuilt: false,
-            }));
-        }
-    }
-    load(key, now, usize::MAX)
-}
-
-/// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
-/// replicates the effects and schedules the next trim. `old_tracks` is the bookkeeping as
-/// stored (`None`: the stored `_state` is unusable and must be rewritten). Returns true if
-/// the key was deleted: the caller then calls `forget_deleted` (no keyspace event fires).
-/// The key's name comes as bytes and, when there is one, as the command's module string
-/// (replicated without a copy).
-pub(super) fn save(
-    ctx: &Context,
-    key: &Key,
-    (name, name_str): (&[u8], Option<&RedisString>),
-    counter: &mut Counter,
-    old_tracks: Option<&[Track]>,
-    is_new: bool,
-    slots: &mut HashSlots,
-) -> bool {
-    let effects = &mut slots.effects;
-    let stored = counter.stored_slots();
-    let deleted = stored == 0 && !is_new;
-    if deleted {
-        key.delete();
-        effects.delete_key();
-    } else if stored > 0 {
-        if is_new {
-            let marker = counter.marker();
-            key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
-            effects.set(MARKER_FIELD, marker);
-        }
-        if is_new || old_tracks != Some(counter.tracks.as_slice()) {
-            STATE_TEXT.with(|cell| {
-                let mut fresh = Vec::new();
-                let mut reused = cell.try_borrow_mut();
-                let state = match reused.as_deref_mut() {
-                    Ok(text) => text,
-                    Err(_) => &mut fresh,
-                };
-                counter.write_state(now_ms(), state);
-                FIELD_NAMES.with(|names| match (names, RStr::new(state)) {
-                    (Some((_, state_field)), Some(value)) => {
-                        key.hset_str_value(state_field, &value);
-                        effects.set_strings(state_field, value);
-                    }
-                    _ => {
-                        key.hset(STATE_FIELD.as_bytes(), state);
-                        effects.set(STATE_FIELD, &state[..]);
-                    }
-                });
-            });
-        }
-    }
-    let due = counter.next_due();
-    if !slots.effects.is_empty() {
-        match name_str {
-            Some(name) => slots.effects.emit_to(ctx, name),
-            None => slots.effects.emit(ctx, name),
-        }
-    }
-    if stored > 0 {
-        slots.keep_counter(counter);
-    }
-    if let Some(due) = due {
-        expiry::schedule(ctx, name, due);
-    }
-    deleted
 }

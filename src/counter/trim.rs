@@ -1,0 +1,158 @@
+//! Trimming: removing the slots that have left their resolution's kept range, within a
+//! budget and resumable, and healing bookkeeping a user's edit made wrong.
+//!
+//! Owns: the trim arithmetic and when it is next due. May not touch: Redis (pure).
+
+use super::{Counter, SlotStore};
+use crate::window::{first_kept, leaves_at, slot_index};
+
+/// How often (in probes) a bounded trim asks its budget whether it may go on.
+const PROBES_PER_BUDGET_CHECK: u32 = 32;
+
+/// What one [`Counter::trim_within`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trimmed {
+    /// Slots removed.
+    pub removed: usize,
+    /// False if the budget ran out first; the bookkeeping records how far it got, so the
+    /// next call resumes there.
+    pub finished: bool,
+}
+
+impl Counter {
+    /// Removes the slots that are no longer kept at `now`. Returns how many were removed.
+    pub fn trim(&mut self, store: &mut dyn SlotStore, now: i64) -> usize {
+        self.trim_within(store, now, &mut || true).removed
+    }
+
+    /// Adds a slot found in the store to the bookkeeping (rebuilding it from the stored
+    /// fields after `_state` was lost). Call [`Counter::finish_rebuild`] afterwards.
+    pub fn note_stored_slot(&mut self, res_ms: i64, index: i64) {
+        let at = self.resolutions.iter().position(|r| r.ms == res_ms);
+        if let Some(track) = at.and_then(|at| self.tracks.get_mut(at)) {
+            track.lo = if track.n == 0 {
+                index
+            } else {
+                track.lo.min(index)
+            };
+            track.n = track.n.saturating_add(1);
+        }
+    }
+
+    /// Ends a rebuild: a resolution never holds more than `samples` slots in its bookkeeping
+    /// (stored fields beyond that were not written by tally and are trimmed away later).
+    pub fn finish_rebuild(&mut self) {
+        for (r, t) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
+            t.n = t.n.min(r.samples);
+        }
+    }
+
+    /// True if a trim at `now` would change anything: a slot has left, or the bookkeeping
+    /// counts more slots than the store holds and a track's lower bound is not a stored
+    /// slot (see [`Counter::trim_within`]). Only reads the store.
+    pub fn has_trim_work(&self, store: &mut dyn SlotStore, now: i64) -> bool {
+        let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        self.resolutions.iter().zip(&self.tracks).any(|(r, t)| {
+            t.n > 0
+                && (t.lo < first_kept(now, r.ms, r.samples)
+                    || (overcounted && store.get(r.ms, t.lo).is_none()))
+        })
+    }
+
+    /// Removes the slots that are no longer kept at `now`, asking `may_continue` every few
+    /// probes whether the budget allows more. Resumable: the bookkeeping always records how
+    /// far it got. It also heals bookkeeping that a user's `HDEL` made wrong:
+    /// * every stored slot of a resolution lies in `lo .. lo + samples`: once trimming has
+    ///   passed that whole range, no slot is left whatever `n` says;
+    /// * when `n` counts more slots than the store holds, `lo` moves on past positions that
+    ///   hold nothing (so the next visit is due when a real slot leaves, not every slot).
+    pub fn trim_within(
+        &mut self,
+        store: &mut dyn SlotStore,
+        now: i64,
+        may_continue: &mut dyn FnMut() -> bool,
+    ) -> Trimmed {
+        let mut removed = 0;
+        let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        if !overcounted && !self.has_left(now) {
+            // The usual write: no slot has left and the bookkeeping is exact, so the walk
+            // below would change nothing (checked without a division per resolution).
+            return Trimmed {
+                removed,
+                finished: true,
+            };
+        }
+        let mut probes: u32 = 0;
+        let mut budget_left = || {
+            probes = probes.wrapping_add(1);
+            !probes.is_multiple_of(PROBES_PER_BUDGET_CHECK) || may_continue()
+        };
+        for (res, track) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
+            if track.n == 0 {
+                continue;
+            }
+            let first = first_kept(now, res.ms, res.samples);
+            let end = track.lo.saturating_add(res.samples);
+            // Slots that have left: lo .. min(first, end).
+            while track.lo < first.min(end) && track.n > 0 {
+                if !budget_left() {
+                    return Trimmed {
+                        removed,
+                        finished: false,
+                    };
+                }
+                if store.remove(res.ms, track.lo) {
+                    track.n -= 1;
+                    removed += 1;
+                }
+                track.lo += 1;
+            }
+            if track.n == 0 {
+                continue;
+            }
+            track.lo = track.lo.max(first);
+            if overcounted {
+                // Tally writes no slot after the one containing `now`: past it, nothing
+                // the bookkeeping counts can be left. (A bound that does not move with
+                // `lo`, so a resumed search still ends.)
+                let limit = end.min(slot_index(now, res.ms).saturating_add(1));
+                while track.lo < limit && store.get(res.ms, track.lo).is_none() {
+                    if !budget_left() {
+                        track.n = track.n.min(end - track.lo);
+                        return Trimmed {
+                            removed,
+                            finished: false,
+                        };
+                    }
+                    track.lo += 1;
+                }
+                if track.lo >= limit {
+                    track.n = 0;
+                }
+            }
+            // At most one stored slot per position left in lo .. end.
+            track.n = track.n.min(end.saturating_sub(track.lo)).max(0);
+        }
+        Trimmed {
+            removed,
+            finished: true,
+        }
+    }
+
+    /// its oldest possible slot is still kept at `now`: when false, trimming has no work.
+    pub(super) fn has_left(&self, now: i64) -> bool {
+        self.resolutions.iter().zip(&self.tracks).any(|(r, t)| {
+            t.n != 0 && !((1..=r.samples).contains(&t.n) && now < leaves_at(t.lo, r.ms, r.samples))
+        })
+    }
+
+    /// When the oldest stored slot stops being kept: the next time trimming has work.
+    pub fn next_due(&self) -> Option<i64> {
+        self.resolutions
+            .iter()
+            .zip(&self.tracks)
+            .filter(|(_, t)| t.n > 0)
+            .map(|(r, t)| leaves_at(t.lo, r.ms, r.samples))
+            .min()
+    }
+}
