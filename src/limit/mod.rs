@@ -340,7 +340,8 @@ impl Check {
         if sum == 0 {
             return 0;
         }
-        let slots = self.window_slots(i).slots;
+        let window = self.window_slots(i);
+        let slots = window.slots;
         let (counted, entering) =
             slots.split_at(slots.partition_point(|&(index, _)| index <= w.last));
         let (res_ms, span, at) = (
@@ -350,7 +351,8 @@ impl Check {
         );
         // The delay after which the window's newest slot is `newest`.
         let delay_to = |newest: i128| i64::try_from(newest * res_ms - at).unwrap_or(i64::MAX);
-        if entering.is_empty() && added >= 0 && counted.iter().all(|&(_, count)| count >= 0) {
+        // (`totals` exists when no count of the resolution is negative.)
+        if entering.is_empty() && added >= 0 && window.totals.is_some() {
             // The usual case: the sum only falls, first when its oldest non-zero count
             // leaves (one slot leaves at a time).
             let oldest = counted
