@@ -1125,3 +1125,104 @@ fn mlimit_obeys_key_permissions_on_every_key(kind: &ServerKind) {
         "{denied:?}"
     );
 }
+
+/// The server time (µs) of the best of three calls of `args`, by `INFO commandstats`.
+fn best_usec(srv: &Server, args: &[String]) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+        let reply = srv.cmd_value(args);
+        assert!(
+            matches!(&reply, Value::Array(a) if a.len() == 3),
+            "{reply:?}"
+        );
+        best = best.min(usec_per_call(srv, &args[0].to_lowercase()));
+    }
+    best
+}
+
+per_server!(mlimit_of_many_keys_and_full_counters_answers_in_10ms);
+/// The most keys and pairs (16 keys of the default resolutions, busy for the last two
+/// minutes, 16 pairs each, DETAILS), and two counters of 100000 one-second slots, every
+/// slot stored (16 windows of 99000 slots each, DETAILS): under 10 ms at the server.
+/// The two full counters are read from their read caches, given room for both: with the
+/// default `tally.cache-max-memory` only one fits, and a long window of the other walks
+/// its hash (100-500 ms here), as LIMIT's does (the open case of `scale_limits`).
+fn mlimit_of_many_keys_and_full_counters_answers_in_10ms(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let now = server_ms(&srv);
+    let keys: Vec<String> = (0..16).map(|i| format!("{{s}}:{i}")).collect();
+    let mut conn = srv.conn();
+    let writes: Vec<Vec<String>> = (0..16 * 2_000)
+        .map(|i| {
+            let key = &keys[i % 16];
+            let at = now - 120_000 + (i as i64 * 7) % 120_000;
+            strings(&["TSCOUNTER.INCRBY", key, "1", "AT", &at.to_string()])
+        })
+        .collect();
+    for chunk in writes.chunks(2_000) {
+        for reply in pipeline(&mut conn, chunk) {
+            assert!(matches!(reply, Value::Int(_)), "{reply:?}");
+        }
+    }
+    let windows = [
+        "1s", "5s", "30s", "1m", "90s", "2m", "5m", "10m", "1h", "2h", "5h", "10h", "1d", "2d",
+        "5d", "100d",
+    ];
+    let mut args = vec!["TSCOUNTER.MLIMIT".to_string(), "16".to_string()];
+    args.extend(keys.iter().cloned());
+    args.push("1".into());
+    for _ in &keys {
+        args.push("16".into());
+        for w in windows {
+            args.extend(strings(&[w, "1000000"]));
+        }
+    }
+    args.push("DETAILS".into());
+    let us = best_usec(&srv, &args);
+    println!("{}: MLIMIT of 16 keys x 16 pairs: {us} us", kind.name);
+    assert!(us <= 10_000.0, "{}: {us} us", kind.name);
+
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.cache-max-memory", "67108864"]),
+        v_ok()
+    );
+    for key in ["full:a", "full:b"] {
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.CREATE", key, "RESOLUTIONS", "1s:100000"]),
+            v_ok()
+        );
+        let fill: Vec<Vec<String>> = (0..99_900)
+            .rev()
+            .map(|back: i64| {
+                strings(&[
+                    "TSCOUNTER.INCRBY",
+                    key,
+                    "1",
+                    "AT",
+                    &(now - back * 1000).to_string(),
+                ])
+            })
+            .collect();
+        for chunk in fill.chunks(2_000) {
+            for reply in pipeline(&mut conn, chunk) {
+                assert!(matches!(reply, Value::Int(_)), "{reply:?}");
+            }
+        }
+    }
+    let mut args = strings(&["TSCOUNTER.MLIMIT", "2", "full:a", "full:b", "1"]);
+    for _ in 0..2 {
+        args.push("16".into());
+        for max in 0..16 {
+            args.extend(strings(&["99000s", &(200_000 + max).to_string()]));
+        }
+    }
+    args.push("DETAILS".into());
+    let us = best_usec(&srv, &args);
+    println!(
+        "{}: MLIMIT of 2 full counters x 16 windows of 99000 slots: {us} us",
+        kind.name
+    );
+    assert!(us <= 10_000.0, "{}: {us} us", kind.name);
+    srv.assert_alive();
+}
