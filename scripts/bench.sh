@@ -490,6 +490,21 @@ counter_rows() {
     else
         skip_row "$label" TSCOUNTER.LIMIT
     fi
+
+    # One limit over a user, an IP and a global counter: MLIMIT of the three keys against
+    # the three LIMITs a client would pipeline (which could spend on some keys and refuse
+    # on another). Maxes no call reaches, so every call is applied.
+    local big=1000000000
+    label="TSCOUNTER.MLIMIT 3 keys / 3 LIMITs pipelined"
+    if command_exists tscounter.mlimit; then
+        native tscounter.limit -- TSCOUNTER.LIMIT "{m}:user" 1 5s $big 1h $big
+        native_plus tscounter.limit -- TSCOUNTER.LIMIT "{m}:ip" 1 1m $big
+        native_plus tscounter.limit -- TSCOUNTER.LIMIT "{m}:all" 1 1s $big
+        tally tscounter.mlimit -- TSCOUNTER.MLIMIT 3 "{m}:user" "{m}:ip" "{m}:all" 1 2 5s $big 1h $big 1 1m $big 1 1s $big
+        report "$label" "" ""
+    else
+        skip_row "$label" TSCOUNTER.MLIMIT
+    fi
 }
 
 counter_memory() {

@@ -236,6 +236,27 @@ pub static DOCS: &[Doc] = &[
             integer(c"increment"),
             block(c"limit", &[string(c"window"), integer(c"max")]).multiple(),
             AT,
+            pure_token(c"details", c"DETAILS").optional(),
+        ],
+    },
+    Doc {
+        command: c"tscounter.mlimit",
+        summary: c"Apply an increment to several counters only if every window of every counter stays within its maximum",
+        complexity: c"O(K * (P + S)) where K is the number of keys, P the number of window/max pairs of a key and S the number of slots its windows cover, plus TSCOUNTER.INCRBY's cost per key when the increment is applied",
+        args: &[
+            integer(c"numkeys"),
+            Arg::new(c"key", Kind::Key(0)).multiple(),
+            integer(c"increment"),
+            block(
+                c"key_limits",
+                &[
+                    integer(c"npairs"),
+                    block(c"limit", &[string(c"window"), integer(c"max")]).multiple(),
+                ],
+            )
+            .multiple(),
+            AT,
+            pure_token(c"details", c"DETAILS").optional(),
         ],
     },
     Doc {

@@ -28,6 +28,9 @@ pub enum KeyAt {
     Index(c_int),
     /// The argument right after `keyword`, searched from position `from`.
     AfterKeyword(&'static CStr, c_int),
+    /// The arguments after position `pos`, as many as the integer at `pos` says
+    /// (`numkeys key [key ...]`).
+    Counted(c_int),
 }
 
 pub struct KeySpec {
@@ -196,18 +199,27 @@ pub unsafe fn dispatch(
 /// Registers a command with everything its entry says.
 pub fn register(ctx: &Context, command: &Command) -> std::result::Result<(), String> {
     let name = command.name.to_string_lossy();
+    // Legacy key range 1 1 1 (the first argument) for servers that route by it; the key
+    // specs below refine it. A counted list of keys has no legacy range (0 0 0): the
+    // command answers the server's keys-position requests itself (`getkeys-api`).
+    let legacy = match command.keys.first() {
+        Some(KeySpec {
+            at: KeyAt::Counted(_),
+            ..
+        }) => 0,
+        _ => 1,
+    };
     // SAFETY: live load context, NUL-terminated name and flags, a C entry point that
-    // lives as long as the module. Legacy key range 1 1 1 (the first argument) for
-    // servers that route by it; the key specs below refine it.
+    // lives as long as the module.
     let status = unsafe {
         api!(RedisModule_CreateCommand)(
             ctx.ctx,
             command.name.as_ptr(),
             Some(command.entry),
             command.flags.as_ptr(),
-            1,
-            1,
-            1,
+            legacy,
+            legacy,
+            legacy,
         )
     };
     if status != raw::REDISMODULE_OK as c_int {
@@ -256,11 +268,24 @@ unsafe fn set_info(
                 spec.bs.keyword.keyword = keyword.as_ptr();
                 spec.bs.keyword.startfrom = from;
             }
+            KeyAt::Counted(pos) => {
+                spec.begin_search_type =
+                    raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+                spec.bs.index.pos = pos;
+            }
         }
-        spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-        spec.fk.range.lastkey = 0;
-        spec.fk.range.keystep = 1;
-        spec.fk.range.limit = 0;
+        if let KeyAt::Counted(_) = key.at {
+            // The count is the search's start; the keys follow it, one after another.
+            spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            spec.fk.keynum.keynumidx = 0;
+            spec.fk.keynum.firstkey = 1;
+            spec.fk.keynum.keystep = 1;
+        } else {
+            spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            spec.fk.range.lastkey = 0;
+            spec.fk.range.keystep = 1;
+            spec.fk.range.limit = 0;
+        }
         specs.push(spec);
     }
     // SAFETY: as above: the all-zero spec terminates the list.

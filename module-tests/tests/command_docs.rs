@@ -297,6 +297,15 @@ fn command_docs_answer_exactly(kind: &ServerKind) {
                     ],
                 ),
                 at.clone(),
+                arg(
+                    kind,
+                    "details",
+                    "pure-token",
+                    vec![
+                        ("token", v_bulk("DETAILS")),
+                        ("flags", flags(&["optional"])),
+                    ],
+                ),
             ],
         ),
         "{}",
@@ -436,9 +445,12 @@ fn redis_cli_shows_argument_hints(kind: &ServerKind) {
         ),
         (
             "tscounter.limit ",
-            "key increment window max [window max ...] [AT ts]",
+            "key increment window max [window max ...] [AT ts] [DETAILS]",
         ),
-        ("TSCOUNTER.LIMIT k 1 5s 10 ", "[window max ...] [AT ts]"),
+        (
+            "TSCOUNTER.LIMIT k 1 5s 10 ",
+            "[window max ...] [AT ts] [DETAILS]",
+        ),
         (
             "tscounter.range ",
             "key resolution [FROM from_ts] [TO to_ts] [EMPTY]",

@@ -31,6 +31,7 @@ pub static COMMANDS: &[Command] = command_table! {
     c"tscounter.range" => counter::range, -3, c"readonly", &[first_key(READ)], c"read";
     c"tscounter.info" => counter::info, 2, c"readonly", &[first_key(READ)], c"read";
     c"tscounter.limit" => counter::limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tscounter.mlimit" => counter::mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write";
     c"tsrank.create" => rank::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
     c"tsrank.incrby" => rank::incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
     c"tsrank.top" => rank::top, -3, c"readonly", &[first_key(READ)], c"read";
@@ -45,6 +46,13 @@ pub static COMMANDS: &[Command] = command_table! {
     c"stats.range" => stats::range, -2, c"readonly", &[first_key(READ)], c"read";
     c"stats.info" => stats::info, 2, c"readonly", &[first_key(READ)], c"read";
 };
+
+/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
+/// cover each of them.
+const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: UPDATE,
+}];
 
 /// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
 /// checks cover it. Values are numbers, never the word REPORT.

@@ -12,6 +12,7 @@ pub(super) const COUNTER_CMDS: &[&str] = &[
     "TSCOUNTER.RANGE",
     "TSCOUNTER.INFO",
     "TSCOUNTER.LIMIT",
+    "TSCOUNTER.MLIMIT",
 ];
 pub(super) const RANK_CMDS: &[&str] = &[
     "TSRANK.CREATE",
@@ -121,6 +122,52 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, "AT");
                 let t = timestamp(rng);
                 s(&mut v, &t);
+            }
+            if rng.chance(30) {
+                s(&mut v, "DETAILS");
+            }
+        }
+        "TSCOUNTER.MLIMIT" => {
+            // numkeys (mostly right), the keys (sometimes one twice), the increment, then
+            // per key npairs (mostly right) and its pairs, then AT and DETAILS.
+            let n = 1 + rng.below(3);
+            let numkeys = if rng.chance(90) {
+                n.to_string()
+            } else {
+                num(rng)
+            };
+            v = vec![cmd.as_bytes().to_vec()];
+            s(&mut v, &numkeys);
+            v.push(key.to_vec());
+            for _ in 1..n {
+                v.push(rng.pick(KEYS).to_vec());
+            }
+            let x = num(rng);
+            s(&mut v, &x);
+            for _ in 0..n {
+                let pairs = 1 + rng.below(3);
+                let npairs = if rng.chance(90) {
+                    pairs.to_string()
+                } else {
+                    num(rng)
+                };
+                s(&mut v, &npairs);
+                for _ in 0..pairs {
+                    let d = rng.pick(DURATIONS).to_string();
+                    s(&mut v, &d);
+                    if rng.chance(97) {
+                        let x = num(rng);
+                        s(&mut v, &x);
+                    }
+                }
+            }
+            if rng.chance(40) {
+                s(&mut v, "AT");
+                let t = timestamp(rng);
+                s(&mut v, &t);
+            }
+            if rng.chance(40) {
+                s(&mut v, "DETAILS");
             }
         }
         "TSCOUNTER.SUM" => {

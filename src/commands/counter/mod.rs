@@ -7,7 +7,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::args::{parse_duration, parse_i64, set_once, Args};
+use crate::args::{parse_duration, set_once, Args};
 use crate::config;
 use crate::counter::{
     finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, Track, MAX_RESOLUTIONS,
@@ -23,8 +23,11 @@ use crate::store::{notify, Key, KeyKind};
 
 mod caches;
 mod hash_slots;
+mod limit;
 mod load_save;
 mod mirror;
+
+pub use self::limit::{limit, mlimit};
 
 use self::caches::caches;
 use self::hash_slots::{with_slots, HashSlots};
@@ -143,6 +146,26 @@ fn write<T>(
     change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
 ) -> Result<T> {
     let key = Key::open(ctx, name, true);
+    write_key(
+        ctx,
+        key,
+        (name.as_slice(), Some(name)),
+        now,
+        in_place,
+        change,
+    )
+}
+
+/// [`write`] to the key `key` opened for writing, named by bytes and, when there is one,
+/// by the command's module string (replicated without a copy).
+fn write_key<T>(
+    ctx: &Context,
+    key: Key,
+    (name_bytes, name): (&[u8], Option<&RedisString>),
+    now: i64,
+    in_place: impl FnOnce(&mut HashSlots) -> Option<T>,
+    change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
+) -> Result<T> {
     // A new key has nothing to mirror; any other type than a hash answers WRONGTYPE.
     let build = match key.kind() {
         KeyKind::Hash => Build::IfHot,
@@ -150,11 +173,14 @@ fn write<T>(
     };
     // One mirror lookup: the parsed counter comes from the mirror (taken out, put back
     // by `save`) or else from the hash.
-    let (reply, deleted) = with_slots(ctx, &key, name.as_slice(), build, |slots| {
+    let (reply, deleted) = with_slots(ctx, &key, name_bytes, build, |slots| {
         if let Some(reply) = in_place(slots) {
-            slots.effects.emit_to(ctx, name);
+            match name {
+                Some(name) => slots.effects.emit_to(ctx, name),
+                None => slots.effects.emit(ctx, name_bytes),
+            }
             if let Some(due) = slots.mirrored_due() {
-                expiry::schedule(ctx, name.as_slice(), due);
+                expiry::schedule(ctx, name_bytes, due);
             }
             return Ok((reply, false));
         }
@@ -197,7 +223,7 @@ fn write<T>(
         let deleted = save(
             ctx,
             &key,
-            (name.as_slice(), Some(name)),
+            (name_bytes, name),
             &mut counter,
             old_tracks,
             is_new,
@@ -206,99 +232,9 @@ fn write<T>(
         Ok((reply, deleted))
     })?;
     if deleted {
-        super::forget_deleted(ctx, name.as_slice());
+        super::forget_deleted(ctx, name_bytes);
     }
     Ok(reply)
-}
-
-/// TSCOUNTER.LIMIT key increment window max [window max ...] [AT ts]
-pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let increment = args.next_i64()?;
-    if increment < 0 {
-        return Err(Error::NotInteger);
-    }
-    let pair_args = args.values_until(0, &["AT"]);
-    if pair_args.is_empty()
-        || !pair_args.len().is_multiple_of(2)
-        || pair_args.len() / 2 > crate::limit::MAX_LIMITS
-    {
-        return Err(Error::Syntax);
-    }
-    let mut limits = Vec::with_capacity(pair_args.len() / 2);
-    for pair in pair_args.chunks_exact(2) {
-        let (window, max) = (pair.first(), pair.get(1));
-        let window = parse_duration(window.copied().unwrap_or_default())?;
-        let max = parse_i64(max.copied().unwrap_or_default())?;
-        if max < 0 {
-            return Err(Error::NotInteger);
-        }
-        limits.push((window, max));
-    }
-    let now = command_now_ms();
-    let ts = parse_at(&mut args, now)?;
-    let key = Key::open(ctx, name, false);
-    if increment == 0 || key.kind() != KeyKind::Hash {
-        // A check only, or a key that may not exist: decide without writing (a refusal
-        // must not create the key).
-        let decision = decide_read_only(ctx, &key, name, now, ts, increment, &limits)?;
-        if !decision.allowed || increment == 0 {
-            return Ok(limit_reply(decision));
-        }
-    }
-    drop(key);
-    let decision = write(
-        ctx,
-        name,
-        now,
-        |_| None,
-        |counter, slots| {
-            let decision = crate::limit::decide(counter, slots, now, ts, increment, &limits)?;
-            if decision.allowed {
-                counter.incrby(slots, now, ts, increment)?;
-            }
-            let applied = decision.allowed;
-            Ok((decision, applied))
-        },
-    )?;
-    if decision.allowed {
-        notify(ctx, NotifyEvent::HASH, c"tscounter.limit", name);
-    }
-    Ok(limit_reply(decision))
-}
-
-/// LIMIT's decision on the stored counter (or an empty one with the default resolutions
-/// for a missing key), without writing anything.
-fn decide_read_only(
-    ctx: &Context,
-    key: &Key,
-    name: &RedisString,
-    now: i64,
-    ts: i64,
-    increment: i64,
-    limits: &[(i64, i64)],
-) -> Result<crate::limit::Decision> {
-    let decision = read_counter(ctx, key, name.as_slice(), now, |counter, slots| {
-        crate::limit::decide(counter, slots, now, ts, increment, limits)
-    })?;
-    match decision {
-        Some(decision) => Ok(decision),
-        None => {
-            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
-            with_slots(ctx, key, name.as_slice(), Build::Never, |slots| {
-                crate::limit::decide(&empty, slots, now, ts, increment, limits)
-            })
-        }
-    }
-}
-
-/// `[allowed, retry_after_ms, [sum, ...]]`, the same in RESP2 and RESP3.
-fn limit_reply(decision: crate::limit::Decision) -> Reply {
-    Reply::Array(vec![
-        Reply::Int(i64::from(decision.allowed)),
-        Reply::Int(decision.retry_after_ms),
-        Reply::Ints(decision.sums),
-    ])
 }
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
