@@ -1,5 +1,5 @@
 //! The read caches as one budget: the counter mirrors (`counter::mirror`) and the STATS windows
-//! (`crate::stats::cache`) together hold at most `tally.cache-max-memory` bytes, and
+//! (`stats::caches`) together hold at most `tally.cache-max-memory` bytes, and
 //! nothing while the server is close to `maxmemory`.
 //!
 //! Why: module memory counts in `used_memory`, so a cache that grows makes the server
@@ -33,7 +33,7 @@ fn budget_left_by(others: usize) -> usize {
 
 /// What the counter mirrors may hold now.
 pub fn mirror_budget() -> usize {
-    budget_left_by(crate::stats::cache::bytes())
+    budget_left_by(super::stats::cache_bytes())
 }
 
 /// What the STATS cache may hold now.

@@ -19,14 +19,20 @@ use crate::layout::MARKER_FIELD;
 use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
 use crate::server::{command_now_ms, selected_db};
+use crate::stats::cache::Admit;
 use crate::stats::{
-    cache, check_quantile, check_value, field, parse_keep, Part, Record, Settings, ShownSummary,
+    check_quantile, check_value, field, parse_keep, Part, Record, Settings, ShownSummary,
 };
 use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
 
+mod caches;
 mod periods;
 
+use caches::caches;
+
+/// Estimated bytes the family holds in memory (its read cache of windows).
+pub use caches::bytes as cache_bytes;
 use periods::*;
 
 /// This family, for the layer around the families.
@@ -39,17 +45,17 @@ pub const FAMILY: super::Family = super::Family {
     swapped: |_, _| forget_all(),
     loading: forget_all,
     info: Vec::new,
-    cache_bytes: cache::bytes,
+    cache_bytes,
 };
 
 /// Any event on a key may change it behind the read cache: drop its cached windows.
 fn forget_cached(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
-    cache::forget(selected_db(ctx), key);
+    caches(|c| c.forget(selected_db(ctx), key));
 }
 
 /// `stats::forget_all` for the server hooks (flush, SWAPDB, loading).
 pub fn forget_all() {
-    cache::forget_all();
+    caches(|c| c.forget_all());
 }
 
 /// The map GET and RANGE send for a summary: the count, then the doubles.
@@ -118,7 +124,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     effects.set(MARKER_FIELD, marker);
     effects.emit(ctx, name.as_slice());
     // The key was missing, so nothing should be cached for it: make sure.
-    cache::forget(selected_db(ctx), name.as_slice());
+    caches(|c| c.forget(selected_db(ctx), name.as_slice()));
     notify(ctx, NotifyEvent::HASH, c"stats.create", name);
     Ok(Reply::Ok)
 }
@@ -257,7 +263,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     }
     effects.emit(ctx, name.as_slice());
     // tally's own event reaches no hook: the read cache is told here.
-    cache::wrote(selected_db(ctx), name.as_slice(), index);
+    caches(|c| c.wrote(selected_db(ctx), name.as_slice(), index));
     notify(ctx, NotifyEvent::HASH, c"stats.add", name);
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
@@ -318,7 +324,7 @@ fn trim(ctx: &Context, key: Key, name: &[u8], settings: &Settings, now: i64) -> 
     }
     drop(writer);
     // The expiry's deletions fire no event the hooks see.
-    cache::forget(selected_db(ctx), name);
+    caches(|c| c.forget(selected_db(ctx), name));
     if !effects.is_empty() {
         effects.emit(ctx, name);
     }
@@ -368,10 +374,11 @@ const MAX_FIELDS_ASKED: usize = 2 * crate::stats::MAX_KEEP as usize + 16;
 /// What a store into the read cache may do: the bytes the budget leaves it, and whether
 /// `name` may be cached at all when it is not yet (its hash has no field TTLs: an expired
 /// period counts in the hash's length until reclaimed, so a cache of it could keep one).
-fn admit(ctx: &Context, key: &Key, db: c_int, name: &[u8]) -> cache::Admit {
-    cache::Admit {
+fn admit(ctx: &Context, key: &Key, db: c_int, name: &[u8]) -> Admit {
+    let held = caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false);
+    Admit {
         limit: super::caches::stats_budget(),
-        new_key: cache::holds(db, name) || !key.has_field_ttls(ctx, name, MAX_FIELDS_ASKED),
+        new_key: held || !key.has_field_ttls(ctx, name, MAX_FIELDS_ASKED),
     }
 }
 
@@ -384,21 +391,16 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     };
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
     let (db, name) = (selected_db(ctx), name.as_slice());
-    let summary = match cache::summary(db, name, &settings, lo, hi) {
+    let cached = caches(|c| c.windows(|w| w.summary(db, name, &settings, lo, hi))).flatten();
+    let summary = match cached {
         Some(summary) => summary,
         None => {
             let summary = window_record(ctx, &key, db, name, &settings, lo, hi)
                 .summary()
                 .map(|s| Rc::new(ShownSummary::new(&s)));
-            cache::store_summary(
-                db,
-                name,
-                settings,
-                lo,
-                hi,
-                summary.clone(),
-                admit(ctx, &key, db, name),
-            );
+            let admit = admit(ctx, &key, db, name);
+            let stored = summary.clone();
+            caches(|c| c.windows(|w| w.store_summary(db, name, settings, lo, hi, stored, admit)));
             summary
         }
     };
