@@ -149,8 +149,9 @@ pub static COUNTER_RESOLUTIONS: LazyLock<ResolutionsConfig> = LazyLock::new(|| R
 pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000, "1m");
 pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000, "24h");
 pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
-/// At most 365.25 days: the period of an auto-created object times any `stats-keep` (up to
-/// `MAX_KEEP`) is then a valid kept span, whichever config is set first.
+/// At most 10,000 years / `MAX_KEEP` (1826.25 days): the period of an auto-created object
+/// times any `stats-keep` (up to `MAX_KEEP`) is then a valid kept span, whichever config is
+/// set first.
 pub static STATS_PERIOD: DurationConfig =
     DurationConfig::at_most(3_600_000, "1h", MAX_DURATION_MS / MAX_KEEP);
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);

@@ -32,8 +32,17 @@ use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
 pub mod cache;
 
-/// Largest `KEEP` (the config `tally.stats-keep` has the same bound).
-pub const MAX_KEEP: i64 = 10_000;
+/// Largest `KEEP` of a new object (the config `tally.stats-keep` has the same bound), and
+/// the most periods one WINDOW merges. Why 2000: a read that finds no cached merge reads
+/// and merges every period of its window, about 1 µs per period of typical data on this
+/// kind of machine (Redis 7.0, 8.2 and Valkey 9 alike), and no command may hold the
+/// server for 10 ms; 2000 periods leave room for a loaded machine and wider sketches.
+/// A merge kept in the hash instead would go stale under a user's native edit of a period
+/// (or its field TTL) with no cheap way to tell.
+pub const MAX_KEEP: i64 = 2_000;
+/// Largest `KEEP` a stored object may have: earlier versions created objects of up to
+/// 10000 periods, and those keep working (their WINDOW is still limited to [`MAX_KEEP`]).
+pub const MAX_STORED_KEEP: i64 = 10_000;
 /// Largest accepted magnitude of a value. The moments square deviations, so values near
 /// 1e154 would overflow to infinity and the stored period would no longer decode; with
 /// 1e100 every intermediate stays finite even for 2^64 values.
@@ -163,18 +172,23 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Validated settings: `period` positive, `keep` in `1..=MAX_KEEP`, and the kept span
-    /// `period * keep` a duration (at most [`MAX_DURATION_MS`]).
+    /// Validated settings of a new object: `period` positive, `keep` in `1..=MAX_KEEP`,
+    /// and the kept span `period * keep` a duration (at most [`MAX_DURATION_MS`]).
     pub fn new(period: i64, keep: i64) -> Result<Settings> {
+        Settings::checked(period, keep, MAX_KEEP)
+    }
+
+    /// [`Settings::new`] with `keep` up to `max_keep`.
+    fn checked(period: i64, keep: i64, max_keep: i64) -> Result<Settings> {
         let span_fits = period
             .checked_mul(keep.max(1))
             .is_some_and(|span| span <= MAX_DURATION_MS);
         if period < 1 || !span_fits {
             return Err(Error::InvalidDuration(format_duration(period)));
         }
-        if !(1..=MAX_KEEP).contains(&keep) {
+        if !(1..=max_keep).contains(&keep) {
             return Err(Error::Invalid(format!(
-                "KEEP must be between 1 and {MAX_KEEP}"
+                "KEEP must be between 1 and {max_keep}"
             )));
         }
         Ok(Settings { period, keep })
@@ -188,7 +202,8 @@ impl Settings {
         layout::marker(layout::STATS, &settings)
     }
 
-    /// Settings from a `_tally` value; `None` if it is not a valid stats marker.
+    /// Settings from a `_tally` value; `None` if it is not a valid stats marker. A stored
+    /// object may keep up to [`MAX_STORED_KEEP`] periods.
     pub fn from_marker(marker: &[u8]) -> Option<Settings> {
         let mut words = layout::settings_of(marker, layout::STATS)?.split(' ');
         let period = parse_duration(words.next()?.as_bytes()).ok()?;
@@ -196,7 +211,7 @@ impl Settings {
         if words.next().is_some() {
             return None;
         }
-        Settings::new(period, keep).ok()
+        Settings::checked(period, keep, MAX_STORED_KEEP).ok()
     }
 
     /// Index of the period containing `t`.
@@ -242,17 +257,18 @@ impl Settings {
     }
 
     /// Number of periods a read covers: 1 without `WINDOW`, else `window / period`, which
-    /// must be a whole number between 1 and `keep`.
+    /// must be a whole number between 1 and `keep` (and at most [`MAX_KEEP`]: an object
+    /// stored with more by an earlier version still merges no more per read).
     pub fn window_periods(&self, window: Option<i64>) -> Result<i64> {
         let Some(window) = window else {
             return Ok(1);
         };
         let periods = window / self.period;
-        if window % self.period != 0 || !(1..=self.keep).contains(&periods) {
+        let most = self.keep.min(MAX_KEEP);
+        if window % self.period != 0 || !(1..=most).contains(&periods) {
             return Err(Error::Invalid(format!(
-                "WINDOW must be a multiple of the period ({}) of at most {} periods",
+                "WINDOW must be a multiple of the period ({}) of at most {most} periods",
                 format_duration(self.period),
-                self.keep
             )));
         }
         Ok(periods)
@@ -272,6 +288,36 @@ impl Settings {
             .max(self.first_kept(now));
         let hi = to.map_or(i64::MAX, |t| self.index(t)).min(self.index(now));
         (lo <= hi).then_some((lo, hi))
+    }
+}
+
+/// Merges stored periods `(moments, sketch)` as they are read, oldest first, without
+/// decoding each sketch into its own stores or copying the fields; periods that do not
+/// decode (or whose fields disagree on the count) are skipped, as [`Record::decode`]
+/// would. The order fixes the rounding of the merged moments.
+#[derive(Default)]
+pub struct PeriodMerge {
+    moments: Moments,
+    dense: crate::sketch::DenseMerge,
+}
+
+impl PeriodMerge {
+    /// Adds the next period, newer than those added so far.
+    pub fn add(&mut self, moments: &[u8], sketch: &[u8]) {
+        let Some(pm) = Moments::decode(moments) else {
+            return;
+        };
+        if self.dense.add_encoded_if_count(sketch, pm.count) {
+            self.moments.merge(&pm);
+        }
+    }
+
+    /// The merged record.
+    pub fn finish(self) -> Record {
+        Record {
+            moments: self.moments,
+            sketch: self.dense.finish(),
+        }
     }
 }
 
@@ -412,25 +458,14 @@ impl Record {
         Some(m)
     }
 
-    /// Merges the stored periods `(moments, sketch)` of a window, oldest first, without
-    /// decoding each sketch into its own stores; periods that do not decode (or whose
-    /// fields disagree on the count) are skipped, as [`Record::decode`] would.
+    /// Merges the stored periods `(moments, sketch)` of a window, oldest first (see
+    /// [`PeriodMerge`]).
     pub fn merge_encoded<'a>(periods: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Record {
-        let mut moments = Moments::new();
-        let mut dense = crate::sketch::DenseMerge::default();
+        let mut merge = PeriodMerge::default();
         for (m, q) in periods {
-            let Some(pm) = Moments::decode(m) else {
-                continue;
-            };
-            if !dense.add_encoded_if_count(q, pm.count) {
-                continue;
-            }
-            moments.merge(&pm);
+            merge.add(m, q);
         }
-        Record {
-            moments,
-            sketch: dense.finish(),
-        }
+        merge.finish()
     }
 
     /// Merges one more stored period, newer than those merged so far: the result is

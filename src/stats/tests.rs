@@ -47,7 +47,7 @@ fn settings_are_validated() {
     assert!(Settings::new(HOUR, MAX_KEEP).is_ok());
     assert_eq!(
         Settings::new(HOUR, 0).unwrap_err().to_string(),
-        "ERR KEEP must be between 1 and 10000"
+        "ERR KEEP must be between 1 and 2000"
     );
     assert!(Settings::new(0, 1).is_err());
     assert!(Settings::new(i64::MAX / 2, 3).is_err());
@@ -60,14 +60,44 @@ fn settings_are_validated() {
         Err(Error::InvalidDuration("3652500d".into()))
     );
     assert_eq!(
-        Settings::new(1000 * 86_400_000, MAX_KEEP),
-        Err(Error::InvalidDuration("1000d".into()))
+        Settings::new(5000 * 86_400_000, MAX_KEEP),
+        Err(Error::InvalidDuration("5000d".into()))
     );
     assert_eq!(Settings::from_marker(b"stats 3652500d 2"), None);
     assert_eq!(parse_keep(b"24"), Ok(24));
     assert_eq!(parse_keep(b"x"), Err(Error::NotInteger));
     assert!(matches!(parse_keep(b"0"), Err(Error::Invalid(_))));
-    assert!(matches!(parse_keep(b"10001"), Err(Error::Invalid(_))));
+    assert!(matches!(parse_keep(b"2001"), Err(Error::Invalid(_))));
+}
+
+/// A new object keeps at most `MAX_KEEP` periods; one stored by an earlier version with up
+/// to `MAX_STORED_KEEP` still reads, and its windows merge at most `MAX_KEEP` periods.
+#[test]
+fn stored_objects_may_keep_more_than_new_ones() {
+    assert_eq!(MAX_KEEP, 2000);
+    assert!(Settings::new(1000, MAX_KEEP + 1).is_err());
+    let old = Settings::from_marker(b"stats 1s 10000");
+    assert_eq!(
+        old,
+        Some(Settings {
+            period: 1000,
+            keep: 10_000
+        })
+    );
+    assert_eq!(Settings::from_marker(b"stats 1s 10001"), None);
+    let Some(old) = old else { return };
+    assert_eq!(old.window_periods(Some(2000 * 1000)), Ok(2000));
+    assert_eq!(
+        old.window_periods(Some(2001 * 1000))
+            .unwrap_err()
+            .to_string(),
+        "ERR WINDOW must be a multiple of the period (1s) of at most 2000 periods"
+    );
+    let small = Settings::new(1000, 24).unwrap();
+    assert_eq!(
+        small.window_periods(Some(25_000)).unwrap_err().to_string(),
+        "ERR WINDOW must be a multiple of the period (1s) of at most 24 periods"
+    );
 }
 
 #[test]

@@ -367,18 +367,46 @@ fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
 }
 
 /// The most fields a hash-field TTL question may name when admitting a STATS object to
-/// the read cache (see `Key::has_field_ttls`): the fields of the most periods an object
-/// keeps, and its bookkeeping; an object with more (foreign fields) is not cached.
-const MAX_FIELDS_ASKED: usize = 2 * crate::stats::MAX_KEEP as usize + 16;
+/// the read cache (see `Key::has_field_ttls`): the fields of 256 periods and some
+/// bookkeeping. Where the server cannot answer for the whole key at once (Valkey 9) the
+/// question names every field, about 1 µs each; a larger object is not cached there, and
+/// its reads merge its periods from the hash, which `MAX_KEEP` bounds.
+const MAX_FIELDS_ASKED: usize = 2 * 256 + 16;
 
-/// What a store into the read cache may do: the bytes the budget leaves it, and whether
-/// `name` may be cached at all when it is not yet (its hash has no field TTLs: an expired
-/// period counts in the hash's length until reclaimed, so a cache of it could keep one).
-fn admit(ctx: &Context, key: &Key, db: c_int, name: &[u8]) -> Admit {
-    let held = caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false);
-    Admit {
-        limit: super::caches::stats_budget(),
-        new_key: held || !key.has_field_ttls(ctx, name, MAX_FIELDS_ASKED),
+/// What a store into the read cache may do, asked at most once per command: the bytes
+/// the budget leaves it, and whether `name` may be cached at all when it is not yet (its
+/// hash has no field TTLs: an expired period counts in the hash's length until reclaimed,
+/// so a cache of it could keep one). The field-TTL question is skipped when the budget
+/// leaves nothing (on Valkey it names every field of the hash).
+pub(super) struct Admission<'a> {
+    ctx: &'a Context,
+    db: c_int,
+    name: &'a [u8],
+    answer: Option<Admit>,
+}
+
+impl<'a> Admission<'a> {
+    fn new(ctx: &'a Context, db: c_int, name: &'a [u8]) -> Self {
+        Admission {
+            ctx,
+            db,
+            name,
+            answer: None,
+        }
+    }
+
+    pub(super) fn admit(&mut self, key: &Key) -> Admit {
+        if let Some(answer) = self.answer {
+            return answer;
+        }
+        let limit = super::caches::stats_budget();
+        let (db, name) = (self.db, self.name);
+        let new_key = limit > 0
+            && (caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false)
+                || !key.has_field_ttls(self.ctx, name, MAX_FIELDS_ASKED));
+        let answer = Admit { limit, new_key };
+        self.answer = Some(answer);
+        answer
     }
 }
 
@@ -395,10 +423,11 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let summary = match cached {
         Some(summary) => summary,
         None => {
-            let summary = window_record(ctx, &key, db, name, &settings, lo, hi)
+            let mut admission = Admission::new(ctx, db, name);
+            let summary = window_record(&key, db, name, &settings, lo, hi, &mut admission)
                 .summary()
                 .map(|s| Rc::new(ShownSummary::new(&s)));
-            let admit = admit(ctx, &key, db, name);
+            let admit = admission.admit(&key);
             let stored = summary.clone();
             caches(|c| c.windows(|w| w.store_summary(db, name, settings, lo, hi, stored, admit)));
             summary
@@ -424,15 +453,9 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
         return Ok(Reply::Nil);
     };
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let record = window_record(
-        ctx,
-        &key,
-        selected_db(ctx),
-        name.as_slice(),
-        &settings,
-        lo,
-        hi,
-    );
+    let (db, name) = (selected_db(ctx), name.as_slice());
+    let mut admission = Admission::new(ctx, db, name);
+    let record = window_record(&key, db, name, &settings, lo, hi, &mut admission);
     if record.count() == 0 {
         return Ok(Reply::Nil);
     }

@@ -8,12 +8,10 @@ use std::collections::BTreeMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use redis_module::Context;
-
 use super::caches::caches;
 use crate::config;
 use crate::error::{Error, Result};
-use crate::stats::{field, parse_field, Part, Record, Settings};
+use crate::stats::{field, parse_field, Part, PeriodMerge, Record, Settings};
 use crate::store::{Key, KeyKind, RStr};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
@@ -162,17 +160,38 @@ pub(super) fn load_raw_periods(
         .collect()
 }
 
+/// The merge of the stored periods `lo..=hi`, oldest first: probed period by period and
+/// merged as read when the range is shorter than the hash, else read in one scan.
+fn merge_stored(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Record {
+    let span = hi.saturating_sub(lo).saturating_add(1);
+    if span.saturating_mul(2) < key.len() as i64 {
+        let mut merge = PeriodMerge::default();
+        for index in lo..=hi {
+            with_period_fields(key, settings, index, |m, q| {
+                if let (Some(m), Some(q)) = (m, q) {
+                    merge.add(m, q);
+                }
+            });
+        }
+        return merge.finish();
+    }
+    let raw = load_raw_periods(key, settings, lo, hi);
+    Record::merge_encoded(raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())))
+}
+
 /// The merged record of periods `lo..=hi` of `name` in `db`. One period is decoded as
 /// is; a window is the merge of its closed periods `lo..hi` (from the read cache, else
-/// summed straight from their encodings and cached) plus its current period `hi`.
+/// merged straight from their encodings and offered to the cache under `admission`)
+/// plus its current period `hi`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn window_record(
-    ctx: &Context,
     key: &Key,
     db: c_int,
     name: &[u8],
     settings: &Settings,
     lo: i64,
     hi: i64,
+    admission: &mut super::Admission,
 ) -> Record {
     if lo >= hi {
         return get_record(key, settings, hi).unwrap_or_default();
@@ -181,11 +200,8 @@ pub(super) fn window_record(
     let closed = match cached {
         Some(closed) => closed,
         None => {
-            let raw = load_raw_periods(key, settings, lo, hi - 1);
-            let closed = Rc::new(Record::merge_encoded(
-                raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())),
-            ));
-            let admit = super::admit(ctx, key, db, name);
+            let closed = Rc::new(merge_stored(key, settings, lo, hi - 1));
+            let admit = admission.admit(key);
             let stored = Rc::clone(&closed);
             caches(|c| c.windows(|w| w.store_closed(db, name, *settings, lo, hi, stored, admit)));
             closed
