@@ -337,6 +337,12 @@ pub static DOCS: &[Doc] = &[
         args: &[KEY, double(c"q").multiple(), WINDOW],
     },
     Doc {
+        command: c"stats.cdf",
+        summary: c"Estimate the share of values at or below each value over the current period or a window",
+        complexity: c"O(P * B + V * log(V)) where P is the number of periods merged (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and V the number of values",
+        args: &[KEY, double(c"value").multiple(), WINDOW],
+    },
+    Doc {
         command: c"stats.range",
         summary: c"List the statistics of each stored period, oldest first",
         complexity: c"O(P * B) where P is the number of periods between FROM and TO and B the number of quantile-sketch buckets of a period",

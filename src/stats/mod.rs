@@ -156,6 +156,22 @@ pub fn check_value(v: f64) -> Result<f64> {
     Ok(v)
 }
 
+/// Most values one STATS.CDF may ask about.
+pub const MAX_CDF_VALUES: usize = 1000;
+
+/// Checks the number of values of a STATS.CDF (1 to [`MAX_CDF_VALUES`]).
+pub fn check_cdf_count(n: usize) -> Result<()> {
+    if n > MAX_CDF_VALUES {
+        return Err(Error::Invalid(format!(
+            "too many values, at most {MAX_CDF_VALUES}"
+        )));
+    }
+    if n == 0 {
+        return Err(Error::NotFloat);
+    }
+    Ok(())
+}
+
 /// Checks a quantile argument (a finite double) is in `[0, 1]`.
 pub fn check_quantile(q: f64) -> Result<f64> {
     if !(0.0..=1.0).contains(&q) {
@@ -508,6 +524,33 @@ impl Record {
             .zip(qs)
             .map(|(estimate, &q)| estimate.map(|e| self.refine(q, e)))
             .collect()
+    }
+
+    /// The share of the values at or below each of `xs`, in their order (one walk of the
+    /// sketch): exactly 0 below the exact min and 1 at or above the exact max, otherwise
+    /// the sketch's count (within 1% of the value, see `Sketch::counts_at_or_below`) over
+    /// the total. `None` when empty.
+    pub fn cdf(&self, xs: &[f64]) -> Option<Vec<f64>> {
+        let n = self.sketch.count();
+        if n == 0 || self.moments.count == 0 {
+            return None;
+        }
+        let (min, max) = (self.moments.min, self.moments.max);
+        let counts = self.sketch.counts_at_or_below(xs);
+        Some(
+            xs.iter()
+                .zip(counts)
+                .map(|(&x, below)| {
+                    if x < min {
+                        0.0
+                    } else if x >= max {
+                        1.0
+                    } else {
+                        (below as f64 / n as f64).clamp(0.0, 1.0)
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// The sketch's estimate for `q`, made exact at rank 1 and rank n and clamped to

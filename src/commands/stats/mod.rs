@@ -21,7 +21,8 @@ use crate::reply::Reply;
 use crate::server::{command_now_ms, selected_db};
 use crate::stats::cache::Admit;
 use crate::stats::{
-    check_quantile, check_value, field, parse_keep, Part, Record, Settings, ShownSummary,
+    check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, Settings,
+    ShownSummary,
 };
 use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
@@ -467,6 +468,32 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
             .map(|v| v.map_or(Reply::Nil, Reply::Double))
             .collect(),
     ))
+}
+
+/// STATS.CDF key value [value ...] [WINDOW dur]
+///
+/// The share of the window's values at or below each value, in order, from the same
+/// merged sketch as QUANTILE; nil for an empty window or a missing key.
+pub fn cdf(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let value_args = args.values_until(0, &["WINDOW"]);
+    check_cdf_count(value_args.len())?;
+    let mut values = Vec::with_capacity(value_args.len());
+    for arg in value_args {
+        values.push(check_value(parse_finite_f64(arg)?)?);
+    }
+    let window = parse_window(&mut args)?;
+    let (key, settings, periods) = open_window(ctx, name, window)?;
+    let Some(settings) = settings else {
+        return Ok(Reply::Nil);
+    };
+    let (lo, hi) = settings.window_range(command_now_ms(), periods);
+    let (db, name) = (selected_db(ctx), name.as_slice());
+    let mut admission = Admission::new(ctx, db, name);
+    let record = window_record(&key, db, name, &settings, lo, hi, &mut admission);
+    Ok(record.cdf(&values).map_or(Reply::Nil, |shares| {
+        Reply::Array(shares.into_iter().map(Reply::Double).collect())
+    }))
 }
 
 /// STATS.RANGE key [FROM ts] [TO ts]
