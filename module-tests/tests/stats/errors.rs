@@ -264,9 +264,9 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     for (cmd, want) in &cases {
         assert_eq!(srv.cmd_value(cmd), v_err(want), "{k}: {cmd:?}");
     }
-    // The period config must make a valid object with any `stats-keep` (up to 2000): at
-    // most 10,000 years / 2000 = 1826.25 days.
-    for value in [over_d.as_str(), "106751991167d", "1827d", "157788000001"] {
+    // The period config must make a valid object with any `stats-keep`: at most 10,000
+    // years / 10000 = 365.25 days (the bound from when KEEP went up to 10000).
+    for value in [over_d.as_str(), "106751991167d", "366d", "31557600001"] {
         assert_config_refused(&srv, "tally.stats-period", value, &invalid(value)[4..]);
     }
     assert_eq!(srv.dump_keyspace(), before, "{k}: an error wrote something");
@@ -295,7 +295,7 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
         "{k}: {got:?}"
     );
     assert_eq!(
-        srv.cmd_value(&["CONFIG", "SET", "tally.stats-period", "43830h"]),
+        srv.cmd_value(&["CONFIG", "SET", "tally.stats-period", "8766h"]),
         v_ok(),
         "{k}"
     );
@@ -319,7 +319,7 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     let setting = |name: &str| info.iter().find(|(f, _)| f == name).map(|(_, v)| v.clone());
     assert_eq!(
         setting("period"),
-        Some(v_int(157_788_000_000)),
+        Some(v_int(31_557_600_000)),
         "{k}: {info:?}"
     );
     assert_eq!(setting("keep"), Some(v_int(2_000)), "{k}: {info:?}");
