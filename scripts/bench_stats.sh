@@ -62,6 +62,12 @@ stats_rows() {
     tally stats.get -- STATS.GET st:lat WINDOW 24h
     report "STATS.GET WINDOW 24h (24 x 10k) / STATS.GET 1 per." "<=2" ""
 
+    # The inverse question from the same merged sketch: three shares against three
+    # quantiles of the same 24h window.
+    native stats.quantile -- STATS.QUANTILE st:lat 0.5 0.9 0.99 WINDOW 24h
+    tally stats.cdf -- STATS.CDF st:lat 20 50 200 WINDOW 24h
+    report "STATS.CDF 3 values WINDOW 24h / QUANTILE 3 q" "<=1.5" ""
+
     native evalsha -r 100000 -- EVALSHA "$SHA_STATS" 1 "lua:__rand_int__" 12.5
     tally stats.add -r 100000 -- STATS.ADD "st:__rand_int__" 12.5
     report "STATS.ADD 100k keys / Lua hand-built update" "" ""

@@ -348,14 +348,20 @@ pub static DOCS: &[Doc] = &[
     Doc {
         command: c"stats.get",
         summary: c"Get count, sum, min, max, mean, stddev and percentiles over the current period or a window",
-        complexity: c"O(P * B) where P is the number of periods merged (1 without WINDOW) and B the number of quantile-sketch buckets of a period",
+        complexity: c"O(P * B) where P is the number of periods merged (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period",
         args: &[KEY, WINDOW],
     },
     Doc {
         command: c"stats.quantile",
         summary: c"Estimate quantiles over the current period or a window",
-        complexity: c"O(P * B + Q * log(Q)) where P is the number of periods merged (1 without WINDOW), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
+        complexity: c"O(P * B + Q * log(Q)) where P is the number of periods merged (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
         args: &[KEY, double(c"q").multiple(), WINDOW],
+    },
+    Doc {
+        command: c"stats.cdf",
+        summary: c"Estimate the share of values at or below each value over the current period or a window",
+        complexity: c"O(P * B + V * log(V)) where P is the number of periods merged (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and V the number of values",
+        args: &[KEY, double(c"value").multiple(), WINDOW],
     },
     Doc {
         command: c"stats.range",
@@ -366,7 +372,7 @@ pub static DOCS: &[Doc] = &[
     Doc {
         command: c"stats.info",
         summary: c"Show a statistics object's period, keep, stored periods and memory",
-        complexity: c"O(F) where F is the number of fields of the object's hash",
+        complexity: c"O(min(F, K)) where F is the number of fields of the object's hash and K its KEEP (at most 2000)",
         args: &[KEY],
     },
 ];

@@ -13,7 +13,7 @@ use redis_module::{ConfigurationValue, RedisError, RedisString};
 
 use crate::args::{parse_duration, parse_i64, MAX_DURATION_MS};
 use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
-use crate::stats::MAX_KEEP;
+use crate::stats::{MAX_KEEP, MAX_STORED_KEEP};
 
 pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
 
@@ -149,10 +149,11 @@ pub static COUNTER_RESOLUTIONS: LazyLock<ResolutionsConfig> = LazyLock::new(|| R
 pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000, "1m");
 pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000, "24h");
 pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
-/// At most 365.25 days: the period of an auto-created object times any `stats-keep` (up to
-/// `MAX_KEEP`) is then a valid kept span, whichever config is set first.
+/// At most 365.25 days (10,000 years / `MAX_STORED_KEEP`): the period of an auto-created
+/// object times any `stats-keep` (up to `MAX_KEEP`) is then a valid kept span, whichever
+/// config is set first, as it was when `KEEP` went up to 10000.
 pub static STATS_PERIOD: DurationConfig =
-    DurationConfig::at_most(3_600_000, "1h", MAX_DURATION_MS / MAX_KEEP);
+    DurationConfig::at_most(3_600_000, "1h", MAX_DURATION_MS / MAX_STORED_KEEP);
 pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
 /// `cache-max-memory`: bytes the read caches (counter mirrors, STATS windows) may hold

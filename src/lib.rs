@@ -109,7 +109,7 @@ mod module {
         commands: [],
         configurations: [
             i64: [
-                ["stats-keep", &config::STATS_KEEP, 24, 1, 10_000, ConfigurationFlags::DEFAULT, None],
+                ["stats-keep", &config::STATS_KEEP, 24, 1, crate::stats::MAX_KEEP, ConfigurationFlags::DEFAULT, None],
                 ["expire-budget-us", &config::EXPIRE_BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
                 ["cache-max-memory", &config::CACHE_MAX_MEMORY, config::DEFAULT_CACHE_MAX_MEMORY, 0, i64::MAX, ConfigurationFlags::MEMORY, None],
             ],

@@ -77,6 +77,7 @@ fn stats_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
         (v(&["STATS.ADD", "$K", "1.5", "2"]), true),
         (v(&["STATS.GET", "$K"]), false),
         (v(&["STATS.QUANTILE", "$K", "0.5"]), false),
+        (v(&["STATS.CDF", "$K", "2"]), false),
         (v(&["STATS.RANGE", "$K"]), false),
         (v(&["STATS.INFO", "$K"]), false),
     ]

@@ -43,6 +43,7 @@ pub static COMMANDS: &[Command] = command_table! {
     c"stats.add" => stats::add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write";
     c"stats.get" => stats::get, -2, c"readonly", &[first_key(READ)], c"read";
     c"stats.quantile" => stats::quantile, -3, c"readonly", &[first_key(READ)], c"read";
+    c"stats.cdf" => stats::cdf, -3, c"readonly", &[first_key(READ)], c"read";
     c"stats.range" => stats::range, -2, c"readonly", &[first_key(READ)], c"read";
     c"stats.info" => stats::info, 2, c"readonly", &[first_key(READ)], c"read";
 };

@@ -234,6 +234,40 @@ impl Sketch {
         out
     }
 
+    /// For each of `xs` (any order), how many values are at or below it, in one walk of
+    /// the buckets (`O(xs log xs + buckets)`).
+    ///
+    /// Each bucket counts as one point: bucket `i` (magnitudes in `(gamma^(i-1), gamma^i]`)
+    /// at `gamma^i / (1 + ALPHA)`, negated for the negative store, and the zero count at
+    /// 0. A value `x` with `|x| >= ZERO_THRESHOLD` then gets a count between the true
+    /// counts at `x * (1 - 0.01)` and at `x * (1 + 0.01)` (swapped for a negative `x`): the
+    /// buckets wholly below `x` count, those wholly above do not, and the bucket holding
+    /// `x` counts exactly when `x` is at or above its point, which is when every value in
+    /// it is at most `x * 1.01` (for a positive `x`; at most `x * 0.99` in magnitude
+    /// otherwise). The point sits strictly inside the range where either choice keeps that
+    /// bound (`gamma^i / 1.01 ..= gamma^i / 1.0098`), so rounding in `exp` cannot matter.
+    pub fn counts_at_or_below(&self, xs: &[f64]) -> Vec<u64> {
+        let mut out = vec![0; xs.len()];
+        let mut order: Vec<(f64, usize)> = xs.iter().copied().zip(0..).collect();
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let point = |sign: f64, i: i32| sign * (f64::from(i) * ln_gamma() - ALPHA.ln_1p()).exp();
+        let mut points = self
+            .ascending_buckets()
+            .filter(|b| b.2 > 0)
+            .map(|(sign, i, c)| (if sign == 0.0 { 0.0 } else { point(sign, i) }, c))
+            .peekable();
+        let mut below: u64 = 0;
+        for (x, at) in order {
+            while let Some((_, c)) = points.next_if(|&(p, _)| p <= x) {
+                below = below.saturating_add(c);
+            }
+            if let Some(slot) = out.get_mut(at) {
+                *slot = below;
+            }
+        }
+        out
+    }
+
     /// Every bucket in ascending value order as `(sign, index, count)`:
     /// negatives (largest magnitude first), the zero count, positives.
     fn ascending_buckets(&self) -> impl Iterator<Item = (f64, i32, u64)> + '_ {

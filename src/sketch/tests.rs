@@ -436,3 +436,81 @@ fn dense_merge_equals_merge_all() {
         assert_eq!(dense.finish(), Sketch::merge_all(&sketches));
     }
 }
+
+/// Number of `sorted` values at or below `x`.
+fn exact_at_or_below(sorted: &[f64], x: f64) -> u64 {
+    sorted.partition_point(|&v| v <= x) as u64
+}
+
+/// Points to ask about for `xs`: every value, each nudged by 0.1%, 0.5%, 0.9% and 1.5%
+/// either way (inside and across bucket edges), zero, and values beyond both ends.
+fn probes(xs: &[f64], rng: &mut Rng) -> Vec<f64> {
+    let mut out = vec![0.0, -0.0, 1e-12, -1e-12, 1e100, -1e100];
+    for &x in xs.iter().take(400) {
+        for f in [1.0, 0.999, 1.001, 0.995, 1.005, 0.991, 1.009, 0.985, 1.015] {
+            out.push(x * f);
+        }
+    }
+    for _ in 0..200 {
+        out.push((rng.uniform() - 0.5) * 2000.0);
+        out.push(rng.lognormal() * if rng.uniform() < 0.5 { -1.0 } else { 1.0 });
+    }
+    out
+}
+
+/// The count at or below `x` is between the true counts at `x * (1 - 0.01)` and
+/// `x * (1 + 0.01)` (the other way round for a negative `x`), for every `|x| >= 1e-9`;
+/// exact at 0 when no value is in the zero band but zero itself.
+#[test]
+fn counts_at_or_below_are_within_one_percent_of_the_value() {
+    let mut rng = Rng(7);
+    for (name, xs) in datasets() {
+        let s = of(&xs);
+        let mut sorted = xs.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        let asked = probes(&xs, &mut rng);
+        let got = s.counts_at_or_below(&asked);
+        assert_eq!(got.len(), asked.len());
+        for (&x, &c) in asked.iter().zip(&got) {
+            if x.abs() < ZERO_THRESHOLD {
+                continue;
+            }
+            let (a, b) = (x * 0.99, x * 1.01);
+            let (lo, hi) = (
+                exact_at_or_below(&sorted, a.min(b)),
+                exact_at_or_below(&sorted, a.max(b)),
+            );
+            assert!(lo <= c && c <= hi, "{name}: x={x}: {c} not in {lo}..={hi}");
+        }
+    }
+}
+
+/// Counts follow the order of the values asked, rise with the value, and reach the
+/// total; an empty sketch counts nothing.
+#[test]
+fn counts_at_or_below_are_in_order_and_monotone() {
+    let mut rng = Rng(11);
+    let xs: Vec<f64> = (0..5000).map(|_| rng.normal() * 50.0).collect();
+    let s = of(&xs);
+    let mut asked: Vec<f64> = (0..2000).map(|_| rng.normal() * 80.0).collect();
+    asked.push(f64::MAX);
+    asked.push(-f64::MAX);
+    let got = s.counts_at_or_below(&asked);
+    let mut pairs: Vec<(f64, u64)> = asked.iter().copied().zip(got.iter().copied()).collect();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(pairs.windows(2).all(|w| w[0].1 <= w[1].1));
+    assert_eq!(pairs.first().map(|p| p.1), Some(0));
+    assert_eq!(pairs.last().map(|p| p.1), Some(5000));
+    // Asking one value at a time gives the same counts.
+    for (x, c) in asked.iter().zip(&got).take(50) {
+        assert_eq!(s.counts_at_or_below(&[*x]), vec![*c]);
+    }
+    assert_eq!(Sketch::new().counts_at_or_below(&[1.0, -1.0]), vec![0, 0]);
+    assert_eq!(s.counts_at_or_below(&[]), Vec::<u64>::new());
+    // Zeros count at 0 and above, not below.
+    let z = of(&[0.0, 0.0, -5.0, 5.0]);
+    assert_eq!(
+        z.counts_at_or_below(&[-1.0, 0.0, 1.0, -0.0]),
+        vec![1, 3, 3, 3]
+    );
+}

@@ -31,101 +31,25 @@ use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
 pub mod cache;
+mod field;
 
-/// Largest `KEEP` (the config `tally.stats-keep` has the same bound).
-pub const MAX_KEEP: i64 = 10_000;
+pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};
+
+/// Largest `KEEP` of a new object (the config `tally.stats-keep` has the same bound), and
+/// the most periods one WINDOW merges. Why 2000: a read that finds no cached merge reads
+/// and merges every period of its window, about 1 µs per period of typical data on this
+/// kind of machine (Redis 7.0, 8.2 and Valkey 9 alike), and no command may hold the
+/// server for 10 ms; 2000 periods leave room for a loaded machine and wider sketches.
+/// A merge kept in the hash instead would go stale under a user's native edit of a period
+/// (or its field TTL) with no cheap way to tell.
+pub const MAX_KEEP: i64 = 2_000;
+/// Largest `KEEP` a stored object may have: earlier versions created objects of up to
+/// 10000 periods, and those keep working (their WINDOW is still limited to [`MAX_KEEP`]).
+pub const MAX_STORED_KEEP: i64 = 10_000;
 /// Largest accepted magnitude of a value. The moments square deviations, so values near
 /// 1e154 would overflow to infinity and the stored period would no longer decode; with
 /// 1e100 every intermediate stays finite even for 2^64 values.
 pub const MAX_ABS_VALUE: f64 = 1e100;
-/// Field suffix of a period's moments.
-pub const MOMENTS_SUFFIX: &str = ":m";
-/// Field suffix of a period's sketch.
-pub const SKETCH_SUFFIX: &str = ":q";
-
-/// Which of a period's two fields a field name designates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    Moments,
-    Sketch,
-}
-
-/// Name of the field holding `part` of the period starting at `start` (ms).
-pub fn field(start: i64, part: Part) -> FieldName {
-    let suffix = match part {
-        Part::Moments => MOMENTS_SUFFIX,
-        Part::Sketch => SKETCH_SUFFIX,
-    };
-    let mut name = FieldName {
-        bytes: [0; 22],
-        len: 0,
-    };
-    let mut n = start.unsigned_abs();
-    let mut reversed = [0u8; 20];
-    let mut count = 0;
-    loop {
-        if let Some(d) = reversed.get_mut(count) {
-            *d = b'0' + (n % 10) as u8;
-        }
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if start < 0 {
-        name.push(b'-');
-    }
-    for &d in reversed.iter().take(count).rev() {
-        name.push(d);
-    }
-    for &b in suffix.as_bytes() {
-        name.push(b);
-    }
-    name
-}
-
-/// A period's field name, built on the stack (a write names two per call).
-#[derive(Clone, Copy)]
-pub struct FieldName {
-    /// Sign, up to 19 digits and the 2-byte suffix.
-    bytes: [u8; 22],
-    len: usize,
-}
-
-impl FieldName {
-    fn push(&mut self, b: u8) {
-        if let Some(slot) = self.bytes.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        self.bytes.get(..self.len).unwrap_or(&[])
-    }
-
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.as_bytes().to_vec()
-    }
-}
-
-impl AsRef<[u8]> for FieldName {
-    fn as_ref(&self) -> &[u8] {
-        self.as_bytes()
-    }
-}
-
-/// Inverse of [`field`]: the period start and the part, or `None` for any other field.
-pub fn parse_field(name: &[u8]) -> Option<(i64, Part)> {
-    let (start, part) = if let Some(s) = name.strip_suffix(MOMENTS_SUFFIX.as_bytes()) {
-        (s, Part::Moments)
-    } else {
-        (name.strip_suffix(SKETCH_SUFFIX.as_bytes())?, Part::Sketch)
-    };
-    Some((parse_i64(start).ok()?, part))
-}
-
 /// Parses `KEEP n` of STATS.CREATE.
 pub fn parse_keep(bytes: &[u8]) -> Result<i64> {
     let keep = parse_i64(bytes)?;
@@ -147,6 +71,22 @@ pub fn check_value(v: f64) -> Result<f64> {
     Ok(v)
 }
 
+/// Most values one STATS.CDF may ask about.
+pub const MAX_CDF_VALUES: usize = 1000;
+
+/// Checks the number of values of a STATS.CDF (1 to [`MAX_CDF_VALUES`]).
+pub fn check_cdf_count(n: usize) -> Result<()> {
+    if n > MAX_CDF_VALUES {
+        return Err(Error::Invalid(format!(
+            "too many values, at most {MAX_CDF_VALUES}"
+        )));
+    }
+    if n == 0 {
+        return Err(Error::NotFloat);
+    }
+    Ok(())
+}
+
 /// Checks a quantile argument (a finite double) is in `[0, 1]`.
 pub fn check_quantile(q: f64) -> Result<f64> {
     if !(0.0..=1.0).contains(&q) {
@@ -163,18 +103,23 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Validated settings: `period` positive, `keep` in `1..=MAX_KEEP`, and the kept span
-    /// `period * keep` a duration (at most [`MAX_DURATION_MS`]).
+    /// Validated settings of a new object: `period` positive, `keep` in `1..=MAX_KEEP`,
+    /// and the kept span `period * keep` a duration (at most [`MAX_DURATION_MS`]).
     pub fn new(period: i64, keep: i64) -> Result<Settings> {
+        Settings::checked(period, keep, MAX_KEEP)
+    }
+
+    /// [`Settings::new`] with `keep` up to `max_keep`.
+    fn checked(period: i64, keep: i64, max_keep: i64) -> Result<Settings> {
         let span_fits = period
             .checked_mul(keep.max(1))
             .is_some_and(|span| span <= MAX_DURATION_MS);
         if period < 1 || !span_fits {
             return Err(Error::InvalidDuration(format_duration(period)));
         }
-        if !(1..=MAX_KEEP).contains(&keep) {
+        if !(1..=max_keep).contains(&keep) {
             return Err(Error::Invalid(format!(
-                "KEEP must be between 1 and {MAX_KEEP}"
+                "KEEP must be between 1 and {max_keep}"
             )));
         }
         Ok(Settings { period, keep })
@@ -188,7 +133,8 @@ impl Settings {
         layout::marker(layout::STATS, &settings)
     }
 
-    /// Settings from a `_tally` value; `None` if it is not a valid stats marker.
+    /// Settings from a `_tally` value; `None` if it is not a valid stats marker. A stored
+    /// object may keep up to [`MAX_STORED_KEEP`] periods.
     pub fn from_marker(marker: &[u8]) -> Option<Settings> {
         let mut words = layout::settings_of(marker, layout::STATS)?.split(' ');
         let period = parse_duration(words.next()?.as_bytes()).ok()?;
@@ -196,7 +142,7 @@ impl Settings {
         if words.next().is_some() {
             return None;
         }
-        Settings::new(period, keep).ok()
+        Settings::checked(period, keep, MAX_STORED_KEEP).ok()
     }
 
     /// Index of the period containing `t`.
@@ -242,17 +188,18 @@ impl Settings {
     }
 
     /// Number of periods a read covers: 1 without `WINDOW`, else `window / period`, which
-    /// must be a whole number between 1 and `keep`.
+    /// must be a whole number between 1 and `keep` (and at most [`MAX_KEEP`]: an object
+    /// stored with more by an earlier version still merges no more per read).
     pub fn window_periods(&self, window: Option<i64>) -> Result<i64> {
         let Some(window) = window else {
             return Ok(1);
         };
         let periods = window / self.period;
-        if window % self.period != 0 || !(1..=self.keep).contains(&periods) {
+        let most = self.keep.min(MAX_KEEP);
+        if window % self.period != 0 || !(1..=most).contains(&periods) {
             return Err(Error::Invalid(format!(
-                "WINDOW must be a multiple of the period ({}) of at most {} periods",
+                "WINDOW must be a multiple of the period ({}) of at most {most} periods",
                 format_duration(self.period),
-                self.keep
             )));
         }
         Ok(periods)
@@ -272,6 +219,36 @@ impl Settings {
             .max(self.first_kept(now));
         let hi = to.map_or(i64::MAX, |t| self.index(t)).min(self.index(now));
         (lo <= hi).then_some((lo, hi))
+    }
+}
+
+/// Merges stored periods `(moments, sketch)` as they are read, oldest first, without
+/// decoding each sketch into its own stores or copying the fields; periods that do not
+/// decode (or whose fields disagree on the count) are skipped, as [`Record::decode`]
+/// would. The order fixes the rounding of the merged moments.
+#[derive(Default)]
+pub struct PeriodMerge {
+    moments: Moments,
+    dense: crate::sketch::DenseMerge,
+}
+
+impl PeriodMerge {
+    /// Adds the next period, newer than those added so far.
+    pub fn add(&mut self, moments: &[u8], sketch: &[u8]) {
+        let Some(pm) = Moments::decode(moments) else {
+            return;
+        };
+        if self.dense.add_encoded_if_count(sketch, pm.count) {
+            self.moments.merge(&pm);
+        }
+    }
+
+    /// The merged record.
+    pub fn finish(self) -> Record {
+        Record {
+            moments: self.moments,
+            sketch: self.dense.finish(),
+        }
     }
 }
 
@@ -412,25 +389,14 @@ impl Record {
         Some(m)
     }
 
-    /// Merges the stored periods `(moments, sketch)` of a window, oldest first, without
-    /// decoding each sketch into its own stores; periods that do not decode (or whose
-    /// fields disagree on the count) are skipped, as [`Record::decode`] would.
+    /// Merges the stored periods `(moments, sketch)` of a window, oldest first (see
+    /// [`PeriodMerge`]).
     pub fn merge_encoded<'a>(periods: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Record {
-        let mut moments = Moments::new();
-        let mut dense = crate::sketch::DenseMerge::default();
+        let mut merge = PeriodMerge::default();
         for (m, q) in periods {
-            let Some(pm) = Moments::decode(m) else {
-                continue;
-            };
-            if !dense.add_encoded_if_count(q, pm.count) {
-                continue;
-            }
-            moments.merge(&pm);
+            merge.add(m, q);
         }
-        Record {
-            moments,
-            sketch: dense.finish(),
-        }
+        merge.finish()
     }
 
     /// Merges one more stored period, newer than those merged so far: the result is
@@ -473,6 +439,33 @@ impl Record {
             .zip(qs)
             .map(|(estimate, &q)| estimate.map(|e| self.refine(q, e)))
             .collect()
+    }
+
+    /// The share of the values at or below each of `xs`, in their order (one walk of the
+    /// sketch): exactly 0 below the exact min and 1 at or above the exact max, otherwise
+    /// the sketch's count (within 1% of the value, see `Sketch::counts_at_or_below`) over
+    /// the total. `None` when empty.
+    pub fn cdf(&self, xs: &[f64]) -> Option<Vec<f64>> {
+        let n = self.sketch.count();
+        if n == 0 || self.moments.count == 0 {
+            return None;
+        }
+        let (min, max) = (self.moments.min, self.moments.max);
+        let counts = self.sketch.counts_at_or_below(xs);
+        Some(
+            xs.iter()
+                .zip(counts)
+                .map(|(&x, below)| {
+                    if x < min {
+                        0.0
+                    } else if x >= max {
+                        1.0
+                    } else {
+                        (below as f64 / n as f64).clamp(0.0, 1.0)
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// The sketch's estimate for `q`, made exact at rank 1 and rank n and clamped to
@@ -519,88 +512,4 @@ impl Record {
 mod tests;
 
 #[cfg(test)]
-mod timing {
-    use super::*;
-    use std::time::Instant;
-
-    /// Cost of the pure part of one STATS.ADD (decode, add, encode), printed; run with
-    /// `cargo test --release -p tally --lib stats::timing -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn add_cycle_cost() {
-        let mut seed = 1u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 11) as f64 / (1u64 << 53) as f64 * 6.0).exp()
-        };
-        for n in [1usize, 10_000] {
-            let mut r = Record::default();
-            for _ in 0..n {
-                r.add(next());
-            }
-            let (mut m, mut q) = r.encode();
-            let rounds = 200_000;
-            let t = Instant::now();
-            for _ in 0..rounds {
-                let Some(mut rec) = Record::decode(m.as_slice(), &q) else {
-                    panic!()
-                };
-                rec.add(12.5);
-                (m, q) = rec.encode();
-            }
-            let per = t.elapsed().as_nanos() as f64 / rounds as f64;
-            let t = Instant::now();
-            for _ in 0..rounds {
-                let _ = Moments::decode(m.as_slice());
-            }
-            let md = t.elapsed().as_nanos() as f64 / rounds as f64;
-            let t = Instant::now();
-            for _ in 0..rounds {
-                let _ = Sketch::decode(&q);
-            }
-            let sd = t.elapsed().as_nanos() as f64 / rounds as f64;
-            let rec = Record::decode(m.as_slice(), &q).unwrap();
-            let t = Instant::now();
-            for _ in 0..rounds {
-                let _ = rec.moments.encode();
-            }
-            let me = t.elapsed().as_nanos() as f64 / rounds as f64;
-            let t = Instant::now();
-            for _ in 0..rounds {
-                let _ = rec.sketch.encode();
-            }
-            let se = t.elapsed().as_nanos() as f64 / rounds as f64;
-            println!("{n} values: cycle {per:.0} ns; moments decode {md:.0} encode {me:.0}; sketch decode {sd:.0} encode {se:.0} ({} bytes)", q.len());
-        }
-        // A 24-period window of 10k values each: decode every period, merge, summarize.
-        let stored: Vec<(Vec<u8>, Vec<u8>)> = (0..24)
-            .map(|_| {
-                let mut r = Record::default();
-                for _ in 0..10_000 {
-                    r.add(next());
-                }
-                r.encode()
-            })
-            .collect();
-        let rounds = 2000;
-        let t = Instant::now();
-        let mut decode_ns = 0u128;
-        for _ in 0..rounds {
-            let d = Instant::now();
-            let recs: Vec<Record> = stored
-                .iter()
-                .map(|(m, q)| Record::decode(m.as_slice(), q).unwrap())
-                .collect();
-            decode_ns += d.elapsed().as_nanos();
-            let merged = Record::merge_all(&recs);
-            let _ = merged.summary();
-        }
-        let per = t.elapsed().as_nanos() as f64 / rounds as f64;
-        println!(
-            "24 x 10k window: {per:.0} ns (decoding {:.0} ns)",
-            decode_ns as f64 / rounds as f64
-        );
-    }
-}
+mod timing;

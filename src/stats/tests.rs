@@ -47,7 +47,7 @@ fn settings_are_validated() {
     assert!(Settings::new(HOUR, MAX_KEEP).is_ok());
     assert_eq!(
         Settings::new(HOUR, 0).unwrap_err().to_string(),
-        "ERR KEEP must be between 1 and 10000"
+        "ERR KEEP must be between 1 and 2000"
     );
     assert!(Settings::new(0, 1).is_err());
     assert!(Settings::new(i64::MAX / 2, 3).is_err());
@@ -60,14 +60,44 @@ fn settings_are_validated() {
         Err(Error::InvalidDuration("3652500d".into()))
     );
     assert_eq!(
-        Settings::new(1000 * 86_400_000, MAX_KEEP),
-        Err(Error::InvalidDuration("1000d".into()))
+        Settings::new(5000 * 86_400_000, MAX_KEEP),
+        Err(Error::InvalidDuration("5000d".into()))
     );
     assert_eq!(Settings::from_marker(b"stats 3652500d 2"), None);
     assert_eq!(parse_keep(b"24"), Ok(24));
     assert_eq!(parse_keep(b"x"), Err(Error::NotInteger));
     assert!(matches!(parse_keep(b"0"), Err(Error::Invalid(_))));
-    assert!(matches!(parse_keep(b"10001"), Err(Error::Invalid(_))));
+    assert!(matches!(parse_keep(b"2001"), Err(Error::Invalid(_))));
+}
+
+/// A new object keeps at most `MAX_KEEP` periods; one stored by an earlier version with up
+/// to `MAX_STORED_KEEP` still reads, and its windows merge at most `MAX_KEEP` periods.
+#[test]
+fn stored_objects_may_keep_more_than_new_ones() {
+    assert_eq!(MAX_KEEP, 2000);
+    assert!(Settings::new(1000, MAX_KEEP + 1).is_err());
+    let old = Settings::from_marker(b"stats 1s 10000");
+    assert_eq!(
+        old,
+        Some(Settings {
+            period: 1000,
+            keep: 10_000
+        })
+    );
+    assert_eq!(Settings::from_marker(b"stats 1s 10001"), None);
+    let Some(old) = old else { return };
+    assert_eq!(old.window_periods(Some(2000 * 1000)), Ok(2000));
+    assert_eq!(
+        old.window_periods(Some(2001 * 1000))
+            .unwrap_err()
+            .to_string(),
+        "ERR WINDOW must be a multiple of the period (1s) of at most 2000 periods"
+    );
+    let small = Settings::new(1000, 24).unwrap();
+    assert_eq!(
+        small.window_periods(Some(25_000)).unwrap_err().to_string(),
+        "ERR WINDOW must be a multiple of the period (1s) of at most 24 periods"
+    );
 }
 
 #[test]
@@ -457,4 +487,69 @@ fn merge_encoded_period_extends_a_merge() {
         assert_eq!(extended, expected, "newest {newest}");
         assert_eq!(extended.moments.encode(), expected.moments.encode());
     }
+}
+
+/// CDF of a window merged from periods: exactly 0 below the min and 1 at or above the
+/// max, otherwise within 1% of the value (a brute-force reference over every value);
+/// empty records have none; the count of values asked is checked.
+#[test]
+fn cdf_is_exact_at_the_ends_and_within_one_percent_between() {
+    let mut rng = Rng(31);
+    let periods: Vec<Vec<f64>> = (0..6)
+        .map(|p| {
+            (0..300 + p * 50)
+                .map(|_| match p % 3 {
+                    0 => rng.lognormal() * 10.0,
+                    1 => -rng.lognormal(),
+                    _ => rng.normal() * 30.0,
+                })
+                .collect()
+        })
+        .collect();
+    let records: Vec<Record> = periods.iter().map(|xs| of(xs)).collect();
+    let merged = Record::merge_all(&records);
+    let mut all: Vec<f64> = periods.concat();
+    all.sort_by(f64::total_cmp);
+    let (min, max) = (all[0], all[all.len() - 1]);
+    let n = all.len() as f64;
+    let share = |x: f64| all.partition_point(|&v| v <= x) as f64 / n;
+    let mut asked = vec![
+        min,
+        max,
+        min - 1e-9,
+        max * 2.0,
+        0.0,
+        min.next_down(),
+        max.next_down(),
+    ];
+    for &v in all.iter().step_by(7) {
+        asked.extend([v, v * 1.004, v * 0.996]);
+    }
+    let Some(got) = merged.cdf(&asked) else {
+        panic!("no cdf")
+    };
+    assert_eq!(got.len(), asked.len());
+    for (&x, &c) in asked.iter().zip(&got) {
+        assert!((0.0..=1.0).contains(&c), "x={x}: {c}");
+        if x < min {
+            assert_eq!(c, 0.0, "x={x}");
+        } else if x >= max {
+            assert_eq!(c, 1.0, "x={x}");
+        } else if x.abs() >= 1e-9 {
+            let (a, b) = (
+                share((x * 0.99).min(x * 1.01)),
+                share((x * 0.99).max(x * 1.01)),
+            );
+            assert!(a <= c && c <= b, "x={x}: {c} not in {a}..={b}");
+        }
+    }
+    assert_eq!(got[1], 1.0);
+    assert_eq!(Record::default().cdf(&[1.0]), None);
+    assert_eq!(check_cdf_count(1), Ok(()));
+    assert_eq!(check_cdf_count(MAX_CDF_VALUES), Ok(()));
+    assert_eq!(check_cdf_count(0), Err(Error::NotFloat));
+    assert_eq!(
+        check_cdf_count(MAX_CDF_VALUES + 1).unwrap_err().to_string(),
+        "ERR too many values, at most 1000"
+    );
 }

@@ -103,6 +103,7 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
         ),
         (vec!["STATS.GET", "s", "WINDOW", "2h"], vec!["s"]),
         (vec!["STATS.QUANTILE", "s", "0.5", "0.9"], vec!["s"]),
+        (vec!["STATS.CDF", "s", "200", "WINDOW", "2h"], vec!["s"]),
         (vec!["STATS.RANGE", "s", "FROM", "1", "TO", "2"], vec!["s"]),
         (vec!["STATS.INFO", "s"], vec!["s"]),
     ]
@@ -136,6 +137,7 @@ fn command_keys_and_flags(kind: &ServerKind) {
         ("stats.add", true),
         ("stats.get", false),
         ("stats.quantile", false),
+        ("stats.cdf", false),
         ("stats.range", false),
         ("stats.info", false),
     ] {

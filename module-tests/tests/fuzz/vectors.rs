@@ -28,6 +28,7 @@ pub(super) const STATS_CMDS: &[&str] = &[
     "STATS.ADD",
     "STATS.GET",
     "STATS.QUANTILE",
+    "STATS.CDF",
     "STATS.RANGE",
     "STATS.INFO",
 ];
@@ -244,7 +245,13 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, &d);
             }
         }
-        "STATS.GET" | "STATS.QUANTILE" => {
+        "STATS.GET" | "STATS.QUANTILE" | "STATS.CDF" => {
+            if cmd == "STATS.CDF" {
+                for _ in 0..1 + rng.below(3) {
+                    let x = rng.pick(NUMBERS).to_string();
+                    s(&mut v, &x);
+                }
+            }
             if cmd == "STATS.QUANTILE" {
                 for _ in 0..1 + rng.below(3) {
                     let q = if rng.chance(60) {

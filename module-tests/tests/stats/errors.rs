@@ -72,11 +72,11 @@ fn errors_are_exact_and_change_nothing(kind: &ServerKind) {
     e(&["STATS.CREATE", "c", "PERIOD"], syntax);
     e(
         &["STATS.CREATE", "c", "KEEP", "0"],
-        "ERR KEEP must be between 1 and 10000",
+        "ERR KEEP must be between 1 and 2000",
     );
     e(
-        &["STATS.CREATE", "c", "KEEP", "10001"],
-        "ERR KEEP must be between 1 and 10000",
+        &["STATS.CREATE", "c", "KEEP", "2001"],
+        "ERR KEEP must be between 1 and 2000",
     );
     e(&["STATS.CREATE", "c", "KEEP", "x"], not_int);
     e(&["STATS.CREATE", "c", "KEEP", "2", "KEEP", "3"], syntax);
@@ -200,9 +200,9 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     let outside = "ERR timestamp is outside the kept range";
     let future = "ERR timestamp is too far in the future";
     let invalid = |text: &str| format!("ERR invalid duration '{text}'");
-    // 10000 weekly periods reach back 191 years: before 1970 at today's clock.
+    // 2000 periods of 5 weeks reach back 191 years: before 1970 at today's clock.
     assert_eq!(
-        srv.cmd_value(&["STATS.CREATE", "long", "PERIOD", "1w", "KEEP", "10000"]),
+        srv.cmd_value(&["STATS.CREATE", "long", "PERIOD", "5w", "KEEP", "2000"]),
         v_ok()
     );
     assert_eq!(srv.cmd_value(&["STATS.ADD", "long", "2"]), v_int(1));
@@ -249,8 +249,8 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
             invalid(&max_d),
         ),
         (
-            strings(&["STATS.CREATE", "n", "PERIOD", "1000d", "KEEP", "10000"]),
-            invalid("1000d"),
+            strings(&["STATS.CREATE", "n", "PERIOD", "5000d", "KEEP", "2000"]),
+            invalid("5000d"),
         ),
         (
             strings(&["STATS.GET", "long", "WINDOW", &over_d]),
@@ -264,8 +264,8 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     for (cmd, want) in &cases {
         assert_eq!(srv.cmd_value(cmd), v_err(want), "{k}: {cmd:?}");
     }
-    // The period config must make a valid object with any `stats-keep` (up to 10000): at
-    // most 10,000 years / 10000 = 365.25 days.
+    // The period config must make a valid object with any `stats-keep`: at most 10,000
+    // years / 10000 = 365.25 days (the bound from when KEEP went up to 10000).
     for value in [over_d.as_str(), "106751991167d", "366d", "31557600001"] {
         assert_config_refused(&srv, "tally.stats-period", value, &invalid(value)[4..]);
     }
@@ -300,7 +300,12 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
         "{k}"
     );
     assert_eq!(
-        srv.cmd_value(&["CONFIG", "SET", "tally.stats-keep", "10000"]),
+        srv.cmd_value(&["CONFIG", "SET", "tally.stats-keep", "2001"]),
+        v_err("ERR CONFIG SET failed (possibly related to argument 'tally.stats-keep') - argument must be between 1 and 2000 inclusive"),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.stats-keep", "2000"]),
         v_ok(),
         "{k}"
     );
@@ -317,6 +322,6 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
         Some(v_int(31_557_600_000)),
         "{k}: {info:?}"
     );
-    assert_eq!(setting("keep"), Some(v_int(10_000)), "{k}: {info:?}");
+    assert_eq!(setting("keep"), Some(v_int(2_000)), "{k}: {info:?}");
     srv.assert_alive();
 }

@@ -19,14 +19,21 @@ use crate::layout::MARKER_FIELD;
 use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
 use crate::server::{command_now_ms, selected_db};
+use crate::stats::cache::Admit;
 use crate::stats::{
-    cache, check_quantile, check_value, field, parse_keep, Part, Record, Settings, ShownSummary,
+    check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, Settings,
+    ShownSummary,
 };
 use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
 
+mod caches;
 mod periods;
 
+use caches::caches;
+
+/// Estimated bytes the family holds in memory (its read cache of windows).
+pub use caches::bytes as cache_bytes;
 use periods::*;
 
 /// This family, for the layer around the families.
@@ -35,22 +42,22 @@ pub const FAMILY: super::Family = super::Family {
     event_prefix: "stats.",
     expire,
     on_keyspace_event: forget_cached,
-    forget: cache::forget,
+    forget: |db, name| caches(|c| c.forget(db, name)),
     flushed: |_| forget_all(),
     swapped: |_, _| forget_all(),
     loading: forget_all,
     info: Vec::new,
-    cache_bytes: cache::bytes,
+    cache_bytes,
 };
 
 /// Any event on a key may change it behind the read cache: drop its cached windows.
 fn forget_cached(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
-    cache::forget(selected_db(ctx), key);
+    caches(|c| c.forget(selected_db(ctx), key));
 }
 
 /// `stats::forget_all` for the server hooks (flush, SWAPDB, loading).
 pub fn forget_all() {
-    cache::forget_all();
+    caches(|c| c.forget_all());
 }
 
 /// The map GET and RANGE send for a summary: the count, then the doubles.
@@ -119,7 +126,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     effects.set(MARKER_FIELD, marker);
     effects.emit(ctx, name.as_slice());
     // The key was missing, so nothing should be cached for it: make sure.
-    cache::forget(selected_db(ctx), name.as_slice());
+    caches(|c| c.forget(selected_db(ctx), name.as_slice()));
     notify(ctx, NotifyEvent::HASH, c"stats.create", name);
     Ok(Reply::Ok)
 }
@@ -258,7 +265,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     }
     effects.emit(ctx, name.as_slice());
     // tally's own event reaches no hook: the read cache is told here.
-    cache::wrote(selected_db(ctx), name.as_slice(), index);
+    caches(|c| c.wrote(selected_db(ctx), name.as_slice(), index));
     notify(ctx, NotifyEvent::HASH, c"stats.add", name);
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
@@ -319,7 +326,7 @@ fn trim(ctx: &Context, key: Key, name: &[u8], settings: &Settings, now: i64) -> 
     }
     drop(writer);
     // The expiry's deletions fire no event the hooks see.
-    cache::forget(selected_db(ctx), name);
+    caches(|c| c.forget(selected_db(ctx), name));
     if !effects.is_empty() {
         effects.emit(ctx, name);
     }
@@ -362,17 +369,46 @@ fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
 }
 
 /// The most fields a hash-field TTL question may name when admitting a STATS object to
-/// the read cache (see `Key::has_field_ttls`): the fields of the most periods an object
-/// keeps, and its bookkeeping; an object with more (foreign fields) is not cached.
-const MAX_FIELDS_ASKED: usize = 2 * crate::stats::MAX_KEEP as usize + 16;
+/// the read cache (see `Key::has_field_ttls`): the fields of 256 periods and some
+/// bookkeeping. Where the server cannot answer for the whole key at once (Valkey 9) the
+/// question names every field, about 1 µs each; a larger object is not cached there, and
+/// its reads merge its periods from the hash, which `MAX_KEEP` bounds.
+const MAX_FIELDS_ASKED: usize = 2 * 256 + 16;
 
-/// What a store into the read cache may do: the bytes the budget leaves it, and whether
-/// `name` may be cached at all when it is not yet (its hash has no field TTLs: an expired
-/// period counts in the hash's length until reclaimed, so a cache of it could keep one).
-fn admit(ctx: &Context, key: &Key, db: c_int, name: &[u8]) -> cache::Admit {
-    cache::Admit {
-        limit: super::caches::stats_budget(),
-        new_key: cache::holds(db, name) || !key.has_field_ttls(ctx, name, MAX_FIELDS_ASKED),
+/// What a store into the read cache may do, asked at most once per command: the bytes
+/// the budget leaves it, and whether `name` may be cached at all when it is not yet (its
+/// hash has no field TTLs: an expired period counts in the hash's length until reclaimed,
+/// so a cache of it could keep one). The field-TTL question is skipped when the budget
+/// leaves nothing (on Valkey it names every field of the hash).
+pub(super) struct Admission<'a> {
+    ctx: &'a Context,
+    db: c_int,
+    name: &'a [u8],
+    answer: Option<Admit>,
+}
+
+impl<'a> Admission<'a> {
+    fn new(ctx: &'a Context, db: c_int, name: &'a [u8]) -> Self {
+        Admission {
+            ctx,
+            db,
+            name,
+            answer: None,
+        }
+    }
+
+    pub(super) fn admit(&mut self, key: &Key) -> Admit {
+        if let Some(answer) = self.answer {
+            return answer;
+        }
+        let limit = super::caches::stats_budget();
+        let (db, name) = (self.db, self.name);
+        let new_key = limit > 0
+            && (caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false)
+                || !key.has_field_ttls(self.ctx, name, MAX_FIELDS_ASKED));
+        let answer = Admit { limit, new_key };
+        self.answer = Some(answer);
+        answer
     }
 }
 
@@ -385,21 +421,17 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     };
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
     let (db, name) = (selected_db(ctx), name.as_slice());
-    let summary = match cache::summary(db, name, &settings, lo, hi) {
+    let cached = caches(|c| c.windows(|w| w.summary(db, name, &settings, lo, hi))).flatten();
+    let summary = match cached {
         Some(summary) => summary,
         None => {
-            let summary = window_record(ctx, &key, db, name, &settings, lo, hi)
+            let mut admission = Admission::new(ctx, db, name);
+            let summary = window_record(&key, db, name, &settings, lo, hi, &mut admission)
                 .summary()
                 .map(|s| Rc::new(ShownSummary::new(&s)));
-            cache::store_summary(
-                db,
-                name,
-                settings,
-                lo,
-                hi,
-                summary.clone(),
-                admit(ctx, &key, db, name),
-            );
+            let admit = admission.admit(&key);
+            let stored = summary.clone();
+            caches(|c| c.windows(|w| w.store_summary(db, name, settings, lo, hi, stored, admit)));
             summary
         }
     };
@@ -423,15 +455,9 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
         return Ok(Reply::Nil);
     };
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let record = window_record(
-        ctx,
-        &key,
-        selected_db(ctx),
-        name.as_slice(),
-        &settings,
-        lo,
-        hi,
-    );
+    let (db, name) = (selected_db(ctx), name.as_slice());
+    let mut admission = Admission::new(ctx, db, name);
+    let record = window_record(&key, db, name, &settings, lo, hi, &mut admission);
     if record.count() == 0 {
         return Ok(Reply::Nil);
     }
@@ -443,6 +469,32 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
             .map(|v| v.map_or(Reply::Nil, Reply::Double))
             .collect(),
     ))
+}
+
+/// STATS.CDF key value [value ...] [WINDOW dur]
+///
+/// The share of the window's values at or below each value, in order, from the same
+/// merged sketch as QUANTILE; nil for an empty window or a missing key.
+pub fn cdf(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let mut args = Args::new(rest);
+    let value_args = args.values_until(0, &["WINDOW"]);
+    check_cdf_count(value_args.len())?;
+    let mut values = Vec::with_capacity(value_args.len());
+    for arg in value_args {
+        values.push(check_value(parse_finite_f64(arg)?)?);
+    }
+    let window = parse_window(&mut args)?;
+    let (key, settings, periods) = open_window(ctx, name, window)?;
+    let Some(settings) = settings else {
+        return Ok(Reply::Nil);
+    };
+    let (lo, hi) = settings.window_range(command_now_ms(), periods);
+    let (db, name) = (selected_db(ctx), name.as_slice());
+    let mut admission = Admission::new(ctx, db, name);
+    let record = window_record(&key, db, name, &settings, lo, hi, &mut admission);
+    Ok(record.cdf(&values).map_or(Reply::Nil, |shares| {
+        Reply::Array(shares.into_iter().map(Reply::Double).collect())
+    }))
 }
 
 /// STATS.RANGE key [FROM ts] [TO ts]

@@ -1,20 +1,17 @@
 //! A statistics object's hash as the commands see it: its settings (marker), its periods
 //! read one by one, as a window, or raw for a merge, and an inventory of what it stores.
 //!
-//! Owns: reading the stats fields of a hash and the cache of the last parsed marker. May
-//! not touch: raw module calls, command parsing, writes.
+//! Owns: reading the stats fields of a hash. May not touch: raw module calls, command
+//! parsing, writes.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use redis_module::Context;
-
+use super::caches::caches;
 use crate::config;
 use crate::error::{Error, Result};
-use crate::layout::MARKER_FIELD;
-use crate::stats::{cache, field, parse_field, Part, Record, Settings};
+use crate::stats::{field, parse_field, Part, PeriodMerge, Record, Settings};
 use crate::store::{Key, KeyKind, RStr};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
@@ -34,43 +31,19 @@ pub(super) fn default_settings() -> Settings {
 pub(super) fn load(key: &Key) -> Result<Option<Settings>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
-        KeyKind::Hash => MARKER_NAME
-            .with(|marker_name| {
-                key.hget_with(marker_name.as_ref()?, settings_of_marker)
-                    .flatten()
-            })
-            .map(Some)
-            .ok_or(Error::WrongType),
+        KeyKind::Hash => caches(|c| {
+            key.hget_with(c.marker_name()?, |m| c.settings_of_marker(m))
+                .flatten()
+        })
+        .map(Some)
+        .ok_or(Error::WrongType),
         _ => Err(Error::WrongType),
     }
 }
 
-thread_local! {
-    /// `_tally` as a module string, made once (every ADD reads it).
-    static MARKER_NAME: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
-    /// The last marker parsed and its settings: most objects share theirs, so a write
-    /// parses a marker only when it differs from the previous one.
-    static LAST_MARKER: RefCell<Option<(Vec<u8>, Settings)>> = const { RefCell::new(None) };
-}
-
-/// Settings of a `_tally` value (see [`Settings::from_marker`]), remembering the last.
-pub(super) fn settings_of_marker(marker: &[u8]) -> Option<Settings> {
-    LAST_MARKER.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some((bytes, settings)) = last.as_ref() {
-            if bytes.as_slice() == marker {
-                return Some(*settings);
-            }
-        }
-        let settings = Settings::from_marker(marker)?;
-        *last = Some((marker.to_vec(), settings));
-        Some(settings)
-    })
-}
-
 /// The settings of the last object whose marker was parsed, if any.
 pub(super) fn last_settings() -> Option<Settings> {
-    LAST_MARKER.with(|last| last.borrow().as_ref().map(|(_, s)| *s))
+    caches(|c| c.last_settings())
 }
 
 /// One read of the marker and of the fields of the period containing `ts` under
@@ -91,11 +64,11 @@ pub(super) fn read_period(
     else {
         return Err(Error::WrongType);
     };
-    MARKER_NAME.with(|marker_name| {
-        let marker_name = marker_name.as_ref().ok_or(Error::WrongType)?;
+    caches(|c| {
+        let marker_name = c.marker_name().ok_or(Error::WrongType)?;
         key.hget3_with([marker_name, &m_name, &q_name], |[marker, m, q]| {
             let settings = marker
-                .and_then(settings_of_marker)
+                .and_then(|m| c.settings_of_marker(m))
                 .ok_or(Error::WrongType)?;
             if settings != *assumed {
                 return Ok((settings, None));
@@ -126,8 +99,8 @@ pub(super) fn with_period_fields<T>(
     let start = settings.start(index);
     let m_name = RStr::new(field(start, Part::Moments).as_bytes())?;
     let q_name = RStr::new(field(start, Part::Sketch).as_bytes())?;
-    MARKER_NAME.with(|marker_name| {
-        let marker_name = marker_name.as_ref()?;
+    caches(|c| {
+        let marker_name = c.marker_name()?;
         Some(key.hget3_with([marker_name, &m_name, &q_name], |[_, m, q]| f(m, q)))
     })
 }
@@ -187,30 +160,50 @@ pub(super) fn load_raw_periods(
         .collect()
 }
 
+/// The merge of the stored periods `lo..=hi`, oldest first: probed period by period and
+/// merged as read when the range is shorter than the hash, else read in one scan.
+fn merge_stored(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Record {
+    let span = hi.saturating_sub(lo).saturating_add(1);
+    if span.saturating_mul(2) < key.len() as i64 {
+        let mut merge = PeriodMerge::default();
+        for index in lo..=hi {
+            with_period_fields(key, settings, index, |m, q| {
+                if let (Some(m), Some(q)) = (m, q) {
+                    merge.add(m, q);
+                }
+            });
+        }
+        return merge.finish();
+    }
+    let raw = load_raw_periods(key, settings, lo, hi);
+    Record::merge_encoded(raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())))
+}
+
 /// The merged record of periods `lo..=hi` of `name` in `db`. One period is decoded as
 /// is; a window is the merge of its closed periods `lo..hi` (from the read cache, else
-/// summed straight from their encodings and cached) plus its current period `hi`.
+/// merged straight from their encodings and offered to the cache under `admission`)
+/// plus its current period `hi`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn window_record(
-    ctx: &Context,
     key: &Key,
     db: c_int,
     name: &[u8],
     settings: &Settings,
     lo: i64,
     hi: i64,
+    admission: &mut super::Admission,
 ) -> Record {
     if lo >= hi {
         return get_record(key, settings, hi).unwrap_or_default();
     }
-    let closed = match cache::closed(db, name, settings, lo, hi) {
+    let cached = caches(|c| c.windows(|w| w.closed(db, name, settings, lo, hi))).flatten();
+    let closed = match cached {
         Some(closed) => closed,
         None => {
-            let raw = load_raw_periods(key, settings, lo, hi - 1);
-            let closed = Rc::new(Record::merge_encoded(
-                raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())),
-            ));
-            let admit = super::admit(ctx, key, db, name);
-            cache::store_closed(db, name, *settings, lo, hi, Rc::clone(&closed), admit);
+            let closed = Rc::new(merge_stored(key, settings, lo, hi - 1));
+            let admit = admission.admit(key);
+            let stored = Rc::clone(&closed);
+            caches(|c| c.windows(|w| w.store_closed(db, name, *settings, lo, hi, stored, admit)));
             closed
         }
     };
