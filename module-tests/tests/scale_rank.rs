@@ -48,18 +48,6 @@ fn fill(srv: &Server, key: &str, n: usize, at: i64, count: impl Fn(usize) -> i64
     }
 }
 
-/// The window totals of a brute-force model, in leaderboard order (total, then member,
-/// both descending).
-fn ranked(totals: &BTreeMap<String, i64>) -> Vec<(String, i64)> {
-    let mut rows: Vec<(String, i64)> = totals
-        .iter()
-        .filter(|(_, &t)| t > 0)
-        .map(|(m, &t)| (m.clone(), t))
-        .collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
-    rows
-}
-
 /// Flat RESP2 `[member, total, ...]` as pairs.
 fn pairs(v: &Value) -> Vec<(String, i64)> {
     let Value::Array(items) = v else {
@@ -181,7 +169,7 @@ fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     assert_eq!(late, v_int(5), "{k}");
     let mut model: BTreeMap<String, i64> = (0..50).map(|i| (format!("m{i}"), 1)).collect();
     model.insert("late".into(), 5);
-    let rows = ranked(&model);
+    let rows = RankModel::ranked(&model);
     let want = expected(&rows, "m7");
     let gone = expected(&rows, "m5000");
     let big_slot = format!("{{bd}}|slot|{big}");
@@ -232,7 +220,8 @@ per_server!(one_kind_at_a_time: reads_stay_fast_on_a_quarantined_board);
 /// A board of 100k members; a native `HSET` of one member in a slot hash quarantines it.
 /// Until the next write, every SCORE, RANK, TOP, INFO and HISTORY takes less than 10 ms:
 /// they answer the board as tally left it (its sorted set) while the timer sums the slot
-/// hashes, then the totals of the slot hashes as they now are.
+/// hashes, then the totals of the slot hashes as they now are. Those totals count in
+/// `tally_rank_memory_bytes` and are freed once the next write has rebuilt the board.
 fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
@@ -247,14 +236,14 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
     let mut model: BTreeMap<String, i64> = (0..n)
         .map(|i| (format!("m{i}"), (i % 1000) as i64 + 1))
         .collect();
-    let before = ranked(&model);
+    let before = RankModel::ranked(&model);
     // The native edit: m1 goes from 2 to 5000, first on the board.
     let slot_name = format!("{{q}}|slot|{slot}");
     watch_slow_commands(&srv);
     assert_eq!(srv.cmd_value(&["HSET", &slot_name, "m1", "5000"]), v_int(0));
     let edited_at = std::time::Instant::now();
     model.insert("m1".into(), 5000);
-    let after = ranked(&model);
+    let after = RankModel::ranked(&model);
     let want = [expected(&before, "m1"), expected(&after, "m1")];
     let middle = [expected(&before, "m12345"), expected(&after, "m12345")];
     assert_eq!(want[1].rank, v_int(0));
@@ -296,5 +285,24 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
         }
     }
     assert_nothing_slow(&srv, k);
+    // The timer's totals of the quarantined board count in the family's memory, and go
+    // once the next write has rebuilt the board (that write passes over the whole board).
+    let held = info_i64(&srv, "tally", "tally_rank_memory_bytes");
+    println!(
+        "{k}: {n} quarantined members: rank_memory_bytes {held} ({} per member)",
+        held / n as i64
+    );
+    assert!(held > 40 * n as i64, "{k}: {held} bytes for {n} members");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{q}", "1", "m1"]),
+        v_int(5001)
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            info_i64(&srv, "tally", "tally_rank_memory_bytes") < 1 << 16
+        }),
+        "{k}: {} bytes stay after the rebuild",
+        info_i64(&srv, "tally", "tally_rank_memory_bytes")
+    );
     srv.assert_alive();
 }

@@ -1,6 +1,6 @@
 //! The read commands: TSRANK.TOP, TSRANK.SCORE, TSRANK.RANK, TSRANK.INFO and
-//! TSRANK.HISTORY. Exact on a
-//! primary even while an expired slot is still being subtracted (see `crate::rank`).
+//! TSRANK.HISTORY. Exact on a primary even while an expired slot is still being
+//! subtracted (see `crate::rank`).
 //!
 //! Owns: the answers. May not touch: writes of any kind (opens every key read-only, the
 //! derived keys through the caller's [`Acl`]).
@@ -54,7 +54,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         resp3,
         count,
     };
-    if sub_slots.is_none() && board.computed.is_none() && board.pending.is_empty() {
+    if sub_slots.is_none() && board.view.is_none() && board.pending.is_empty() {
         // The common case: the sorted set is exact, read it as ZREVRANGE does.
         let rows = board
             .walk_str()
@@ -71,7 +71,7 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .skip(offset)
             .take(count)
             .collect()
-    } else if let Some(totals) = &board.computed {
+    } else if let Some(totals) = &board.view {
         let rows = totals.top(offset, count);
         rows.map(|(m, t)| (m.to_vec(), t)).collect()
     } else {
@@ -213,7 +213,7 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if total <= 0 {
         return Ok(Reply::Nil);
     }
-    if let Some(totals) = &board.computed {
+    if let Some(totals) = &board.view {
         return Ok(Reply::Int(totals.rank(total, member) as i64));
     }
     if board.pending.is_empty() {
@@ -249,7 +249,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Ok(Reply::Nil);
     };
     let meta = board.meta;
-    let mut members = match &board.computed {
+    let mut members = match &board.view {
         Some(totals) => totals.len() as i64,
         None => board.zset.len() as i64,
     };
