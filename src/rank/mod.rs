@@ -40,6 +40,9 @@ use crate::inline_vec::InlineVec;
 use crate::layout;
 use crate::window::{first_kept, leaves_at, slot_index};
 
+mod ranked;
+pub use ranked::RankedSet;
+
 /// Suffix of the meta hash name.
 pub const META_SUFFIX: &[u8] = b"|meta";
 /// Infix of slot hash names: `key|slot|<index>`.

@@ -15,8 +15,10 @@ use redis_module::{Context, RedisString};
 
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::rank::{add_count, meta_key, score_to_total, slot_key, Meta, Totals, TotalsBuilder};
-use crate::server::selected_db;
+use crate::rank::{
+    add_count, meta_key, score_to_total, slot_key, Meta, RankedSet, Totals, TotalsBuilder,
+};
+use crate::server::{is_acting_primary, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
@@ -37,6 +39,10 @@ pub(super) struct Board {
     /// A quarantined board's window totals, computed from its slot hashes (its view): its
     /// sorted set may have been edited, the slots are what tally counted.
     pub(super) view: Option<Rc<Totals>>,
+    /// The board answers from its next totals: one large slot that left the window is
+    /// being subtracted, and they leave it out (see `next`).
+    pub(super) from_next: bool,
+    pub(super) db: c_int,
 }
 
 impl Board {
@@ -124,16 +130,39 @@ impl Board {
         } else {
             None
         };
-        let pending = match view {
+        let mut pending = match view {
             Some(_) => Vec::new(),
             None => open_pending(ctx, acl, &base, &meta, now, transit)?,
         };
+        // One large slot being subtracted: its next totals answer (see `next`).
+        let from_next = match pending.as_slice() {
+            [(index, _)] => {
+                is_acting_primary(ctx) && state::with(|s| s.ready_next(db, &base, *index).is_some())
+            }
+            _ => false,
+        };
+        if from_next {
+            pending.clear();
+        }
         Ok(Board {
             zset,
+            db,
             base,
             meta,
-            pending,
+            pending: pending.into_iter().map(|(_, slot)| slot).collect(),
             view,
+            from_next,
+        })
+    }
+
+    /// The next totals of the board, when it answers from them (see `next`).
+    pub(super) fn with_next<T>(&self, f: impl FnOnce(&RankedSet) -> T) -> Option<T> {
+        if !self.from_next {
+            return None;
+        }
+        state::with(|s| {
+            let next = s.next(self.db, &self.base)?;
+            Some(f(&next.totals))
         })
     }
 
@@ -141,6 +170,9 @@ impl Board {
     pub(super) fn total_of(&self, member: &[u8]) -> i64 {
         if let Some(totals) = &self.view {
             return totals.get(member);
+        }
+        if let Some(total) = self.with_next(|next| next.get(member)) {
+            return total;
         }
         let Some(member) = RStr::new(member) else {
             return 0;
@@ -208,7 +240,8 @@ pub(super) fn walk(zset: &mut Key) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ 
     zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
 }
 
-/// Opens the slot hashes of `base` that left the window but are not fully subtracted.
+/// Opens the slot hashes of `base` that left the window but are not fully subtracted,
+/// with their slot indexes.
 /// One that is missing may be a gap (a slot never written) or, during a reshard, on the
 /// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
 /// less than two windows (`Meta::span_fits`), which bounds the walk.
@@ -219,13 +252,13 @@ pub(super) fn open_pending(
     meta: &Meta,
     now: i64,
     transit: &Transit,
-) -> Result<Vec<Key>> {
+) -> Result<Vec<(i64, Key)>> {
     let mut pending = Vec::new();
     if let Some((start, end)) = meta.pending_range(now) {
         for index in start..=end {
             let key = acl.open(ctx, &slot_key(base, index), false)?;
             match key.kind() {
-                KeyKind::Hash => pending.push(key),
+                KeyKind::Hash => pending.push((index, key)),
                 KeyKind::Empty => transit.missing()?,
                 _ => {}
             }

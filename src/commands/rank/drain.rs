@@ -22,6 +22,7 @@ use crate::store::{Key, KeyKind, RStr};
 
 use super::jobs::has_jobs;
 use super::meta;
+use super::next;
 use super::parts::is_marked_edited;
 use super::state::{self, BoardId, Seen};
 use super::transit::Transit;
@@ -196,6 +197,9 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
     }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
+        if let Some(visit) = next::visit(ctx, db, base, &meta, deadline_us) {
+            return visit;
+        }
         return meta.next_due().map_or(Visit::Done, Visit::DueAt);
     }
     let Some(key) = Key::open_bytes(ctx, name, true) else {
@@ -240,10 +244,15 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         effects.emit(ctx);
         state::with(|s| s.note_meta(db, base, meta, Seen::Written));
     }
+    drop((key, zset));
     match progress {
         Progress::Blocked => retry,
         Progress::Unfinished => Visit::Unfinished,
-        Progress::Done => meta.next_due().map_or(Visit::Done, Visit::DueAt),
+        // The next oldest slot may need next totals, ready before it leaves.
+        Progress::Done => match next::visit(ctx, db, base, &meta, deadline_us) {
+            Some(visit) => visit,
+            None => meta.next_due().map_or(Visit::Done, Visit::DueAt),
+        },
     }
 }
 
@@ -285,6 +294,12 @@ fn drain_pending(
             let Some(slot) = slot else {
                 break Progress::Done;
             };
+            // Next totals that leave out another slot would change with this one.
+            state::with(|s| {
+                if s.next(db, base).is_some_and(|next| next.excluded != index) {
+                    s.drop_next(db, base);
+                }
+            });
             let board: BoardId = (db, base.to_vec());
             if !drain_slot(ctx, &board, index, (zset, &slot, &slot_name), deadline_us) {
                 break Progress::Unfinished;

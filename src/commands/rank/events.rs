@@ -35,6 +35,11 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
         if let Some(base) = base_of_meta(key) {
             s.unverify(db, base);
         }
+        // Next totals follow tally's own writes only (on a replica: none, they are not
+        // used there).
+        if s.has_nexts() {
+            s.drop_next(db, base_of_part(key).unwrap_or(key));
+        }
         s.own_calls > 0
     });
     // Replicas and loads receive the primary's effects: they must not act themselves.

@@ -1,6 +1,7 @@
 //! TSRANK.INCRBY, top-down: open the board (every key, checked), check it (rebuild a
 //! quarantined one, refuse a range that would not fit), compute the new values, write
-//! them, replicate them as absolute values, reply.
+//! them (and keep the board's next totals in step), replicate them as absolute values,
+//! reply.
 //!
 //! Owns: the write path of increments. May not touch: the meta hash's fields other than
 //! through `meta`; replicates only through [`Effects`]. Nothing is written before every
@@ -30,6 +31,7 @@ use super::board::open_pending;
 use super::check_cluster;
 use super::jobs::{flush_jobs, has_jobs};
 use super::meta;
+use super::next;
 use super::repair::repair;
 use super::state::{self, Seen};
 use super::transit::Transit;
@@ -62,7 +64,7 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         };
         check(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
         let (mut changes, replies) = compute_changes(&pairs, &target)?;
-        let meta_effects = write(ctx, &mut target, &mut changes);
+        let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
         replicate(ctx, name, &target, &changes, meta_effects);
         // One event per command, however many attempts it took.
         notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
@@ -204,7 +206,10 @@ fn open(
     }
     let slot_name = RStr::new(&slot_key(base, index)).ok_or(Error::WrongType)?;
     let slot = acl.open_str(ctx, &slot_name, true)?;
-    let pending = open_pending(ctx, acl, base, &meta, now, transit)?;
+    let pending = open_pending(ctx, acl, base, &meta, now, transit)?
+        .into_iter()
+        .map(|(_, slot)| slot)
+        .collect();
     if has_jobs() {
         return Ok(None);
     }
@@ -360,7 +365,7 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
 /// Writes the new values, and the meta if its range changed, the board is new or its meta
 /// is still in the four-number layout. Returns the meta's effects (and the removal of a
 /// leftover slot hash), which go first when the write is replicated.
-fn write(ctx: &Context, target: &mut Target, changes: &mut [Change]) -> Effects {
+fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]) -> Effects {
     if target.slot_is_leftover {
         target.slot.delete();
     }
@@ -395,6 +400,14 @@ fn write(ctx: &Context, target: &mut Target, changes: &mut [Change]) -> Effects 
         if let Some(due) = meta.next_due() {
             expiry::schedule(ctx, &target.meta_name, due);
         }
+    }
+    // The totals without the oldest slot, if the board keeps them (see `next`).
+    let slot = (target.index, target.slot.len());
+    let members = changes
+        .iter()
+        .map(|c| (&c.member, c.bytes, c.slot_count, c.total));
+    if next::follow_write(ctx, selected_db(ctx), base, &meta, slot, members) {
+        expiry::schedule(ctx, &target.meta_name, 0);
     }
     if target.slot_is_leftover {
         effects.command(c"DEL").arg(target.slot_name.as_bytes());

@@ -15,6 +15,8 @@
 //! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
 //! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
+//!   `next`: the totals without a large oldest slot, ready before it leaves, for the reads
+//!   meanwhile;
 //! * the lifecycle of a board made of several keys: `events` reads the keyspace events on
 //!   its keys (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits
 //!   and the quarantine they cause) and queues `jobs`, which move or remove its `parts`;
@@ -36,6 +38,7 @@ mod events;
 mod incrby;
 mod jobs;
 mod meta;
+mod next;
 mod parts;
 mod read;
 mod repair;

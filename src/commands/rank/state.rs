@@ -8,6 +8,8 @@
 //! * the saved scans of slots being expired (`drain`);
 //! * the totals of large quarantined boards that the timer computes in steps (`view`), and
 //!   those no longer true, freed by the timer in steps;
+//! * the totals of boards without their oldest slot, when that slot is large, ready before
+//!   it leaves the window (`next`);
 //! * the lifecycle jobs queued by keyspace events (`jobs`) and their bookkeeping.
 //!
 //! A known meta is *verified* when it is known to equal the stored one: TSRANK.INCRBY then
@@ -27,7 +29,7 @@ use std::mem::size_of;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use crate::rank::{Meta, Totals, TotalsBuilder};
+use crate::rank::{Meta, RankedSet, Totals, TotalsBuilder};
 use crate::store::scan::HashCursor;
 
 use super::jobs::Job;
@@ -83,6 +85,26 @@ impl View {
     }
 }
 
+/// A board's totals without slot `excluded` (its oldest slot hash), in leaderboard order:
+/// for every member, its sorted-set total less its count in that slot. Complete once
+/// `scan` is done (`None`); until then, only what was scanned or written is in `totals`.
+pub(super) struct Next {
+    pub(super) excluded: i64,
+    pub(super) totals: RankedSet,
+    pub(super) scan: Option<NextScan>,
+}
+
+/// How the timer fills a board's [`Next`] (see `next`).
+pub(super) enum NextScan {
+    /// A pass over the sorted set (a new [`Next`] of a board whose other slots hold more).
+    Totals(HashCursor),
+    /// A pass over the slot hashes after the excluded one, from slot `index` (a new
+    /// [`Next`]: a member in none of them has no total without the excluded slot).
+    Slots { index: i64, cursor: HashCursor },
+    /// A pass over the excluded slot's hash (the totals equal the sorted set's before).
+    Excluded(HashCursor),
+}
+
 /// The leaderboard family's memory (see the module doc).
 #[derive(Default)]
 pub(super) struct State {
@@ -99,6 +121,11 @@ pub(super) struct State {
     /// Views no longer true, freed by the timer in steps (freeing a million members at
     /// once would hold the server for tens of milliseconds).
     discarded: Vec<Totals>,
+    /// Totals without the oldest slot, by database, then base (see [`Next`]); looked up
+    /// by every INCRBY of a board that has one.
+    nexts: HashMap<c_int, HashMap<Vec<u8>, Next>>,
+    /// Next totals no longer used, freed by the timer in steps.
+    discarded_nexts: Vec<RankedSet>,
     /// Verified metas found to differ from the stored one (a broken invariant: tests
     /// assert it stays 0).
     mismatches: u64,
@@ -144,6 +171,11 @@ impl State {
         let views: usize = self.views.values().map(View::bytes).sum();
         let discarded: usize = self.discarded.iter().map(Totals::bytes).sum();
         let jobs = self.jobs.capacity() * size_of::<Job>();
+        let nexts: usize = (self.nexts.values())
+            .flat_map(HashMap::iter)
+            .map(|(base, next)| base.len() + ENTRY_OVERHEAD + next.totals.bytes())
+            .sum();
+        let discarded_nexts: usize = self.discarded_nexts.iter().map(RankedSet::bytes).sum();
         self.known_bytes
             + board_ids(self.quarantine.len())
             + quarantine
@@ -152,6 +184,8 @@ impl State {
             + views
             + discarded
             + jobs
+            + nexts
+            + discarded_nexts
     }
 
     // ------------------------------------------------------------------ known metas
@@ -280,14 +314,80 @@ impl State {
         }
     }
 
-    /// Frees discarded views, about `work` members' worth; true while some are left.
+    /// Frees discarded totals, about `work` members' worth; true while some are left.
     pub(super) fn free_discarded(&mut self, work: usize) -> bool {
         if let Some(last) = self.discarded.last_mut() {
             if last.free_step(work) {
                 self.discarded.pop();
             }
+        } else if let Some(last) = self.discarded_nexts.last_mut() {
+            if last.free_step(work) {
+                self.discarded_nexts.pop();
+            }
         }
-        !self.discarded.is_empty()
+        !self.discarded.is_empty() || !self.discarded_nexts.is_empty()
+    }
+
+    // ------------------------------------------------------------------------- nexts
+
+    pub(super) fn has_nexts(&self) -> bool {
+        !self.nexts.is_empty()
+    }
+
+    pub(super) fn next(&self, db: c_int, base: &[u8]) -> Option<&Next> {
+        self.nexts.get(&db)?.get(base)
+    }
+
+    pub(super) fn next_mut(&mut self, db: c_int, base: &[u8]) -> Option<&mut Next> {
+        self.nexts.get_mut(&db)?.get_mut(base)
+    }
+
+    pub(super) fn put_next(&mut self, db: c_int, base: &[u8], next: Next) {
+        self.nexts
+            .entry(db)
+            .or_default()
+            .insert(base.to_vec(), next);
+    }
+
+    /// The board's next totals, if they are complete and leave out slot `excluded`.
+    pub(super) fn ready_next(&self, db: c_int, base: &[u8], excluded: i64) -> Option<&RankedSet> {
+        let next = self.next(db, base)?;
+        (next.excluded == excluded && next.scan.is_none()).then_some(&next.totals)
+    }
+
+    /// Something changed the board's keys behind tally's back, or the board is gone: its
+    /// next totals are no longer true.
+    pub(super) fn drop_next(&mut self, db: c_int, base: &[u8]) {
+        let Some(in_db) = self.nexts.get_mut(&db) else {
+            return;
+        };
+        let next = in_db.remove(base);
+        if in_db.is_empty() {
+            self.nexts.remove(&db);
+        }
+        if let Some(next) = next {
+            self.discard_next(next);
+        }
+    }
+
+    fn discard_next(&mut self, next: Next) {
+        if !next.totals.is_empty() {
+            self.discarded_nexts.push(next.totals);
+        }
+    }
+
+    fn drop_nexts_where(&mut self, gone: impl Fn(c_int) -> bool) {
+        let dbs: Vec<c_int> = self.nexts.keys().copied().filter(|d| gone(*d)).collect();
+        for db in dbs {
+            for next in self
+                .nexts
+                .remove(&db)
+                .into_iter()
+                .flat_map(HashMap::into_values)
+            {
+                self.discard_next(next);
+            }
+        }
     }
 
     // ---------------------------------------------------------- boards and databases
@@ -304,6 +404,7 @@ impl State {
         self.drains.remove(&id);
         let view = self.views.remove(&id);
         self.discard(view);
+        self.drop_next(db, base);
     }
 
     /// Forgets the boards and jobs of database `db` (every database if `db` is -1).
@@ -323,6 +424,7 @@ impl State {
             self.discard(view);
         }
         self.jobs.retain(|job| keep(job.db()));
+        self.drop_nexts_where(|d| !keep(d));
         self.recount_known();
     }
 
@@ -347,6 +449,7 @@ impl State {
         for job in &mut self.jobs {
             job.swap_db(&swap);
         }
+        self.drop_nexts_where(|_| true);
     }
 
     fn recount_known(&mut self) {
