@@ -302,3 +302,77 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+per_server!(one_kind_at_a_time: replies_equal_the_model_while_large_slots_leave_in_turn);
+/// `WINDOW 3s SLOT 1s`, two consecutive slots of 20,000 members each (the same members,
+/// other counts), then random increments every few milliseconds, with a tiny expiry
+/// budget: while each large slot leaves the window and is subtracted (the second one
+/// right after the first), TOP, SCORE, RANK and INFO answer the model of the window of the
+/// moment, as they do before and after.
+fn replies_equal_the_model_while_large_slots_leave_in_turn(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
+        .expect("config");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "{ws}", "WINDOW", "3s", "SLOT", "1s"]),
+        v_ok()
+    );
+    let mut t0 = server_ms(&srv);
+    while t0 % 1000 > 200 {
+        std::thread::sleep(Duration::from_millis(10));
+        t0 = server_ms(&srv);
+    }
+    let first = t0 / 1000;
+    let n = 20_000;
+    let mut model = RankModel::default();
+    fill(&srv, "{ws}", n, t0, |i| (i % 5) as i64 + 1);
+    (0..n).for_each(|i| model.add(first, &format!("m{i}"), (i % 5) as i64 + 1));
+    while server_ms(&srv) < (first + 1) * 1000 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let second_at = (first + 1) * 1000;
+    fill(&srv, "{ws}", n, second_at, |i| (i % 7) as i64 + 1);
+    (0..n).for_each(|i| model.add(first + 1, &format!("m{i}"), (i % 7) as i64 + 1));
+    let mut rng = Rng(0x5EED);
+    let (mut checks, mut pending_checks) = (0, [0, 0]);
+    let end = (first + 6) * 1000;
+    loop {
+        let at = server_ms(&srv);
+        if at >= end {
+            break;
+        }
+        let member = format!("m{}", rng.below(n as i64 + 50));
+        let by = 1 + rng.below(4);
+        let reply = srv.cmd_value(&[
+            "TSRANK.INCRBY",
+            "{ws}",
+            &by.to_string(),
+            &member,
+            "AT",
+            &at.to_string(),
+        ]);
+        assert!(matches!(reply, Value::Int(_)), "{k}: {reply:?}");
+        model.add(at / 1000, &member, by);
+        let probe = format!("m{}", rng.below(n as i64 + 50));
+        let before = server_ms(&srv) / 1000;
+        let pending = [first, first + 1]
+            .map(|slot| before > slot + 2 && exists(&srv, format!("{{ws}}|slot|{slot}")));
+        let got = read(&srv, "{ws}", &probe);
+        if server_ms(&srv) / 1000 != before {
+            continue;
+        }
+        let rows = RankModel::ranked(&model.totals(before - 2, before));
+        assert_eq!(got, expected(&rows, &probe), "{k}: slot {before}, {probe}");
+        checks += 1;
+        for (seen, was_pending) in pending_checks.iter_mut().zip(pending) {
+            *seen += usize::from(was_pending);
+        }
+    }
+    println!("{k}: {checks} checks, {pending_checks:?} while a large slot was subtracted");
+    assert!(
+        pending_checks.iter().all(|&c| c > 0),
+        "{k}: {pending_checks:?} checks while each large slot was subtracted"
+    );
+    srv.assert_alive();
+}
