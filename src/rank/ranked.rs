@@ -22,12 +22,109 @@ const BLOCK: usize = 256;
 /// See the module doc.
 #[derive(Default)]
 pub struct RankedSet {
-    totals: ShardedMap<Member, i64>,
+    totals: Index,
     /// Blocks of `(total, member)`, each in leaderboard order (the entry ahead first),
     /// every entry of a block ahead of every entry of the next. No block is empty.
     blocks: Vec<Vec<(i64, Member)>>,
     /// Bytes of the member names (each allocated once, shared by both lists).
     member_bytes: usize,
+}
+
+/// Members past which the index moves to a [`ShardedMap`] (one step of this many entries;
+/// below, a plain map costs a few kilobytes where the shards cost 200).
+const SHARDED_FROM: usize = 32_768;
+
+/// Member -> total: a plain map while small, a [`ShardedMap`] once large.
+enum Index {
+    Small(HashMap<Member, i64>),
+    Large(ShardedMap<Member, i64>),
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index::Small(HashMap::new())
+    }
+}
+
+impl Index {
+    fn len(&self) -> usize {
+        match self {
+            Index::Small(map) => map.len(),
+            Index::Large(map) => map.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get_key_value(&self, member: &[u8]) -> Option<(&Member, &i64)> {
+        match self {
+            Index::Small(map) => map.get_key_value(member),
+            Index::Large(map) => map.get_key_value(member),
+        }
+    }
+
+    fn insert(&mut self, member: Member, total: i64) {
+        if let Index::Small(map) = self {
+            if map.len() >= SHARDED_FROM && !map.contains_key(&member) {
+                let mut large = ShardedMap::default();
+                for (m, t) in map.drain() {
+                    large.insert(m, t);
+                }
+                *self = Index::Large(large);
+            }
+        }
+        match self {
+            Index::Small(map) => {
+                map.insert(member, total);
+            }
+            Index::Large(map) => {
+                map.insert(member, total);
+            }
+        }
+    }
+
+    fn remove_entry(&mut self, member: &[u8]) {
+        match self {
+            Index::Small(map) => {
+                map.remove_entry(member);
+            }
+            Index::Large(map) => {
+                map.remove_entry(member);
+            }
+        }
+    }
+
+    /// Bytes of the tables (an estimate).
+    fn bytes(&self) -> usize {
+        let entry = size_of::<(Member, i64)>() + 1;
+        match self {
+            Index::Small(map) => map.capacity() * entry,
+            // The shards' tables run between half and seven eighths full.
+            Index::Large(map) => {
+                map.len() * entry * 3 / 2 + 4096 * size_of::<HashMap<Member, i64>>()
+            }
+        }
+    }
+
+    /// Frees about `work` entries; true once empty.
+    fn release_some(&mut self, work: usize) -> bool {
+        match self {
+            Index::Small(map) => {
+                let mut left = work.max(1);
+                map.retain(|_, _| {
+                    if left == 0 {
+                        return true;
+                    }
+                    left -= 1;
+                    false
+                });
+                map.is_empty()
+            }
+            Index::Large(map) => map.release_some(work),
+        }
+    }
 }
 
 /// `Less` when `a` comes before `b` in leaderboard order.
@@ -150,13 +247,7 @@ impl RankedSet {
     pub fn bytes(&self) -> usize {
         let entry = size_of::<(i64, Member)>();
         let blocks: usize = self.blocks.iter().map(|b| b.capacity() * entry).sum();
-        // The map's tables run between half and seven eighths full.
-        let map = self.totals.len() * (size_of::<(Member, i64)>() + 1) * 3 / 2;
-        let shards = match self.totals.is_empty() {
-            true => 0,
-            false => 4096 * size_of::<HashMap<Member, i64>>(),
-        };
-        map + shards
+        self.totals.bytes()
             + self.blocks.capacity() * size_of::<Vec<(i64, Member)>>()
             + blocks
             // Each name's allocation: the bytes and the two reference counts.
@@ -233,6 +324,37 @@ mod tests {
             }
         }
         assert_eq!(set.rank(b"nobody"), None);
+        assert!(set.bytes() > set.len() * 40);
+        while !set.free_step(500) {}
+        assert!(set.is_empty());
+    }
+
+    #[test]
+    fn a_large_set_moves_to_shards_and_keeps_its_answers() {
+        let mut set = RankedSet::default();
+        let mut model: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+        for i in 0..(SHARDED_FROM as i64 + 5000) {
+            let member = format!("member:{i}").into_bytes();
+            set.set(&member, 1 + i % 97);
+            model.insert(member, 1 + i % 97);
+        }
+        assert!(matches!(set.totals, Index::Large(_)));
+        for i in (0..SHARDED_FROM as i64).step_by(3) {
+            let member = format!("member:{i}").into_bytes();
+            set.set(&member, 0);
+            model.insert(member, 0);
+        }
+        let want = ordered(&model);
+        assert_eq!(set.len(), want.len());
+        for (i, (m, t)) in want.iter().enumerate().step_by(101) {
+            assert_eq!(set.rank(m), Some(i));
+            assert_eq!(set.get(m), *t);
+        }
+        let page: Vec<(Vec<u8>, i64)> = set.top(777, 5).map(|(m, t)| (m.to_vec(), t)).collect();
+        assert_eq!(
+            page,
+            want.iter().skip(777).take(5).cloned().collect::<Vec<_>>()
+        );
         assert!(set.bytes() > set.len() * 40);
         while !set.free_step(500) {}
         assert!(set.is_empty());

@@ -125,7 +125,8 @@ impl Board {
         transit: &Transit,
     ) -> Result<Board> {
         let db = selected_db(ctx);
-        let view = if state::with(|s| s.is_quarantined(db, &base)) {
+        let quarantined = state::with(|s| s.is_quarantined(db, &base));
+        let view = if quarantined {
             quarantined_view(ctx, acl, db, &base, &meta, now, transit)?
         } else {
             None
@@ -136,7 +137,7 @@ impl Board {
         };
         // One large slot being subtracted: its next totals answer (see `next`).
         let from_next = match pending.as_slice() {
-            [(index, _)] => {
+            [(index, _)] if !quarantined => {
                 is_acting_primary(ctx) && state::with(|s| s.ready_next(db, &base, *index).is_some())
             }
             _ => false,
