@@ -45,6 +45,7 @@
 //!   [`conn_value`], [`conn_as_user`], [`exists`], [`hgetall`], [`slot_fields`],
 //!   [`strings`].
 //! * [`workload`] — [`Rng`], [`long_run`].
+//! * [`rank_model`] — [`RankModel`], the reference model of a leaderboard.
 //! * [`per_server`] — the [`per_server!`] macro: one test case per server kind.
 //!
 //! # Expected replies ([`Value`] variants, redis crate 1.8)
@@ -106,6 +107,7 @@ pub mod commands;
 pub mod dump;
 pub mod info;
 pub mod per_server;
+pub mod rank_model;
 pub mod replication;
 pub mod server;
 pub mod values;
@@ -116,6 +118,7 @@ pub use commands::*;
 pub use dump::*;
 pub use info::*;
 pub use per_server::*;
+pub use rank_model::*;
 pub use replication::*;
 pub use server::*;
 pub use values::*;

@@ -44,6 +44,15 @@ pub fn v_simple(s: &str) -> Value {
     Value::SimpleString(s.to_string())
 }
 
+/// The server's error for a command on a key of another type (tally answers it too, for
+/// a key that is not its object).
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// True if `v` is a `WRONGTYPE` error reply.
+pub fn is_wrongtype(v: &Value) -> bool {
+    error_text(v).is_some_and(|e| e.starts_with("WRONGTYPE"))
+}
+
 /// Expected RESP3 double: `Value::Double` (on RESP2 a double is a bulk
 /// string: use `v_bulk("1.5")`).
 pub fn v_double(d: f64) -> Value {

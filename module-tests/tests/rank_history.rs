@@ -14,13 +14,11 @@
 //! the same slot.
 
 use module_tests::*;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 const HOUR: i64 = 3_600_000;
 const WINDOW_ERR: &str =
     "ERR WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW";
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// A HISTORY reply as `(slot_start, count)` rows (nested arrays in RESP2 and RESP3).
 fn rows(v: &Value) -> Vec<(i64, i64)> {
@@ -37,34 +35,6 @@ fn rows(v: &Value) -> Vec<(i64, i64)> {
             _ => panic!("not a pair: {row:?}"),
         })
         .collect()
-}
-
-/// Reference model: slot index -> member -> count.
-#[derive(Default)]
-struct Model {
-    slots: BTreeMap<i64, BTreeMap<String, i64>>,
-}
-
-impl Model {
-    fn add(&mut self, slot: i64, member: &str, n: i64) {
-        *self
-            .slots
-            .entry(slot)
-            .or_default()
-            .entry(member.to_string())
-            .or_default() += n;
-    }
-
-    /// `member`'s non-zero counts in slots `from ..= to`, oldest first.
-    fn history(&self, member: &str, from: i64, to: i64, slot_ms: i64) -> Vec<(i64, i64)> {
-        self.slots
-            .range(from..=to)
-            .filter_map(|(slot, counts)| {
-                let n = counts.get(member).copied().unwrap_or(0);
-                (n > 0).then_some((slot * slot_ms, n))
-            })
-            .collect()
-    }
 }
 
 fn history_cmd(board: &str, member: &str, window: Option<&str>) -> Vec<String> {
@@ -91,7 +61,7 @@ fn history_matches_the_model_on_random_traffic(kind: &ServerKind) {
         );
         let t0 = server_ms(&srv);
         let cur = t0 / HOUR;
-        let mut model = Model::default();
+        let mut model = RankModel::default();
         for round in 0..4 {
             // Members m0..m11, increments 1..4, AT up to 22 h back (inside the window).
             let mut cmds = Vec::new();
@@ -438,7 +408,7 @@ fn replica_answers_history_like_the_primary(kind: &ServerKind) {
     replica.replicate_from(&primary);
     wait_replica_synced(&primary, &replica);
     let mut rng = Rng(0xABCD_EF01);
-    let mut model = Model::default();
+    let mut model = RankModel::default();
     let t0 = server_ms(&primary);
     let cur = t0 / HOUR;
     let mut conn = primary.conn();

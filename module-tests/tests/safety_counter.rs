@@ -12,12 +12,6 @@
 use module_tests::*;
 use std::time::{Duration, Instant};
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-fn is_wrongtype(v: &Value) -> bool {
-    error_text(v).is_some_and(|e| e.starts_with("WRONGTYPE"))
-}
-
 /// The one slot field of `key` whose name starts with `prefix` (e.g. `1ms:`).
 fn field_with_prefix(srv: &Server, key: &str, prefix: &str) -> String {
     let fields: Vec<String> = slot_fields(srv, key)

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use module_tests::*;
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
 // ------------------------------------------------------------------------- helpers
 
 fn is_error(v: &Value) -> bool {

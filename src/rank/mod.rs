@@ -12,7 +12,7 @@
 //!   ([`MetaLayout::FourNumberMarker`]): they load, and the next write of the range
 //!   rewrites them in the current layout. Any other combination is not a leaderboard;
 //! * `_edited` (present or not) on `key|meta`: the board is quarantined (see
-//!   `commands/rank/lifecycle.rs`);
+//!   `commands/rank/events.rs`);
 //! * `key|slot|<slot index>`: a hash `member -> count` of the events of one slot
 //!   (slot index = slot start / slot length).
 //!
@@ -39,6 +39,9 @@ use crate::error::{Error, Result};
 use crate::inline_vec::InlineVec;
 use crate::layout;
 use crate::window::{first_kept, leaves_at, slot_index};
+
+mod ranked;
+pub use ranked::RankedSet;
 
 /// Suffix of the meta hash name.
 pub const META_SUFFIX: &[u8] = b"|meta";
@@ -423,6 +426,8 @@ pub struct Totals {
     /// Positions in `entries`, in leaderboard order (plain integers: a pass of the
     /// ordering copies and drops no member).
     order: Vec<u32>,
+    /// Bytes of the member names (each allocated once, shared by `index` and `entries`).
+    member_bytes: usize,
 }
 
 impl Totals {
@@ -441,6 +446,17 @@ impl Totals {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Bytes held (an estimate: allocations, their headers and the index's slack).
+    pub fn bytes(&self) -> usize {
+        let index_entry = std::mem::size_of::<(Member, usize)>() + 1;
+        self.index.capacity() * index_entry
+            + self.entries.capacity() * std::mem::size_of::<(Member, i64)>()
+            + self.order.capacity() * std::mem::size_of::<u32>()
+            // Each name's allocation: the bytes and the two reference counts.
+            + self.member_bytes
+            + self.entries.len() * 2 * std::mem::size_of::<usize>()
     }
 
     /// Frees about `work` members' worth of memory; true once nothing is left. Freeing a
@@ -528,6 +544,7 @@ impl TotalsBuilder {
         {
             Some((_, total)) => *total = total.saturating_add(count),
             None => {
+                totals.member_bytes += member.len();
                 let member: Member = Rc::from(member);
                 totals
                     .index
@@ -547,6 +564,11 @@ impl TotalsBuilder {
             _ => a.cmp(&b),
         };
         self.sort.step(totals.entries.len(), work, order)
+    }
+
+    /// Bytes held (see [`Totals::bytes`]), with the ordering's work space.
+    pub fn bytes(&self) -> usize {
+        self.totals.bytes() + self.sort.bytes()
     }
 
     /// The totals summed so far, unordered (to free them in steps).
@@ -685,6 +707,11 @@ impl SteppedSort {
             }
         }
         true
+    }
+
+    /// Bytes held by the positions being sorted.
+    pub fn bytes(&self) -> usize {
+        (self.items.capacity() + self.out.capacity()) * std::mem::size_of::<u32>()
     }
 
     /// The sorted positions (call once [`SteppedSort::step`] returned true).

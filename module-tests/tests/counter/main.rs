@@ -22,7 +22,6 @@ use module_tests::*;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const OUTSIDE: &str = "ERR timestamp is outside the kept range";
 const FUTURE: &str = "ERR timestamp is too far in the future";
 const DEFAULT_RES: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";

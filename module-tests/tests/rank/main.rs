@@ -18,10 +18,8 @@
 //! holds the shared error texts and reply helpers.
 
 use module_tests::*;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const OUTSIDE: &str = "ERR timestamp is outside the kept range";
 const FUTURE: &str = "ERR timestamp is too far in the future";
 const HOUR: i64 = 3_600_000;

@@ -4,48 +4,6 @@
 
 use super::*;
 
-/// Reference model: slot index -> member -> count.
-#[derive(Default)]
-struct Model {
-    slots: BTreeMap<i64, BTreeMap<String, i64>>,
-}
-
-impl Model {
-    fn add(&mut self, slot: i64, member: &str, n: i64) {
-        *self
-            .slots
-            .entry(slot)
-            .or_default()
-            .entry(member.to_string())
-            .or_default() += n;
-    }
-
-    /// Totals over slots `from ..= to`.
-    fn totals(&self, from: i64, to: i64) -> BTreeMap<String, i64> {
-        let mut out = BTreeMap::new();
-        for (_, counts) in self.slots.range(from..=to) {
-            for (m, c) in counts {
-                *out.entry(m.clone()).or_default() += c;
-            }
-        }
-        out
-    }
-
-    /// Leaderboard order: total descending, ties by member descending (ZREVRANGE).
-    fn ranked(totals: &BTreeMap<String, i64>) -> Vec<(String, i64)> {
-        let mut v: Vec<(String, i64)> = totals
-            .iter()
-            .filter(|(_, t)| **t > 0)
-            .map(|(m, t)| (m.clone(), *t))
-            .collect();
-        v.sort_by(|a, b| {
-            b.1.cmp(&a.1)
-                .then_with(|| b.0.as_bytes().cmp(a.0.as_bytes()))
-        });
-        v
-    }
-}
-
 // ================================================================= model test
 
 per_server!(model_random_workload_top_score_rank_window);
@@ -61,7 +19,7 @@ fn model_random_workload_top_score_rank_window(kind: &ServerKind) {
         );
         let t0 = server_ms(&srv);
         let cur = t0 / HOUR;
-        let mut model = Model::default();
+        let mut model = RankModel::default();
         for round in 0..6 {
             // A batch of writes: members m0..m29, increments 1..3, AT up to 20 h back.
             let mut cmds = Vec::new();
@@ -99,7 +57,7 @@ fn model_random_workload_top_score_rank_window(kind: &ServerKind) {
                 "test ran across too many hours"
             );
             let now_slot = server_ms(&srv) / HOUR;
-            let ranked = Model::ranked(&model.totals(now_slot - 23, now_slot));
+            let ranked = RankModel::ranked(&model.totals(now_slot - 23, now_slot));
             // Whole board.
             let top = srv.cmd_value(&["TSRANK.TOP", board, "1000", "WITHSCORES"]);
             assert_eq!(pairs(&top), ranked, "{k} {board} round {round}");
@@ -165,7 +123,7 @@ fn model_random_workload_top_score_rank_window(kind: &ServerKind) {
                 if before != after {
                     continue; // an hour boundary passed during the query
                 }
-                let want = Model::ranked(&model.totals(before - hours + 1, before));
+                let want = RankModel::ranked(&model.totals(before - hours + 1, before));
                 let want: Vec<_> = want.into_iter().take(50).collect();
                 assert_eq!(pairs(&v), want, "{k} {board} WINDOW {hours}h");
             }

@@ -16,7 +16,6 @@ use std::time::Duration;
 use module_tests::*;
 
 const HOUR: i64 = 3_600_000;
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 // ------------------------------------------------------------------------- helpers
 

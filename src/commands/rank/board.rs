@@ -1,5 +1,5 @@
-//! Opening a leaderboard for a read: the sorted set, the meta (from its hash, or from the
-//! registry while a job puts a deleted one back), the slots still being subtracted, and
+//! Opening a leaderboard for a read: the sorted set, the meta (its verified copy, its hash,
+//! or what tally knows while a job puts a deleted one back), the slots still being subtracted, and
 //! for a quarantined board the totals computed from its slot hashes (by the read when
 //! they are few, by the timer in steps when they are many: see `view`).
 //!
@@ -13,21 +13,18 @@ use std::rc::Rc;
 
 use redis_module::{Context, RedisString};
 
-use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
 use crate::rank::{
-    add_count, meta_key, score_to_total, slot_key, Meta, MetaLayout, Totals, TotalsBuilder,
+    add_count, meta_key, score_to_total, slot_key, Meta, RankedSet, Totals, TotalsBuilder,
 };
-use crate::server::selected_db;
+use crate::server::{is_acting_primary, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::lifecycle::{has_jobs, pending_restore, resolve_base};
-use super::registry::{
-    is_quarantined, known_meta, note_mismatch, ready_view, remember_read, unverify, verified_meta,
-};
-use super::stored;
+use super::jobs::{has_jobs, pending_restore, resolve_base};
+use super::meta;
+use super::state::{self, Seen};
 use super::transit::Transit;
 use super::view;
 
@@ -39,41 +36,13 @@ pub(super) struct Board {
     pub(super) meta: Meta,
     /// Slot hashes that left the window but still hold counts not yet subtracted.
     pub(super) pending: Vec<Key>,
-    /// A quarantined board's window totals, computed from its slot hashes: its sorted set
-    /// may have been edited, the slots are what tally counted.
-    pub(super) computed: Option<Rc<Totals>>,
-}
-
-/// The board's verified meta (see `registry`), for a command that may use it without
-/// reading the meta hash `meta_name`: none while the board is quarantined. With
-/// `check-caches` the stored meta is read and compared, and a stale copy is an error
-/// (counted, and the copy dropped).
-pub(super) fn checked_verified_meta(
-    ctx: &Context,
-    db: c_int,
-    base: &[u8],
-    meta_name: &[u8],
-) -> Result<Option<Meta>> {
-    let Some(meta) = verified_meta(db, base) else {
-        return Ok(None);
-    };
-    if is_quarantined(db, base) {
-        return Ok(None);
-    }
-    if config::check_caches() {
-        let stored = Key::open_bytes(ctx, meta_name, false)
-            .filter(|key| !key.has_ttl())
-            .and_then(|key| stored::read(&key));
-        if stored != Some((meta, MetaLayout::Current)) {
-            note_mismatch();
-            unverify(db, base);
-            ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
-            return Err(Error::TryAgain(
-                "tally's copy of this leaderboard's meta was stale (check-caches)".into(),
-            ));
-        }
-    }
-    Ok(Some(meta))
+    /// A quarantined board's window totals, computed from its slot hashes (its view): its
+    /// sorted set may have been edited, the slots are what tally counted.
+    pub(super) view: Option<Rc<Totals>>,
+    /// The board answers from its next totals: one large slot that left the window is
+    /// being subtracted, and they leave it out (see `next`).
+    pub(super) from_next: bool,
+    pub(super) db: c_int,
 }
 
 impl Board {
@@ -100,9 +69,9 @@ impl Board {
         // board with it: the expiry queues the removal, and from then on the board
         // answers as the removed board it is about to be (a write starts over instead).
         let removed_meanwhile = || has_jobs() && resolve_base(db, name.as_slice()).is_none();
-        // The usual read: a verified meta (equal to the stored one, see `registry`) spares
+        // The usual read: a verified meta (equal to the stored one, see `state`) spares
         // reading and parsing the meta hash. The read permission is checked all the same.
-        if let Some(meta) = checked_verified_meta(ctx, db, &base, &meta_name)? {
+        if let Some(meta) = meta::verified(ctx, db, &base, &meta_name)? {
             acl.check_bytes(&meta_name, false)?;
             let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
             return Ok(Some(board).filter(|_| !removed_meanwhile()));
@@ -111,10 +80,10 @@ impl Board {
         if removed_meanwhile() {
             return Ok(None);
         }
-        let meta = match stored::load(&key) {
+        let meta = match meta::load(&key) {
             Ok(Some((meta, _))) => Some(meta),
             // A user deleted the meta of a board tally knows; a job puts it back.
-            Ok(None) if zset.kind() == KeyKind::Zset => known_meta(db, &base),
+            Ok(None) if zset.kind() == KeyKind::Zset => state::with(|s| s.known_meta(db, &base)),
             Ok(None) => None,
             // A user garbled the meta of a board tally knows (HSET `_slots` garbage): the
             // queued job puts back the meta it holds, so the board answers from that one
@@ -136,7 +105,7 @@ impl Board {
                 Err(Error::WrongType)
             };
         };
-        remember_read(db, &base, meta);
+        state::with(|s| s.note_meta(db, &base, meta, Seen::Read));
         let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
         Ok(Some(board).filter(|_| !removed_meanwhile()))
     }
@@ -156,28 +125,55 @@ impl Board {
         transit: &Transit,
     ) -> Result<Board> {
         let db = selected_db(ctx);
-        let computed = if is_quarantined(db, &base) {
-            quarantined_totals(ctx, acl, db, &base, &meta, now, transit)?
+        let quarantined = state::with(|s| s.is_quarantined(db, &base));
+        let view = if quarantined {
+            quarantined_view(ctx, acl, db, &base, &meta, now, transit)?
         } else {
             None
         };
-        let pending = match computed {
+        let mut pending = match view {
             Some(_) => Vec::new(),
             None => open_pending(ctx, acl, &base, &meta, now, transit)?,
         };
+        // One large slot being subtracted: its next totals answer (see `next`).
+        let from_next = match pending.as_slice() {
+            [(index, _)] if !quarantined => {
+                is_acting_primary(ctx) && state::with(|s| s.ready_next(db, &base, *index).is_some())
+            }
+            _ => false,
+        };
+        if from_next {
+            pending.clear();
+        }
         Ok(Board {
             zset,
+            db,
             base,
             meta,
-            pending,
-            computed,
+            pending: pending.into_iter().map(|(_, slot)| slot).collect(),
+            view,
+            from_next,
+        })
+    }
+
+    /// The next totals of the board, when it answers from them (see `next`).
+    pub(super) fn with_next<T>(&self, f: impl FnOnce(&RankedSet) -> T) -> Option<T> {
+        if !self.from_next {
+            return None;
+        }
+        state::with(|s| {
+            let next = s.next(self.db, &self.base)?;
+            Some(f(&next.totals))
         })
     }
 
     /// `member`'s exact window total (0 if absent).
     pub(super) fn total_of(&self, member: &[u8]) -> i64 {
-        if let Some(totals) = &self.computed {
+        if let Some(totals) = &self.view {
             return totals.get(member);
+        }
+        if let Some(total) = self.with_next(|next| next.get(member)) {
+            return total;
         }
         let Some(member) = RStr::new(member) else {
             return 0;
@@ -200,7 +196,7 @@ impl Board {
 /// The window totals a read of a quarantined board answers from: summed from the live
 /// slot hashes when they hold few fields (or while the cluster slot moves), the timer's
 /// when they are done (the caller may read every live slot), else `None`.
-fn quarantined_totals(
+fn quarantined_view(
     ctx: &Context,
     acl: &Acl,
     db: c_int,
@@ -209,7 +205,7 @@ fn quarantined_totals(
     now: i64,
     transit: &Transit,
 ) -> Result<Option<Rc<Totals>>> {
-    let Some(range) = view::live_slots(meta, now) else {
+    let Some(range) = meta.live_range(now) else {
         return Ok(Some(Rc::new(Totals::default())));
     };
     let few = view::fields_in(ctx, base, range, view::SUMMED_BY_READS) <= view::SUMMED_BY_READS;
@@ -220,7 +216,7 @@ fn quarantined_totals(
         })?;
         return Ok(Some(Rc::new(builder.finish())));
     }
-    let Some(totals) = ready_view(db, base, range) else {
+    let Some(totals) = state::with(|s| s.ready_view(db, base, range)) else {
         // The timer computes them (it visits quarantined boards only when asked to: a
         // visit opens the board's keys, which can expire them lazily).
         expiry::schedule(ctx, &meta_key(base), now);
@@ -245,7 +241,8 @@ pub(super) fn walk(zset: &mut Key) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ 
     zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
 }
 
-/// Opens the slot hashes of `base` that left the window but are not fully subtracted.
+/// Opens the slot hashes of `base` that left the window but are not fully subtracted,
+/// with their slot indexes.
 /// One that is missing may be a gap (a slot never written) or, during a reshard, on the
 /// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
 /// less than two windows (`Meta::span_fits`), which bounds the walk.
@@ -256,13 +253,13 @@ pub(super) fn open_pending(
     meta: &Meta,
     now: i64,
     transit: &Transit,
-) -> Result<Vec<Key>> {
+) -> Result<Vec<(i64, Key)>> {
     let mut pending = Vec::new();
     if let Some((start, end)) = meta.pending_range(now) {
         for index in start..=end {
             let key = acl.open(ctx, &slot_key(base, index), false)?;
             match key.kind() {
-                KeyKind::Hash => pending.push(key),
+                KeyKind::Hash => pending.push((index, key)),
                 KeyKind::Empty => transit.missing()?,
                 _ => {}
             }

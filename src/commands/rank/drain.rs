@@ -3,8 +3,8 @@
 //! resuming where the last visit stopped.
 //!
 //! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
-//! timer writes none of their keys; `view` computes a large one's totals in memory), a board whose cluster slot is moving, the meta hash's
-//! fields other than through `stored`; replicates only through [`Effects`]. Opens keys for
+//! timer writes none of their keys; `view` computes a large one's totals in memory), a
+//! board whose cluster slot is moving, the meta hash's fields other than through `meta`; replicates only through [`Effects`]. Opens keys for
 //! writing only when there is work (a write open invalidates WATCH).
 
 use std::ffi::CStr;
@@ -20,12 +20,11 @@ use crate::server::{monotonic_us, selected_db};
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::lifecycle::{has_jobs, is_marked_edited};
-use super::registry::{
-    forget_board, free_discarded, is_quarantined, quarantine, remember, remember_read, save_cursor,
-    take_cursor, BoardId,
-};
-use super::stored;
+use super::jobs::has_jobs;
+use super::meta;
+use super::next;
+use super::parts::is_marked_edited;
+use super::state::{self, BoardId, Seen};
 use super::transit::Transit;
 use super::view;
 
@@ -99,7 +98,7 @@ fn drain_slot(
     deadline_us: u64,
 ) -> bool {
     let (zset, slot, slot_name) = keys;
-    let mut cursor = match take_cursor(board) {
+    let mut cursor = match state::with(|s| s.take_drain(board)) {
         Some((saved_index, cursor)) if saved_index == index => cursor,
         _ => HashCursor::new(),
     };
@@ -136,7 +135,7 @@ fn drain_slot(
             cursor = HashCursor::new();
         }
         if monotonic_us() >= deadline_us {
-            save_cursor(board.clone(), index, cursor);
+            state::with(|s| s.save_drain(board.clone(), index, cursor));
             break false;
         }
     };
@@ -156,13 +155,26 @@ pub fn expire(
     now: i64,
     deadline_us: u64,
 ) -> Visit {
-    // Quarantined boards' totals that are no longer true, a step of them.
-    free_discarded(FREED_PER_VISIT);
+    let visit = visit(ctx, key, name, now, deadline_us);
+    // Quarantined boards' totals that are no longer true, a step of them per visit: while
+    // some are left, this board is visited again at once to free the next step.
+    if !state::with(|s| s.free_discarded(FREED_PER_VISIT)) {
+        return visit;
+    }
+    match visit {
+        Visit::DueAt(due) if due <= now.saturating_add(1) => visit,
+        Visit::Unfinished => visit,
+        _ => Visit::DueAt(now.saturating_add(1)),
+    }
+}
+
+/// The visit of the board whose meta hash is `name` (see [`expire`]).
+fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Visit {
     if has_jobs() {
         // A rename or delete of this board may be queued: let it run first.
         return Visit::DueAt(now.saturating_add(1));
     }
-    let read = stored::read(&key);
+    let read = meta::read(&key);
     let marked = is_marked_edited(&key);
     // The board's keys are opened below, for writing when there is work.
     drop(key);
@@ -170,11 +182,14 @@ pub fn expire(
         return Visit::Done;
     };
     let db = selected_db(ctx);
-    remember_read(db, base, meta);
-    if marked {
-        quarantine(db, base);
-    }
-    if is_quarantined(db, base) {
+    let quarantined = state::with(|s| {
+        s.note_meta(db, base, meta, Seen::Read);
+        if marked {
+            s.quarantine(db, base);
+        }
+        s.is_quarantined(db, base)
+    });
+    if quarantined {
         // Edited by a native command, maybe by a user who may not touch the totals: the
         // timer writes none of its keys (the next write rebuilds the board), it only
         // computes the totals of a large one in memory for the reads.
@@ -182,6 +197,9 @@ pub fn expire(
     }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
+        if let Some(visit) = next::visit(ctx, db, base, &meta, deadline_us) {
+            return visit;
+        }
         return meta.next_due().map_or(Visit::Done, Visit::DueAt);
     }
     let Some(key) = Key::open_bytes(ctx, name, true) else {
@@ -218,18 +236,23 @@ pub fn expire(
             let mut effects = Effects::new();
             effects.command(c"DEL").arg(name);
             effects.emit(ctx);
-            forget_board(db, base);
+            state::with(|s| s.forget_board(db, base));
             return Visit::Done;
         }
         let mut effects = Effects::new();
-        stored::write_range(&key, name, &meta, layout, &mut effects);
+        meta::write_range(&key, name, &meta, layout, &mut effects);
         effects.emit(ctx);
-        remember(db, base, meta);
+        state::with(|s| s.note_meta(db, base, meta, Seen::Written));
     }
+    drop((key, zset));
     match progress {
         Progress::Blocked => retry,
         Progress::Unfinished => Visit::Unfinished,
-        Progress::Done => meta.next_due().map_or(Visit::Done, Visit::DueAt),
+        // The next oldest slot may need next totals, ready before it leaves.
+        Progress::Done => match next::visit(ctx, db, base, &meta, deadline_us) {
+            Some(visit) => visit,
+            None => meta.next_due().map_or(Visit::Done, Visit::DueAt),
+        },
     }
 }
 
@@ -271,6 +294,12 @@ fn drain_pending(
             let Some(slot) = slot else {
                 break Progress::Done;
             };
+            // Next totals that leave out another slot would change with this one.
+            state::with(|s| {
+                if s.next(db, base).is_some_and(|next| next.excluded != index) {
+                    s.drop_next(db, base);
+                }
+            });
             let board: BoardId = (db, base.to_vec());
             if !drain_slot(ctx, &board, index, (zset, &slot, &slot_name), deadline_us) {
                 break Progress::Unfinished;

@@ -1,15 +1,15 @@
-//! TSRANK.INCRBY, in named steps: parse, open and check every key, prepare the board
-//! (rebuild a quarantined one, refuse a range that would not fit), compute every new value
-//! and reply, then write and replicate the absolute values.
+//! TSRANK.INCRBY, top-down: open the board (every key, checked), check it (rebuild a
+//! quarantined one, refuse a range that would not fit), compute the new values, write
+//! them (and keep the board's next totals in step), replicate them as absolute values,
+//! reply.
 //!
 //! Owns: the write path of increments. May not touch: the meta hash's fields other than
-//! through `stored`; replicates only through [`Effects`]. Nothing is written before every
+//! through `meta`; replicates only through [`Effects`]. Nothing is written before every
 //! argument, key type and ACL permission has been checked.
 
 use std::collections::HashMap;
-use std::os::raw::c_int;
 
-use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
+use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
 use crate::config;
@@ -27,12 +27,13 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
-use super::board::{checked_verified_meta, open_pending};
+use super::board::open_pending;
 use super::check_cluster;
-use super::lifecycle::{flush_jobs, has_jobs};
-use super::registry::{is_quarantined, remember, remember_verified};
+use super::jobs::{flush_jobs, has_jobs};
+use super::meta;
+use super::next;
 use super::repair::repair;
-use super::stored;
+use super::state::{self, Seen};
 use super::transit::Transit;
 
 /// How many times a write opens a board whose keys expire while being opened.
@@ -51,16 +52,26 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
     let flags = ctx.get_flags();
     check_cluster(&flags, name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let transit = Transit::new(ctx, &flags, name.as_slice());
     // Opening a key can expire it lazily (or a part of the board) and queue a lifecycle
     // job that would undo this write: such an attempt writes nothing, lets the jobs run and
     // starts over on the keys as they are now.
     for _ in 0..OPEN_ATTEMPTS {
         flush_jobs(ctx);
-        if let Some(reply) = apply(ctx, &flags, name, &pairs, now, ts)? {
-            // One event per command, however many attempts it took.
-            notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
-            return Ok(reply);
-        }
+        let Some(mut target) = open(ctx, &acl, name, now, ts, &transit)? else {
+            continue;
+        };
+        check(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
+        let (mut changes, replies) = compute_changes(&pairs, &target)?;
+        let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
+        replicate(ctx, name, &target, &changes, meta_effects);
+        // One event per command, however many attempts it took.
+        notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
+        return Ok(match replies.as_slice() {
+            [single] => Reply::Int(*single),
+            _ => Reply::Array(replies.iter().map(|&reply| Reply::Int(reply)).collect()),
+        });
     }
     Err(Error::TryAgain(
         "the leaderboard's keys keep expiring while it is opened".into(),
@@ -113,7 +124,7 @@ struct Target {
     /// neither reads nor writes it).
     meta_hash: Option<Key>,
     meta: Meta,
-    /// The meta is known to equal the stored one (see `registry`), after this write too.
+    /// The meta is known to equal the stored one (see `state`), after this write too.
     verified: bool,
     /// How the meta hash holds the meta (`None`: a new board, nothing stored yet).
     stored_as: Option<MetaLayout>,
@@ -122,41 +133,17 @@ struct Target {
     /// The slot hash's name (kept for the replicated `HSET`).
     slot_name: RStr,
     slot: Key,
-    /// The slot hash exists but is not a part of the board (see `prepare`): the write
+    /// The slot hash exists but is not a part of the board (see `check`): the write
     /// replaces it.
     slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
 }
 
-/// INCRBY on a parsed command: `Ok(None)` if opening the keys queued a lifecycle job
-/// (nothing was written).
-fn apply(
-    ctx: &Context,
-    flags: &ContextFlags,
-    name: &RedisString,
-    pairs: &[(i64, &[u8])],
-    now: i64,
-    ts: i64,
-) -> Result<Option<Reply>> {
-    let transit = Transit::new(ctx, flags, name.as_slice());
-    let acl = Acl::of(ctx)?;
-    let Some(mut target) = open_target(ctx, &acl, name, now, ts, &transit)? else {
-        return Ok(None);
-    };
-    prepare(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
-    let (mut changes, replies) = compute_changes(pairs, &target)?;
-    write(ctx, name, target, &mut changes);
-    Ok(Some(match replies.as_slice() {
-        [single] => Reply::Int(*single),
-        _ => Reply::Array(replies.iter().map(|&reply| Reply::Int(reply)).collect()),
-    }))
-}
-
-/// Opens and checks every key of the write: the sorted set, the meta hash (a new board
-/// gets the configured defaults), the slot hash of `ts` and the pending slots. `Ok(None)`
-/// if an open queued a lifecycle job.
-fn open_target(
+/// Opens and checks every key of the write: the sorted set, the meta (its verified copy
+/// or its hash; a new board gets the configured defaults), the slot hash of `ts` and the
+/// pending slots. `Ok(None)` if an open queued a lifecycle job.
+fn open(
     ctx: &Context,
     acl: &Acl,
     name: &RedisString,
@@ -164,25 +151,32 @@ fn open_target(
     ts: i64,
     transit: &Transit,
 ) -> Result<Option<Target>> {
-    let key_name = name.as_slice();
+    let base = name.as_slice();
     let zset = Key::open(ctx, name, true);
     if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
         return Err(Error::WrongType);
     }
-    let meta_name = meta_key(key_name);
+    let meta_name = meta_key(base);
     let db = selected_db(ctx);
-    let trusted = match zset.kind() {
-        KeyKind::Zset => trusted_meta(ctx, acl, db, key_name, &meta_name, ts)?,
+    // The usual write: the verified meta (see `state`) spares reading the meta hash, as
+    // long as the write stays in the board's slot range (a new slot rewrites the meta).
+    // The caller's write permission on the meta hash is checked all the same.
+    let verified = match zset.kind() {
+        KeyKind::Zset => meta::verified(ctx, db, base, &meta_name)?
+            .filter(|meta| !meta.clone().note_write(slot_index(ts, meta.slot))),
         _ => None,
     };
-    let (meta_hash, meta, stored_as, verified) = match trusted {
-        Some(meta) => (None, meta, Some(MetaLayout::Current), true),
+    let (meta_hash, meta, stored_as, verified) = match verified {
+        Some(meta) => {
+            acl.check_bytes(&meta_name, true)?;
+            (None, meta, Some(MetaLayout::Current), true)
+        }
         None => {
             let meta_hash = acl.open(ctx, &meta_name, true)?;
             if has_jobs() {
                 return Ok(None);
             }
-            let (meta, stored_as) = match stored::load(&meta_hash)? {
+            let (meta, stored_as) = match meta::load(&meta_hash)? {
                 Some((meta, layout)) => (meta, Some(layout)),
                 None if zset.kind() == KeyKind::Zset => {
                     // A plain sorted set, or a leaderboard whose meta hash a reshard has
@@ -202,7 +196,7 @@ fn open_target(
             let verified = stored_as == Some(MetaLayout::Current)
                 && zset.kind() == KeyKind::Zset
                 && !meta_hash.has_ttl()
-                && stored::fields_never_expire(ctx, &meta_hash, &meta_name);
+                && meta::fields_never_expire(ctx, &meta_hash, &meta_name);
             (Some(meta_hash), meta, stored_as, verified)
         }
     };
@@ -210,9 +204,12 @@ fn open_target(
     if index < meta.first_kept(now) {
         return Err(Error::OutsideKeptRange);
     }
-    let slot_name = RStr::new(&slot_key(key_name, index)).ok_or(Error::WrongType)?;
+    let slot_name = RStr::new(&slot_key(base, index)).ok_or(Error::WrongType)?;
     let slot = acl.open_str(ctx, &slot_name, true)?;
-    let pending = open_pending(ctx, acl, key_name, &meta, now, transit)?;
+    let pending = open_pending(ctx, acl, base, &meta, now, transit)?
+        .into_iter()
+        .map(|(_, slot)| slot)
+        .collect();
     if has_jobs() {
         return Ok(None);
     }
@@ -231,52 +228,30 @@ fn open_target(
     }))
 }
 
-/// The board's verified meta (see `registry`), when this write may use it without reading
-/// the meta hash: the board is not quarantined and the write stays in its slot range (a
-/// new slot rewrites the meta). The caller's write permission on the meta hash is still
-/// checked.
-fn trusted_meta(
-    ctx: &Context,
-    acl: &Acl,
-    db: c_int,
-    key_name: &[u8],
-    meta_name: &[u8],
-    ts: i64,
-) -> Result<Option<Meta>> {
-    let Some(meta) = checked_verified_meta(ctx, db, key_name, meta_name)? else {
-        return Ok(None);
-    };
-    let mut stretched = meta;
-    if stretched.note_write(slot_index(ts, meta.slot)) {
-        return Ok(None);
-    }
-    acl.check_bytes(meta_name, true)?;
-    Ok(Some(meta))
-}
-
 /// Makes the board ready for the write: a quarantined board is rebuilt (and that is
 /// saved and replicated at once, whatever follows), then the write must fit the range
 /// and must not create a slot hash that may exist on another node.
-fn prepare(
+fn check(
     ctx: &Context,
     acl: &Acl,
-    key_name: &[u8],
+    base: &[u8],
     target: &mut Target,
     now: i64,
     transit: &Transit,
 ) -> Result<()> {
     if let Some(layout) = target.stored_as {
-        if is_quarantined(selected_db(ctx), key_name) {
+        let db = selected_db(ctx);
+        if state::with(|s| s.is_quarantined(db, base)) {
             // The rebuild deletes the pending slot hashes: close our handles on them
             // first (closing a handle whose value another handle freed reads freed
             // memory). The rebuilt totals need no pending correction.
             target.pending.clear();
             target.verified = false;
             let meta = &mut target.meta;
-            repair(ctx, acl, &target.zset, key_name, meta, now, transit)?;
+            repair(ctx, acl, &target.zset, base, meta, now, transit)?;
             let mut effects = Effects::new();
             if let Some(meta_hash) = &target.meta_hash {
-                stored::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
+                meta::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
             }
             effects.emit(ctx);
             target.stored_as = Some(MetaLayout::Current);
@@ -387,16 +362,15 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
     })
 }
 
-/// Writes the new values and the meta (if its range changed, the board is new or its
-/// meta is still in the four-number layout), then replicates the absolute values:
-/// `HSET meta ...`, `HSET slot member count ...`, `ZADD key total member ...`.
-fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &mut [Change]) {
-    let key_name = name.as_slice();
+/// Writes the new values, and the meta if its range changed, the board is new or its meta
+/// is still in the four-number layout. Returns the meta's effects (and the removal of a
+/// leftover slot hash), which go first when the write is replicated.
+fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]) -> Effects {
     if target.slot_is_leftover {
         target.slot.delete();
     }
     // The replicated HSET and ZADD take the module strings the write made (the members,
-    // the counts set in the slot hash, the names): a reference each, nothing copied.
+    // the counts set in the slot hash): a reference each, nothing copied.
     for change in changes.iter_mut() {
         let (Some(count), Some(total)) = (
             RStr::from_i64(change.slot_count),
@@ -408,11 +382,6 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &mut [C
         target.zset.zadd(&change.member, change.total as f64);
         change.written = Some((count, total));
     }
-    let values = || {
-        changes
-            .iter()
-            .filter_map(|change| Some((&change.member, change.written.as_ref()?)))
-    };
     let mut effects = Effects::new();
     let range_changed = target.meta.note_write(target.index);
     let meta = target.meta;
@@ -420,9 +389,9 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &mut [C
     if let Some(meta_hash) = &target.meta_hash {
         let name = &target.meta_name;
         match target.stored_as {
-            None => stored::write_all(meta_hash, name, &meta, &mut effects),
+            None => meta::write_all(meta_hash, name, &meta, &mut effects),
             Some(layout) if range_changed || layout != MetaLayout::Current => {
-                stored::write_range(meta_hash, name, &meta, layout, &mut effects)
+                meta::write_range(meta_hash, name, &meta, layout, &mut effects)
             }
             Some(_) => {}
         }
@@ -432,20 +401,49 @@ fn write(ctx: &Context, name: &RedisString, mut target: Target, changes: &mut [C
             expiry::schedule(ctx, &target.meta_name, due);
         }
     }
+    // The totals without the oldest slot, if the board keeps them (see `next`).
+    let slot = (target.index, target.slot.len());
+    let members = changes
+        .iter()
+        .map(|c| (&c.member, c.bytes, c.slot_count, c.total));
+    if next::follow_write(ctx, selected_db(ctx), base, &meta, slot, members) {
+        expiry::schedule(ctx, &target.meta_name, 0);
+    }
     if target.slot_is_leftover {
         effects.command(c"DEL").arg(target.slot_name.as_bytes());
     }
-    effects.emit(ctx);
+    effects
+}
+
+/// Replicates the write as absolute values (`HSET meta ...` and the removal of a leftover
+/// slot hash first, then `HSET slot member count ...`, `ZADD key total member ...`), and
+/// records the meta this write leaves (see `state`).
+fn replicate(
+    ctx: &Context,
+    name: &RedisString,
+    target: &Target,
+    changes: &[Change],
+    mut meta_effects: Effects,
+) {
+    meta_effects.emit(ctx);
+    let values = || {
+        changes
+            .iter()
+            .filter_map(|change| Some((&change.member, change.written.as_ref()?)))
+    };
     let slot_counts = values().flat_map(|(member, (count, _))| [member.into(), count.into()]);
     let hset = std::iter::once((&target.slot_name).into()).chain(slot_counts);
     replicate_strings(ctx, c"HSET", hset);
     let totals = values().flat_map(|(member, (_, total))| [total.into(), member.into()]);
     replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(totals));
-    if target.meta_hash.is_none() {
-        // The verified meta was used and this write left it as it was: nothing to record.
-    } else if target.verified {
-        remember_verified(selected_db(ctx), key_name, meta);
-    } else {
-        remember(selected_db(ctx), key_name, meta);
+    if target.meta_hash.is_some() {
+        // (The verified meta was used only if this write left it as it was: nothing new.)
+        let seen = if target.verified {
+            Seen::Verified
+        } else {
+            Seen::Written
+        };
+        let (db, meta) = (selected_db(ctx), target.meta);
+        state::with(|s| s.note_meta(db, name.as_slice(), meta, seen));
     }
 }

@@ -8,14 +8,19 @@
 //!
 //! Files, by concern (each says what it owns and may not touch):
 //! * this one: the family entry, the cluster check, TSRANK.CREATE;
-//! * `stored`: the meta hash's `_tally` and `_slots` fields, both layouts;
-//! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
+//! * `state`: everything the family keeps in memory, one value behind one access point;
+//! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), and the verified
+//!   copy a command may use instead;
 //! * `incrby`: TSRANK.INCRBY; `repair`: rebuilding a quarantined board before a write;
+//! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
 //! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
-//! * `lifecycle`: the board's keys following DEL/RENAME/EXPIRE of `key`, parts lost to
-//!   expiry or eviction, native edits and the quarantine they cause; `registry`: what is
-//!   known of boards in memory; `transit`: is the board's cluster slot moving.
+//!   `next`: the totals without a large oldest slot, ready before it leaves, for the reads
+//!   meanwhile;
+//! * the lifecycle of a board made of several keys: `events` reads the keyspace events on
+//!   its keys (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits
+//!   and the quarantine they cause) and queues `jobs`, which move or remove its `parts`;
+//! * `transit`: is the board's cluster slot moving.
 //!
 //! May not touch (this file): other families' keys; raw module calls.
 //!
@@ -29,14 +34,19 @@
 
 mod board;
 mod drain;
+mod events;
 mod incrby;
-mod lifecycle;
+mod jobs;
+mod meta;
+mod next;
+mod parts;
 mod read;
-mod registry;
 mod repair;
-mod stored;
+mod state;
 mod transit;
 mod view;
+
+use std::os::raw::c_int;
 
 use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
 
@@ -51,13 +61,13 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
 pub use drain::expire;
+pub use events::on_keyspace_event;
 pub use incrby::incrby;
-pub use lifecycle::{forget_all, forget_db, on_keyspace_event, swap_dbs};
 pub use read::{history, info, rank, score, top};
-pub use registry::mismatches as cache_mismatches;
+pub use state::memory_bytes;
 
-use lifecycle::flush_jobs;
-use registry::remember;
+use jobs::flush_jobs;
+use state::Seen;
 use transit::Transit;
 
 /// This family, for the layer around the families.
@@ -68,13 +78,28 @@ pub const FAMILY: super::Family = super::Family {
     on_keyspace_event,
     // Tally never deletes a board's keys behind its own bookkeeping.
     forget: |_, _| {},
-    flushed: forget_db,
-    swapped: swap_dbs,
-    loading: forget_all,
-    info: || vec![(c"cache_mismatches", cache_mismatches() as i64)],
-    // The registry of boards is bookkeeping tally needs, not a cache it may drop.
+    flushed: |db| state::with(|s| s.forget_db(db)),
+    swapped: |a, b| state::with(|s| s.swap_dbs(|d| swap_db(d, a, b))),
+    loading: || state::with(|s| s.forget_db(-1)),
+    info: || {
+        vec![
+            (c"cache_mismatches", state::mismatches() as i64),
+            (c"rank_memory_bytes", memory_bytes() as i64),
+        ]
+    },
+    // What the family holds in memory is bookkeeping tally needs (known metas, the
+    // quarantine, jobs), not a cache it may drop: reported as `rank_memory_bytes`.
     cache_bytes: || 0,
 };
+
+/// Database `d`'s number after SWAPDB `a` `b`.
+fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
+    match d {
+        d if d == a => b,
+        d if d == b => a,
+        d => d,
+    }
+}
 
 /// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
 fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
@@ -117,9 +142,10 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     Transit::new(ctx, &flags, name.as_slice()).missing()?;
     let meta = Meta::new(window, slot);
     let mut effects = Effects::new();
-    stored::write_all(&meta_hash, &meta_name, &meta, &mut effects);
+    meta::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);
-    remember(selected_db(ctx), name.as_slice(), meta);
+    let db = selected_db(ctx);
+    state::with(|s| s.note_meta(db, name.as_slice(), meta, Seen::Written));
     notify(ctx, NotifyEvent::ZSET, c"tsrank.create", name);
     Ok(Reply::Ok)
 }

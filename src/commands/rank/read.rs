@@ -1,6 +1,6 @@
 //! The read commands: TSRANK.TOP, TSRANK.SCORE, TSRANK.RANK, TSRANK.INFO and
-//! TSRANK.HISTORY. Exact on a
-//! primary even while an expired slot is still being subtracted (see `crate::rank`).
+//! TSRANK.HISTORY. Exact on a primary even while an expired slot is still being
+//! subtracted (see `crate::rank`).
 //!
 //! Owns: the answers. May not touch: writes of any kind (opens every key read-only, the
 //! derived keys through the caller's [`Acl`]).
@@ -54,7 +54,8 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         resp3,
         count,
     };
-    if sub_slots.is_none() && board.computed.is_none() && board.pending.is_empty() {
+    let plain = board.view.is_none() && board.pending.is_empty() && !board.from_next;
+    if sub_slots.is_none() && plain {
         // The common case: the sorted set is exact, read it as ZREVRANGE does.
         let rows = board
             .walk_str()
@@ -71,9 +72,14 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             .skip(offset)
             .take(count)
             .collect()
-    } else if let Some(totals) = &board.computed {
+    } else if let Some(totals) = &board.view {
         let rows = totals.top(offset, count);
         rows.map(|(m, t)| (m.to_vec(), t)).collect()
+    } else if let Some(rows) = board.with_next(|next| {
+        let rows = next.top(offset, count);
+        rows.map(|(m, t)| (m.to_vec(), t)).collect()
+    }) {
+        rows
     } else {
         let want = offset.saturating_add(count).min(board.zset.len());
         let (zset, pending) = (&mut board.zset, &board.pending);
@@ -213,8 +219,11 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if total <= 0 {
         return Ok(Reply::Nil);
     }
-    if let Some(totals) = &board.computed {
+    if let Some(totals) = &board.view {
         return Ok(Reply::Int(totals.rank(total, member) as i64));
+    }
+    if let Some(rank) = board.with_next(|next| next.rank(member)) {
+        return Ok(rank.map_or(Reply::Nil, |rank| Reply::Int(rank as i64)));
     }
     if board.pending.is_empty() {
         // Exact sorted set: ZREVRANK is O(log n).
@@ -249,9 +258,10 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         return Ok(Reply::Nil);
     };
     let meta = board.meta;
-    let mut members = match &board.computed {
-        Some(totals) => totals.len() as i64,
-        None => board.zset.len() as i64,
+    let mut members = match (&board.view, board.with_next(|next| next.len())) {
+        (Some(totals), _) => totals.len() as i64,
+        (None, Some(len)) => len as i64,
+        (None, None) => board.zset.len() as i64,
     };
     if !board.pending.is_empty() {
         // Members whose whole total is still pending are no longer in the window.

@@ -2,26 +2,27 @@
 //! live slot hashes and the slots that left the window go.
 //!
 //! Owns: that rebuild. May not touch: the meta hash (the caller saves the new range via
-//! `stored`; `lifecycle` clears `_edited`); replicates only through [`Effects`].
+//! `meta`; `parts` clears `_edited`); replicates only through [`Effects`].
 
 use redis_module::Context;
 
 use crate::error::Result;
-use crate::rank::{slot_key, Meta};
+use crate::expiry;
+use crate::rank::{meta_key, slot_key, Meta};
 use crate::replicate::Effects;
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::board::window_totals;
-use super::lifecycle::mark_edited;
-use super::registry::lift_quarantine;
+use super::parts::mark_edited;
+use super::state;
 use super::transit::Transit;
 
 /// Members per replicated `ZADD` of a rebuild (a board may have millions).
 const ZADD_CHUNK: usize = 256;
 
-/// Rebuilds the quarantined board `key_name` (sorted set `zset`, meta `meta`, whose range
+/// Rebuilds the quarantined board `base` (sorted set `zset`, meta `meta`, whose range
 /// is updated here): the totals become the sums of the live slot hashes, slots that left
 /// the window are deleted, and the board leaves quarantine. The caller holds write
 /// permission on every key touched (checked here for the slots). Costs one pass over the
@@ -30,16 +31,16 @@ pub(super) fn repair(
     ctx: &Context,
     acl: &Acl,
     zset: &Key,
-    key_name: &[u8],
+    base: &[u8],
     meta: &mut Meta,
     now: i64,
     transit: &Transit,
 ) -> Result<()> {
-    let totals = window_totals(ctx, acl, key_name, meta, meta.slots(), now, transit)?;
+    let totals = window_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
     let mut gone = Vec::new();
     if let Some((start, end)) = meta.pending_range(now) {
         for index in start..=end {
-            let name = slot_key(key_name, index);
+            let name = slot_key(base, index);
             let slot = acl.open(ctx, &name, true)?;
             if slot.kind() == KeyKind::Hash {
                 slot.delete();
@@ -53,7 +54,7 @@ pub(super) fn repair(
     }
     zset.delete();
     let mut effects = Effects::new();
-    effects.command(c"DEL").arg(key_name);
+    effects.command(c"DEL").arg(base);
     let rows: Vec<(i64, &Vec<u8>)> = totals
         .iter()
         .filter_map(|(member, &total)| {
@@ -63,7 +64,7 @@ pub(super) fn repair(
         })
         .collect();
     for chunk in rows.chunks(ZADD_CHUNK) {
-        effects.command(c"ZADD").arg(key_name);
+        effects.command(c"ZADD").arg(base);
         for &(total, member) in chunk {
             effects.int(total).arg(member);
         }
@@ -72,7 +73,10 @@ pub(super) fn repair(
         effects.command(c"DEL").arg(name);
     }
     effects.emit(ctx);
-    lift_quarantine(selected_db(ctx), key_name);
-    mark_edited(ctx, key_name, false);
+    let db = selected_db(ctx);
+    state::with(|s| s.lift_quarantine(db, base));
+    // The timer frees the totals it computed for the quarantined board, in steps.
+    expiry::schedule(ctx, &meta_key(base), now);
+    mark_edited(ctx, base, false);
     Ok(())
 }

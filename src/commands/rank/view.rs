@@ -19,8 +19,8 @@ use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind};
 use crate::window::{slot_index, slot_start};
 
-use super::lifecycle::has_jobs;
-use super::registry::{drop_view, put_view, take_view, BoardId, View};
+use super::jobs::has_jobs;
+use super::state::{self, BoardId, View};
 
 /// Rows ordered between two looks at the clock (each comparison may miss the cache twice
 /// on a large board: 4096 took 4-5 ms with a million members).
@@ -29,11 +29,6 @@ const ORDER_WORK: usize = 256;
 /// Up to this many slot hash fields, a read of a quarantined board sums its live slots
 /// itself (exact at once, a few milliseconds at most); above, it uses the timer's totals.
 pub(super) const SUMMED_BY_READS: usize = 2048;
-
-/// The live slots of a quarantined board: its whole window at `now`.
-pub(super) fn live_slots(meta: &Meta, now: i64) -> Option<(i64, i64)> {
-    meta.recent_range(now, meta.slots())
-}
 
 /// Number of fields in the board's slot hashes `range`, counting no further than `limit`.
 pub(super) fn fields_in(ctx: &Context, base: &[u8], range: (i64, i64), limit: usize) -> usize {
@@ -63,15 +58,15 @@ pub(super) fn visit(
     deadline_us: u64,
 ) -> Visit {
     let board: BoardId = (db, base.to_vec());
-    let Some(range) = live_slots(meta, now) else {
-        drop_view(db, base);
+    let Some(range) = meta.live_range(now) else {
+        state::with(|s| s.drop_view(db, base));
         return Visit::Done;
     };
     // The window moves at the next slot start: the totals are computed again then.
     let moves_at = slot_start(slot_index(now, meta.slot).saturating_add(1), meta.slot);
-    let (mut index, mut cursor, mut sums) = match take_view(&board) {
+    let (mut index, mut cursor, mut sums) = match state::with(|s| s.take_view(&board)) {
         Some(View::Ready { range: r, totals }) if r == range => {
-            put_view(board, View::Ready { range, totals });
+            state::with(|s| s.put_view(board, View::Ready { range, totals }));
             return Visit::DueAt(moves_at);
         }
         Some(View::Building {
@@ -88,7 +83,7 @@ pub(super) fn visit(
             (
                 range.0,
                 HashCursor::new(),
-                TotalsBuilder::with_capacity(fields),
+                Box::new(TotalsBuilder::with_capacity(fields)),
             )
         }
     };
@@ -123,7 +118,7 @@ pub(super) fn visit(
                 cursor,
                 sums,
             };
-            put_view(board, view);
+            state::with(|s| s.put_view(board, view));
             return Visit::Unfinished;
         }
     }
@@ -136,11 +131,11 @@ pub(super) fn visit(
                 cursor,
                 sums,
             };
-            put_view(board, view);
+            state::with(|s| s.put_view(board, view));
             return Visit::Unfinished;
         }
     }
     let totals = Rc::new(sums.finish());
-    put_view(board, View::Ready { range, totals });
+    state::with(|s| s.put_view(board, View::Ready { range, totals }));
     Visit::DueAt(moves_at)
 }

@@ -1,23 +1,57 @@
-//! The meta hash of a leaderboard as stored (`key|meta`, layout in `crate::rank`): reading
-//! `_tally` and `_slots` (or the older four-number `_tally`), and writing them back in the
-//! current layout, recorded as effects.
+//! The meta of a leaderboard: its hash as stored (`key|meta`, layout in `crate::rank`):
+//! reading `_tally` and `_slots` (or the older four-number `_tally`), writing them back in
+//! the current layout, recorded as effects; and the *verified* copy a command may use
+//! instead of reading the hash ([`verified`], see `state`).
 //!
 //! Owns: the `_tally` and `_slots` fields of meta hashes. May not touch: other keys or
-//! fields (`_edited` belongs to `lifecycle`), the registry, replication other than
-//! through the caller's [`Effects`].
+//! fields (`_edited` belongs to `parts`), replication other than through the caller's
+//! [`Effects`].
+
+use std::os::raw::c_int;
 
 use redis_module::Context;
 
+use crate::config;
 use crate::error::{Error, Result};
 use crate::layout::{MARKER_FIELD, RANK_SLOTS_FIELD};
-use crate::rank::{Meta, MetaLayout};
+use crate::rank::{meta_key, Meta, MetaLayout};
 use crate::replicate::Effects;
 use crate::store::{Key, KeyKind, RStr};
 
-thread_local! {
-    /// The field names, built once (every command reads them).
-    static MARKER: Option<RStr> = RStr::new(MARKER_FIELD.as_bytes());
-    static SLOTS: Option<RStr> = RStr::new(RANK_SLOTS_FIELD.as_bytes());
+use super::state;
+
+/// The board's verified meta (see `state`), for a command that may use it without reading
+/// the meta hash `meta_name`: none while the board is quarantined. With `check-caches` the
+/// stored meta is read and compared, and a stale copy is an error (counted, and the copy
+/// dropped).
+pub(super) fn verified(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    meta_name: &[u8],
+) -> Result<Option<Meta>> {
+    let Some(meta) = state::with(|s| s.verified_meta(db, base)) else {
+        return Ok(None);
+    };
+    if config::check_caches() {
+        let stored = Key::open_bytes(ctx, meta_name, false)
+            .filter(|key| !key.has_ttl())
+            .and_then(|key| read(&key));
+        if stored != Some((meta, MetaLayout::Current)) {
+            state::with(|s| s.note_mismatch(db, base));
+            ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
+            return Err(Error::TryAgain(
+                "tally's copy of this leaderboard's meta was stale (check-caches)".into(),
+            ));
+        }
+    }
+    Ok(Some(meta))
+}
+
+/// The meta stored at `base|meta`, if it is a valid leaderboard meta.
+pub(super) fn read_at(ctx: &Context, base: &[u8]) -> Option<Meta> {
+    let key = Key::open_bytes(ctx, &meta_key(base), false)?;
+    read(&key).map(|(meta, _)| meta)
 }
 
 /// True if neither `_tally` nor `_slots` of the meta hash `meta` (named `name`) has a TTL
@@ -38,16 +72,13 @@ pub(super) fn read(key: &Key) -> Option<(Meta, MetaLayout)> {
     if key.kind() != KeyKind::Hash {
         return None;
     }
-    MARKER.with(|marker_field| {
-        SLOTS.with(|slots_field| {
-            let (marker_field, slots_field) = (marker_field.as_ref()?, slots_field.as_ref()?);
-            key.hget_with(marker_field, |marker| {
-                key.hget_with(slots_field, |slots| Meta::from_fields(marker, Some(slots)))
-                    .unwrap_or_else(|| Meta::from_fields(marker, None))
-            })
-            .flatten()
-        })
+    let marker_field = RStr::new(MARKER_FIELD.as_bytes())?;
+    let slots_field = RStr::new(RANK_SLOTS_FIELD.as_bytes())?;
+    key.hget_with(&marker_field, |marker| {
+        key.hget_with(&slots_field, |slots| Meta::from_fields(marker, Some(slots)))
+            .unwrap_or_else(|| Meta::from_fields(marker, None))
     })
+    .flatten()
 }
 
 /// The meta of a leaderboard from its meta hash: `None` if the key is missing, WRONGTYPE

@@ -1,0 +1,256 @@
+//! The totals of a board without its oldest slot, ready before that slot leaves the window,
+//! so that no read subtracts a large slot member by member (see `state::Next`).
+//!
+//! When a slot leaves the window its counts are still in the sorted set until the timer
+//! has subtracted them, in steps. Reads meanwhile answer from these totals: for every
+//! member, its sorted-set total less its count in that slot, which is its exact window
+//! total at every moment of the subtraction (the timer removes a member's count from the
+//! slot hash in the step that subtracts it). They are kept only while the oldest slot
+//! hash holds more than [`BIG_SLOT`] members; below, reads correct the few pending counts
+//! themselves.
+//!
+//! Kept in step by: the timer, which fills them in steps within its budget (a pass over
+//! the sorted set, or, right after the previous oldest slot is subtracted, when they equal
+//! the sorted set, a pass over the next oldest slot hash); every TSRANK.INCRBY, which sets
+//! the new value of each member it writes; the subtraction itself, which leaves every
+//! value as it is. Any other change to the board's keys drops them (`events`), and so do
+//! flushes, SWAPDB, loads and the removal of the board (`state`). They live in memory on
+//! the primary only: a replica, or a primary that has just started, answers as before (the
+//! timer fills them again within moments of starting).
+//!
+//! Owns: when a board has them and how they are filled. May not touch: keys (opens the
+//! board's keys read-only, without touching their LRU/LFU clock), replication.
+
+use std::os::raw::c_int;
+
+use redis_module::Context;
+
+use crate::args::parse_i64;
+use crate::expiry::Visit;
+use crate::rank::{score_to_total, slot_key, Meta, RankedSet};
+use crate::server::monotonic_us;
+use crate::store::scan::HashCursor;
+use crate::store::{Key, KeyKind, RStr};
+
+use super::state::{self, Next, NextScan};
+
+/// An oldest slot hash with more members than this gets next totals; with fewer, a read
+/// corrects the pending counts of the members it passes itself.
+pub(super) const BIG_SLOT: usize = 2048;
+
+/// The oldest slot of the board that has a slot hash, and that hash, if any.
+fn oldest_slot(ctx: &Context, base: &[u8], meta: &Meta) -> Option<(i64, Key)> {
+    if meta.is_empty() {
+        return None;
+    }
+    // `span_fits` bounds this walk to two windows of slot names.
+    (meta.lo..=meta.hi).find_map(|index| {
+        let slot = Key::open_bytes_untouched(ctx, &slot_key(base, index))?;
+        (slot.kind() == KeyKind::Hash).then_some((index, slot))
+    })
+}
+
+/// `member`'s total without the excluded slot `slot` (its count there given, or read):
+/// the board's total less that count.
+fn value_of(zset: &Key, slot: &Key, member: &[u8], count: Option<i64>) -> i64 {
+    let Some(m) = RStr::new(member) else {
+        return 0;
+    };
+    let total = zset.zscore(&m).map_or(0, score_to_total);
+    total.saturating_sub(count.unwrap_or_else(|| count_in(slot, &m)))
+}
+
+/// `member`'s count in `slot` (0 if absent or not a positive integer).
+fn count_in(slot: &Key, member: &RStr) -> i64 {
+    slot.hget_i64_str(member).flatten().unwrap_or(0).max(0)
+}
+
+/// The timer's visit of a board that is not quarantined and has nothing left to subtract:
+/// starts, continues or drops its next totals. `Some(Visit::Unfinished)` while they are
+/// being filled and the deadline has passed.
+pub(super) fn visit(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    meta: &Meta,
+    deadline_us: u64,
+) -> Option<Visit> {
+    let Some((oldest, slot)) = oldest_slot(ctx, base, meta) else {
+        state::with(|s| s.drop_next(db, base));
+        return None;
+    };
+    let big = slot.len() > BIG_SLOT;
+    let current = state::with(|s| {
+        s.next(db, base)
+            .map(|next| (next.excluded, next.scan.is_none()))
+    });
+    match current {
+        Some((excluded, _)) if excluded == oldest => {}
+        // The slot they left out is subtracted and gone: they equal the sorted set, and
+        // now leave out the next oldest slot.
+        Some((excluded, true)) if big && excluded < oldest => state::with(|s| {
+            if let Some(next) = s.next_mut(db, base) {
+                next.excluded = oldest;
+                next.scan = Some(NextScan::Excluded(HashCursor::new()));
+            }
+        }),
+        _ if big => {
+            let scan = first_scan(ctx, base, meta, oldest);
+            state::with(|s| {
+                s.drop_next(db, base);
+                let next = Next {
+                    excluded: oldest,
+                    totals: RankedSet::default(),
+                    scan: Some(scan),
+                };
+                s.put_next(db, base, next);
+            })
+        }
+        _ => {
+            state::with(|s| s.drop_next(db, base));
+            return None;
+        }
+    }
+    fill(ctx, db, base, oldest, &slot, deadline_us)
+}
+
+/// How new next totals leaving out slot `excluded` are filled: from the slot hashes after
+/// it when they hold fewer fields than the sorted set has members (the usual case: the
+/// large slot is the old one), else from the sorted set.
+fn first_scan(ctx: &Context, base: &[u8], meta: &Meta, excluded: i64) -> NextScan {
+    let members = Key::open_bytes_untouched(ctx, base).map_or(0, |zset| zset.len());
+    let mut fields = 0usize;
+    for index in excluded.saturating_add(1)..=meta.hi {
+        if let Some(slot) = Key::open_bytes_untouched(ctx, &slot_key(base, index)) {
+            if slot.kind() == KeyKind::Hash {
+                fields = fields.saturating_add(slot.len());
+            }
+        }
+        if fields >= members {
+            return NextScan::Totals(HashCursor::new());
+        }
+    }
+    NextScan::Slots {
+        index: excluded.saturating_add(1),
+        cursor: HashCursor::new(),
+    }
+}
+
+/// Continues filling the board's next totals (leaving out slot `excluded`, whose hash is
+/// `slot`) until they are complete (`None`) or the deadline passes.
+fn fill(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    excluded: i64,
+    slot: &Key,
+    deadline_us: u64,
+) -> Option<Visit> {
+    let mut scan = state::with(|s| s.next_mut(db, base)?.scan.take())?;
+    let zset = Key::open_bytes_untouched(ctx, base).filter(|z| z.kind() == KeyKind::Zset);
+    let Some(zset) = zset else {
+        state::with(|s| s.drop_next(db, base));
+        return None;
+    };
+    let hi = state::with(|s| s.known_meta(db, base)).map_or(excluded, |meta| meta.hi);
+    let mut batch = Vec::new();
+    let mut values = Vec::new();
+    loop {
+        batch.clear();
+        values.clear();
+        let more = match &mut scan {
+            NextScan::Slots { index, cursor } => {
+                let other = Key::open_bytes_untouched(ctx, &slot_key(base, *index))
+                    .filter(|other| other.kind() == KeyKind::Hash);
+                let more = match &other {
+                    Some(other) => cursor.step(other, &mut batch),
+                    None => false,
+                };
+                for (member, _) in &batch {
+                    values.push(value_of(&zset, slot, member, None));
+                }
+                if more {
+                    true
+                } else {
+                    *index = index.saturating_add(1);
+                    *cursor = HashCursor::new();
+                    *index <= hi
+                }
+            }
+            NextScan::Totals(cursor) => {
+                let more = cursor.step(&zset, &mut batch);
+                for (member, _) in &batch {
+                    values.push(value_of(&zset, slot, member, None));
+                }
+                more
+            }
+            NextScan::Excluded(cursor) => {
+                let more = cursor.step(slot, &mut batch);
+                for (member, count) in &batch {
+                    let count = parse_i64(count).unwrap_or(0).max(0);
+                    values.push(value_of(&zset, slot, member, Some(count)));
+                }
+                more
+            }
+        };
+        state::with(|s| {
+            if let Some(next) = s.next_mut(db, base) {
+                for ((member, _), &value) in batch.iter().zip(&values) {
+                    next.totals.set(member, value);
+                }
+            }
+        });
+        if !more {
+            return None;
+        }
+        if monotonic_us() >= deadline_us {
+            state::with(|s| {
+                if let Some(next) = s.next_mut(db, base) {
+                    if next.excluded == excluded {
+                        next.scan = Some(scan);
+                    }
+                }
+            });
+            return Some(Visit::Unfinished);
+        }
+    }
+}
+
+/// After a write to the board at `base` (slot `index` now holds `members`, each with its
+/// new count and total): the new values of its next totals, if it has them; else, when
+/// the write made the board's oldest slot large, asks the timer for them. Returns true if
+/// the timer should visit the board.
+pub(super) fn follow_write<'a>(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    meta: &Meta,
+    (index, slot_len): (i64, usize),
+    members: impl Iterator<Item = (&'a RStr, &'a [u8], i64, i64)>,
+) -> bool {
+    let Some(excluded) = state::with(|s| s.next(db, base).map(|next| next.excluded)) else {
+        return index == meta.lo && slot_len > BIG_SLOT;
+    };
+    let slot = match excluded == index {
+        true => None,
+        false => Key::open_bytes_untouched(ctx, &slot_key(base, excluded)),
+    };
+    let values: Vec<(&[u8], i64)> = members
+        .map(|(member, bytes, count, total)| {
+            let left_out = match &slot {
+                None if excluded == index => count,
+                None => 0,
+                Some(slot) => count_in(slot, member),
+            };
+            (bytes, total.saturating_sub(left_out))
+        })
+        .collect();
+    state::with(|s| {
+        if let Some(next) = s.next_mut(db, base) {
+            for (member, value) in values {
+                next.totals.set(member, value);
+            }
+        }
+    });
+    false
+}
