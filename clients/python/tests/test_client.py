@@ -22,7 +22,7 @@ T = (int(time.time() * 1000) // DAY - 7) * DAY
 
 def test_counter(t: tally.Tally, key) -> None:
     c = t.counter(key("c"))
-    assert c.create(resolutions=["1h:100000", ("1d", 10000)]) is None
+    assert c.create(resolutions=["1h:5000", ("1d", 5000)]) is None
     with pytest.raises(redis.ResponseError, match="^key already exists$"):
         c.create()
     assert c.incrby(3, at=T) == 3
@@ -39,7 +39,7 @@ def test_counter(t: tally.Tally, key) -> None:
 
     info = c.info()
     assert set(info) == {"resolutions", "slots", "first", "last", "memory"}
-    assert info["resolutions"] == [(HOUR, 100000), (DAY, 10000)]
+    assert info["resolutions"] == [(HOUR, 5000), (DAY, 5000)]
     assert (info["slots"], info["first"], info["last"]) == (5, T, T + 2 * DAY)
     assert isinstance(info["memory"], int) and info["memory"] > 0
     assert t.counter(key("missing")).info() is None
@@ -49,7 +49,7 @@ def test_counter(t: tally.Tally, key) -> None:
 
 def test_counter_limit(t: tally.Tally, key) -> None:
     c = t.counter(key("l"))
-    c.create(resolutions=["1h:100000", "1d:10000"])
+    c.create(resolutions=["1h:5000", "1d:5000"])
     c.incrby(3, at=T)
     c.incrby(2, at=T + HOUR)
     assert c.limit(1, {"1h": 5}, at=T + HOUR) == tally.Decision(True, 0, [3])
@@ -125,7 +125,7 @@ def test_leaderboard_binary_members(server, protocol, key) -> None:
 
 def test_stats(t: tally.Tally, r: redis.Redis, key) -> None:
     s = t.stats(key("daily"))
-    assert s.create(period="1d", keep=10000) is None
+    assert s.create(period="1d", keep=2000) is None
     assert s.add(1.5, 2.5, at=T) == 2
     assert s.add(10, at=T + 2 * DAY) == 1
 
@@ -134,15 +134,15 @@ def test_stats(t: tally.Tally, r: redis.Redis, key) -> None:
     assert second == (T + 2 * DAY, tally.Summary(1, 10.0, 10.0, 10.0, 10.0, 0.0, 10.0, 10.0, 10.0))
     assert s.range(start=T + DAY) == [second]
     assert s.get() is None  # the current period is empty
-    whole = s.get(window="10000d")
+    whole = s.get(window="2000d")
     assert (whole.count, whole.sum, whole.min, whole.max) == (3, 14.0, 1.5, 10.0)
     assert whole.mean == pytest.approx(14 / 3)
     assert whole.stddev == pytest.approx(statistics.stdev([1.5, 2.5, 10]))
     assert all(isinstance(getattr(whole, f), float) for f in ("sum", "mean", "stddev", "p50"))
-    assert s.quantile(0, 1, window="10000d") == [1.5, 10.0]
+    assert s.quantile(0, 1, window="2000d") == [1.5, 10.0]
     assert s.quantile(0.5) is None
     info = s.info()
-    assert (info["period"], info["keep"], info["periods"]) == (DAY, 10000, 2) and info["memory"] > 0
+    assert (info["period"], info["keep"], info["periods"]) == (DAY, 2000, 2) and info["memory"] > 0
     assert t.stats(key("missing")).info() is None and t.stats(key("missing")).get() is None
 
     latency = t.stats(key("latency{page}"))
@@ -162,15 +162,81 @@ def test_stats(t: tally.Tally, r: redis.Redis, key) -> None:
 
 def test_stats_cdf(t: tally.Tally, key) -> None:
     s = t.stats(key("cdf"))
-    try:
-        s.cdf(1)
-    except redis.ResponseError as e:
-        if "unknown command" in str(e):
-            pytest.skip("this build has no STATS.CDF")
-        raise
-    s.add(10, 20, 30, 40)
-    assert s.cdf(5, 40, 100) == [0.0, 1.0, 1.0]
-    assert s.cdf(20)[0] == pytest.approx(0.5)
+    assert s.cdf(1) is None  # a missing key
+    assert s.add(10, 20, 30, 40) == 4
+    assert s.cdf(5, 40, 100, 9.99) == [0.0, 1.0, 1.0, 0.0]
+    # Between data points the answer is exact; at one it lies between the shares at
+    # or below 0.99 and 1.01 times the value.
+    assert s.cdf(25, 35, 15) == [0.5, 0.75, 0.25]
+    assert 0.25 <= s.cdf(20)[0] <= 0.5
+    assert all(isinstance(x, float) for x in s.cdf(10, 25))
+    assert s.cdf(40, window="1d") == [1.0]
+    with pytest.raises(redis.ResponseError, match="^value is not a valid float$"):
+        s.cdf(float("nan"))
+    with pytest.raises(redis.ResponseError, match="^too many values, at most 1000$"):
+        s.cdf(*range(1001))
+
+
+def test_counter_limit_details(t: tally.Tally, key) -> None:
+    c = t.counter(key("d"))
+    c.create(resolutions=["1h:1000"])
+    c.incrby(3, at=T)
+    c.incrby(2, at=T + 2 * HOUR)
+    # At T+2h the 1h window holds the 2 of T+2h (gone at T+3h); the 4h window also
+    # holds the 3 of T, which leaves it at T+4h.
+    now = T + 2 * HOUR
+    checked = c.limit(0, {"1h": 5, "4h": 5}, at=now, details=True)
+    assert checked == tally.Decision(True, 0, [2, 5], [tally.WindowState(2, 3, HOUR), tally.WindowState(5, 0, 2 * HOUR)])
+    refused = c.limit(1, [("1h", 5), ("4h", 5)], at=now, details=True)
+    assert refused == tally.Decision(False, 2 * HOUR, [2, 5], [tally.WindowState(2, 3, HOUR), tally.WindowState(5, 0, 2 * HOUR)])
+    assert c.limit(10, {"1h": 5}, at=now, details=True) == tally.Decision(False, -1, [2], [tally.WindowState(2, 3, HOUR)])
+    allowed = c.limit(1, {"1h": 5}, at=now, details=True)
+    assert allowed == tally.Decision(True, 0, [3], [tally.WindowState(3, 2, HOUR)])
+    assert c.sum("1h", at=now) == [3]
+    # Without details the decision carries no window states.
+    assert c.limit(0, {"1h": 5}, at=now) == tally.Decision(True, 0, [3])
+    assert c.limit(0, {"1h": 5}, at=now).windows is None
+    assert t.counter(key("missing")).limit(0, {"1m": 4}, details=True).windows == [tally.WindowState(0, 4, 0)]
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        c.limit(1, {"1h": 5, "2h": 6, "3h": 7, "4h": 8, "5h": 9, "6h": 1, "7h": 1, "8h": 1, "9h": 1, "10h": 1,
+                    "11h": 1, "12h": 1, "13h": 1, "14h": 1, "15h": 1, "16h": 1, "17h": 1}, details=True)
+
+
+def test_mlimit(t: tally.Tally, r: redis.Redis, key) -> None:
+    user, ip = key("{m}:user"), key("{m}:ip").encode()
+    for k in (user, ip):
+        t.counter(k).create(resolutions=["1h:1000"])
+    t.counter(user).incrby(3, at=T)
+    t.counter(ip).incrby(1, at=T)
+    limits = {user: {"1h": 5, "2h": 10}, ip: [("1h", 2)]}
+    assert t.mlimit(limits, at=T) == tally.MultiDecision(True, 0, {user: [4, 4], ip: [2]})
+    # ip is full: nothing is written anywhere; the 1h windows drop slot T at T+1h.
+    refused = t.mlimit(limits, at=T, details=True)
+    assert refused == tally.MultiDecision(False, HOUR, {user: [4, 4], ip: [2]}, {
+        user: [tally.WindowState(4, 1, HOUR), tally.WindowState(4, 6, 2 * HOUR)],
+        ip: [tally.WindowState(2, 0, HOUR)]})
+    assert not refused
+    assert t.counter(user).sum("1h", at=T) == [4]
+    assert t.mlimit(limits, increment=10, at=T) == tally.MultiDecision(False, -1, {user: [4, 4], ip: [2]})
+    assert t.mlimit({user: {"1h": 5}}, increment=0, at=T, details=True).windows == {user: [tally.WindowState(4, 1, HOUR)]}
+    after = t.mlimit(limits, at=T + HOUR)
+    assert after == tally.MultiDecision(True, 0, {user: [1, 5], ip: [1]})
+    assert t.counter(ip).sum("2h", at=T + HOUR) == [3]
+    # A key created by the call gets the default resolutions.
+    fresh = key("{m}:fresh")
+    assert [t.mlimit({fresh: {"1m": 2}, user: {"1m": 100}}).allowed for _ in range(3)] == [True, True, False]
+    assert t.counter(fresh).sum("1m") == [2]
+
+    with pytest.raises(redis.ResponseError, match="^wrong number of arguments for 'tscounter.mlimit' command$"):
+        t.mlimit({})
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        t.mlimit([(user, {"1m": 1}), (user, {"1m": 1})])
+    r.set(key("{m}:s"), "x")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
+        t.mlimit({key("{m}:new"): {"1m": 5}, key("{m}:s"): {"1m": 5}})
+    assert r.exists(key("{m}:new")) == 0
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+        t.mlimit({user: {"1m": 5}}, increment=-1)
 
 
 def test_asyncio(server, protocol: int, decode: bool, key) -> None:
@@ -178,16 +244,23 @@ def test_asyncio(server, protocol: int, decode: bool, key) -> None:
 
     async def scenario(t: tally.Tally, client) -> None:
         c = t.counter(key("c"))
-        pending = c.create(resolutions=["1h:100000", "1d:10000"])
+        pending = c.create(resolutions=["1h:5000", "1d:5000"])
         assert hasattr(pending, "__await__")
         assert await pending is None
         assert await c.incrby(3, at=T) == 3
         assert await c.sum("1h", "1d", at=T) == [3, 3]
         assert await c.range("1h", start=T, end=T) == [(T, 3)]
-        assert (await c.info())["resolutions"] == [(HOUR, 100000), (DAY, 10000)]
+        assert (await c.info())["resolutions"] == [(HOUR, 5000), (DAY, 5000)]
         assert await c.limit(1, {"1h": 3}, at=T) == tally.Decision(False, HOUR, [3])
         with pytest.raises(redis.ResponseError, match="^key already exists$"):
             await c.create()
+        assert await c.limit(0, {"1h": 3}, at=T, details=True) == tally.Decision(
+            True, 0, [3], [tally.WindowState(3, 0, HOUR)])
+        other = key("{a}:other")
+        multi = await t.mlimit({c.key: {"1h": 0}, other: {"1m": 1}}, details=True)
+        assert (multi.allowed, multi.retry_after_ms, multi.sums[other]) == (False, -1, [0])
+        assert multi.windows[other] == [tally.WindowState(0, 1, 0)]
+        assert await t.mlimit({other: {"1m": 1}}) == tally.MultiDecision(True, 0, {other: [1]})
 
         b = t.leaderboard(key("b"))
         assert await b.incrby({"x": 2, "y": 1}) == {"x": 2, "y": 1}

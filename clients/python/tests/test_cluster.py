@@ -74,6 +74,13 @@ def test_helpers_route_to_each_key(cluster) -> None:
     assert board.top(10) == [("a", 2), ("b", 1)]
     with pytest.raises(redis.ResponseError, match="hash tag"):
         t.leaderboard(f"likes:{run}").incr("a")
+    # MLIMIT's keys share a slot through a hash tag; keys of two slots are refused.
+    tagged = {f"{{u:{run}}}:user": {"1m": 1}, f"{{u:{run}}}:ip": {"1m": 5}}
+    assert t.mlimit(tagged) == tally.MultiDecision(True, 0, {k: [1] for k in tagged})
+    assert t.mlimit(tagged).retry_after_ms > 0
+    with pytest.raises((redis.ResponseError, redis.exceptions.RedisClusterException), match="slot"):
+        t.mlimit({f"a:{run}": {"1m": 1}, f"b:{run}": {"1m": 1}})
+    assert rc.exists(f"a:{run}", f"b:{run}") == 0
     stats = t.stats(f"lat{{{run}}}")
     assert stats.add(5, 7, report=(f"slow{{{run}}}", "/")) == 2
     assert stats.get().mean == 6.0

@@ -164,6 +164,27 @@ def test_one_command_per_hit(storage, server, strategy) -> None:
     assert calls == {command: 10}, internal
 
 
+@pytest.mark.parametrize("strategy", SLIDING, ids=lambda s: s.__name__)
+def test_one_command_per_window_read(storage, server, strategy) -> None:
+    """A moving or sliding window's stats (count and reset time) are one
+    `TSCOUNTER.LIMIT ... DETAILS` that writes nothing."""
+    limiter = strategy(storage)
+    item = limits.parse("5/minute")
+    who = ident()
+    first = time.time()
+    assert limiter.hit(item, who) and limiter.hit(item, who)
+    admin = server.client()
+    admin.config_resetstat()
+    stats = [limiter.get_window_stats(item, who) for _ in range(3)]
+    calls = _commandstats(admin)
+    calls.pop("config|resetstat", None)
+    internal = {name: calls.pop(name) for name in ("hpttl", "memory|usage") if name in calls}
+    assert calls == {"tscounter.limit": 3}, internal
+    # The first hit leaves the window a minute after it, to a slot (1.2 s).
+    assert all(s.remaining == 3 and first + 60 - 1.2 - 0.05 <= s.reset_time <= time.time() + 60 for s in stats)
+    assert limiter.hit(item, who)
+
+
 def test_a_counter_that_expired_is_created_again(storage, server) -> None:
     limiter = strategies.MovingWindowRateLimiter(storage)
     item = limits.parse("2/second")

@@ -3,7 +3,7 @@
 imported, for flask-limiter, slowapi and limits itself."""
 
 from .client import Counter, Leaderboard, Stats, Tally
-from .types import Decision, Summary
+from .types import Decision, MultiDecision, Summary, WindowState
 
 try:  # the storage needs `limits` (the `limits` extra); without it the helpers still work
     from .storage import AsyncTallyStorage, TallyStorage
@@ -17,8 +17,10 @@ __all__ = [
     "Counter",
     "Decision",
     "Leaderboard",
+    "MultiDecision",
     "Stats",
     "Summary",
     "Tally",
     "TallyStorage",
+    "WindowState",
 ]

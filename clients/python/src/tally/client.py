@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Union
 
 from . import _protocol as p
 from ._protocol import Duration, Key, Timestamp
-from .types import Decision, Summary
+from .types import Decision, MultiDecision, Summary, WindowState
 
 Member = Union[str, bytes]
 Resolution = Union[str, bytes, "tuple[Duration, int]"]
@@ -36,6 +36,39 @@ class Tally:
 
     def stats(self, key: Key) -> Stats:
         return Stats(self, key)
+
+    def mlimit(
+        self,
+        limits: Mapping[Key, Windows] | Iterable[tuple[Key, Windows]],
+        increment: int = 1,
+        at: Timestamp | None = None,
+        details: bool = False,
+    ) -> MultiDecision:
+        """`TSCOUNTER.MLIMIT`: applies `increment` to every counter only if every
+        window of every counter allows it, else writes nothing anywhere.
+        `limits` is `{key: {"1m": 10, "1h": 100}, ...}` (1 to 16 keys, each with 1
+        to 16 windows given as a mapping or pairs; `(key, windows)` pairs work too). In a cluster the keys must share
+        a hash slot (a hash tag: `{user:42}:ip`); the server answers `CROSSSLOT`
+        otherwise."""
+        items = list(limits.items() if isinstance(limits, Mapping) else limits)
+        keys = [k for k, _ in items]
+        args: list[Any] = [len(keys), *keys, int(increment)]
+        for _, windows in items:
+            pairs = _window_args(windows)
+            args += [len(pairs) // 2, *pairs]
+        args += [*p.at(at), *(("DETAILS",) if details else ())]
+
+        def parse(reply: Any) -> MultiDecision:
+            allowed, retry_after_ms, per_key = reply
+            states = [_window_states(rows, details) for rows in per_key]
+            return MultiDecision(
+                bool(int(allowed)),
+                int(retry_after_ms),
+                {k: sums for k, (sums, _) in zip(keys, states)},
+                {k: ws for k, (_, ws) in zip(keys, states)} if details else None,  # type: ignore[misc]
+            )
+
+        return self._run(p.single(("TSCOUNTER.MLIMIT", *args), parse))
 
 
 class _Handle:
@@ -73,9 +106,27 @@ def _counter_info(reply: Any) -> dict[str, Any] | None:
     }
 
 
-def _decision(reply: Any) -> Decision:
-    allowed, retry_after_ms, sums = reply
-    return Decision(bool(int(allowed)), int(retry_after_ms), [int(s) for s in sums])
+def _window_args(windows: Windows) -> list[Any]:
+    """`window max` pairs, flat, from a mapping or pairs."""
+    items = windows.items() if isinstance(windows, Mapping) else windows
+    return [arg for window, most in items for arg in (p.duration(window), int(most))]
+
+
+def _window_states(rows: Any, details: bool) -> tuple[list[int], list[WindowState] | None]:
+    """A limit's per-window element: the sums, and with `DETAILS` the states."""
+    if not details:
+        return [int(s) for s in rows], None
+    states = [WindowState(int(s), int(remaining), int(reset)) for s, remaining, reset in rows]
+    return [w.sum for w in states], states
+
+
+def _decision(details: bool) -> Any:
+    def parse(reply: Any) -> Decision:
+        allowed, retry_after_ms, rows = reply
+        sums, states = _window_states(rows, details)
+        return Decision(bool(int(allowed)), int(retry_after_ms), sums, states)
+
+    return parse
 
 
 class Counter(_Handle):
@@ -120,12 +171,15 @@ class Counter(_Handle):
         or `None` for a missing key."""
         return self._call("TSCOUNTER.INFO", parse=_counter_info)
 
-    def limit(self, increment: int, windows: Windows, at: Timestamp | None = None) -> Decision:
+    def limit(
+        self, increment: int, windows: Windows, at: Timestamp | None = None, details: bool = False
+    ) -> Decision:
         """`TSCOUNTER.LIMIT`: applies `increment` only if every window's sum plus it
-        stays within its max; `windows` is `{"5s": 5, "1m": 100}` or pairs."""
-        items = windows.items() if isinstance(windows, Mapping) else windows
-        args = [arg for window, most in items for arg in (p.duration(window), int(most))]
-        return self._call("TSCOUNTER.LIMIT", int(increment), *args, *p.at(at), parse=_decision)
+        stays within its max; `windows` is `{"5s": 5, "1m": 100}` or pairs.
+        `details=True` also answers each window's room left and reset time
+        (`Decision.windows`)."""
+        args = _window_args(windows) + [*p.at(at), *(("DETAILS",) if details else ())]
+        return self._call("TSCOUNTER.LIMIT", int(increment), *args, parse=_decision(details))
 
 
 def _board_info(reply: Any) -> dict[str, Any] | None:

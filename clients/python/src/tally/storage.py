@@ -158,15 +158,18 @@ class _Plan:
 
     def moving_window(self, key: str, expiry: int) -> p.Op[tuple[float, int]]:
         """`(start, count)`: the hits in the window and `start` such that
-        `start + expiry` is when the oldest of them leaves it (epoch seconds)."""
+        `start + expiry` is when the oldest of them leaves it (epoch seconds).
+
+        One `TSCOUNTER.LIMIT key 0 W 0 DETAILS`: a check that writes nothing (nor
+        creates the key) and answers the window's sum and the milliseconds until its
+        oldest counted slot leaves it, whatever resolutions the counter has.
+        """
         window = expiry * 1000
-        rows, now_slot = yield from self._slots(self.sliding_key(key), window // SLOTS_PER_WINDOW, window)
-        counted = [(start, n) for start, n in rows if start > now_slot - window]
-        count = sum(n for _, n in counted)
+        reply = (yield [("TSCOUNTER.LIMIT", self.sliding_key(key), 0, window, 0, "DETAILS")])[0]
+        count, _, reset_ms = (int(x) for x in reply[2][0])
         if count <= 0:
             return time.time(), 0
-        oldest = next(start for start, n in counted if n)
-        return (oldest + window) / 1000 - expiry, count
+        return time.time() + reset_ms / 1000 - expiry, count
 
     def sliding_window(self, key: str, expiry: int) -> p.Op[tuple[int, float, int, float]]:
         """limits' `(previous, previous_ttl, current, current_ttl)`, with the whole

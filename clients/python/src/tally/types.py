@@ -7,18 +7,49 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class WindowState:
+    """One window of a `DETAILS` limit: its sum after the call, the room left
+    (`max(0, max - sum)`), and the milliseconds until its sum next falls if nothing
+    else is written (0 when the sum is 0 or never falls)."""
+
+    sum: int
+    remaining: int
+    reset_ms: int
+
+
+@dataclass(frozen=True)
 class Decision:
     """The answer of `TSCOUNTER.LIMIT`.
 
     `allowed`: the increment was applied. `retry_after_ms`: 0 when allowed; else the
     wait after which the same call would pass if nothing else were written, or -1
     when the increment is larger than some window's max (no wait helps). `sums`: each
-    window's sum after the call, in the order the windows were given.
+    window's sum after the call, in the order the windows were given. `windows`:
+    with `details=True`, each window's `WindowState` in the same order; else `None`.
     """
 
     allowed: bool
     retry_after_ms: int
     sums: list[int] = field(default_factory=list)
+    windows: list[WindowState] | None = None
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass(frozen=True)
+class MultiDecision:
+    """The answer of `TSCOUNTER.MLIMIT`: one decision for every key at once.
+
+    `allowed` and `retry_after_ms` as in `Decision`, for the whole call. `sums`: per
+    key (as it was given), its windows' sums after the call; `windows`: with
+    `details=True`, per key its `WindowState`s, else `None`.
+    """
+
+    allowed: bool
+    retry_after_ms: int
+    sums: dict[Any, list[int]] = field(default_factory=dict)
+    windows: dict[Any, list[WindowState]] | None = None
 
     def __bool__(self) -> bool:
         return self.allowed
