@@ -1,5 +1,6 @@
 //! Unit tests of the pure leaderboard logic.
 use super::*;
+use crate::error::Error;
 use std::collections::BTreeMap;
 
 /// A small deterministic generator (xorshift) so tests are reproducible.
