@@ -10,7 +10,7 @@
 //!   `replicate` (effects), `reply`, `cmdinfo` (command table entries, registration);
 //! * `expiry`: the schedule (a `due_queue`) and the one timer, calling the families through
 //!   a visitor;
-//! * `commands/`: the command table, the family registry, one file per family.
+//! * `commands/`: the family registry (commands, hooks, state), one folder per family.
 //!
 //! The pure modules forbid `unsafe`; every `unsafe` block elsewhere says why it is sound
 //! (a `SAFETY:` comment, which clippy checks).
@@ -86,8 +86,9 @@ mod module {
         let checked = server::check_api()
             .and_then(|()| config::validate_module_args(args))
             .and_then(|()| {
-                commands::COMMANDS
+                commands::FAMILIES
                     .iter()
+                    .flat_map(|family| family.commands)
                     .try_for_each(|command| cmdinfo::register(ctx, command))
             })
             // Last, once nothing else can fail: subscriptions and the timer.

@@ -1,6 +1,6 @@
-//! Command families (one file each) and what the layer around them needs: the command
-//! table, the [`Family`] registry (marker word, expiry visit, keyspace-event hook), and
-//! the hooks the expiry timer and the server events call.
+//! Command families (one folder each) and what the layer around them needs: the
+//! [`Family`] registry (each family's commands, marker word, expiry visit, keyspace-event
+//! hook, state), and the hooks the expiry timer and the server events call.
 //!
 //! May not touch: raw module calls (those live in `store`, `reply`, `cmdinfo`,
 //! `replicate` and `server`).
@@ -16,60 +16,23 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::{Context, NotifyEvent, RedisValue};
 
-use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
+use crate::cmdinfo::Command;
 use crate::expiry::{Visit, Visitor};
 use crate::server::Hooks;
 use crate::store::{Key, KeyKind};
-
-/// Every command: one line each (see [`Command`]); registration, `COMMAND INFO`, key specs
-/// and ACL categories are generated from it.
-pub static COMMANDS: &[Command] = command_table! {
-    c"tscounter.create" => counter::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tscounter.incrby" => counter::incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.incr" => counter::incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.sum" => counter::sum, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.range" => counter::range, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.info" => counter::info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.limit" => counter::limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.mlimit" => counter::mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write";
-    c"tsrank.create" => rank::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tsrank.incrby" => rank::incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tsrank.top" => rank::top, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.score" => rank::score, 3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rank" => rank::rank, 3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.info" => rank::info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.history" => rank::history, -3, c"readonly", &[first_key(READ)], c"read";
-    c"stats.create" => stats::create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"stats.add" => stats::add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write";
-    c"stats.get" => stats::get, -2, c"readonly", &[first_key(READ)], c"read";
-    c"stats.quantile" => stats::quantile, -3, c"readonly", &[first_key(READ)], c"read";
-    c"stats.cdf" => stats::cdf, -3, c"readonly", &[first_key(READ)], c"read";
-    c"stats.range" => stats::range, -2, c"readonly", &[first_key(READ)], c"read";
-    c"stats.info" => stats::info, 2, c"readonly", &[first_key(READ)], c"read";
-};
-
-/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
-/// cover each of them.
-const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: UPDATE,
-}];
-
-/// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
-/// checks cover it. Values are numbers, never the word REPORT.
-const STATS_ADD_KEYS: &[KeySpec] = &[
-    first_key(UPDATE),
-    KeySpec {
-        at: KeyAt::AfterKeyword(c"REPORT", 3),
-        flags: UPDATE,
-    },
-];
 
 /// Everything the layer around the families needs of each: its marker word, its expiry
 /// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
 /// replaced behind it (flush, SWAPDB, load), its INFO fields and its caches' size. Adding
 /// a family is its folder and one entry in [`FAMILIES`].
 pub struct Family {
+    /// Its commands, one line each (see [`Command`]): registration, `COMMAND INFO`, key
+    /// specs and ACL categories are generated from them.
+    pub commands: &'static [Command],
+    /// The name of the object a derived key (`<base>|meta`) belongs to, for families whose
+    /// objects span several keys. Runs for every keyspace event of the server on a key
+    /// tally does not track, so it answers a name that cannot be a part at once.
+    pub owner_of_part: for<'a> fn(&'a [u8]) -> Option<&'a [u8]>,
     /// The word that starts the `_tally` value of the family's hashes.
     pub word: &'static str,
     /// The prefix of the keyspace events its write commands fire (`tscounter.`): tally's
@@ -158,14 +121,11 @@ pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
     }
 }
 
-/// The leaderboard a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for
-/// every keyspace event of the server on a key tally does not track: a name without `|`
-/// is answered by one `memchr`.
+/// The object a derived key belongs to, if any family's objects span several keys.
 fn owner_of(name: &[u8]) -> Option<&[u8]> {
-    if !name.contains(&b'|') {
-        return None;
-    }
-    crate::rank::base_of_part(name)
+    FAMILIES
+        .iter()
+        .find_map(|family| (family.owner_of_part)(name))
 }
 
 /// What tally does on server events.

@@ -8,6 +8,7 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, set_once, Args};
+use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
 use crate::config;
 use crate::counter::{
     finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, Track, MAX_RESOLUTIONS,
@@ -35,8 +36,29 @@ use self::load_save::{load, load_for_command, read_counter, save, Loaded};
 use self::mirror::Build;
 use crate::window::effective_time;
 
+/// The family's commands, one line each (see [`Command`]).
+pub const COMMANDS: &[Command] = command_table! {
+    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
+    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write";
+};
+
+/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
+/// cover each of them.
+const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: UPDATE,
+}];
+
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
+    commands: COMMANDS,
+    owner_of_part: |_| None,
     word: layout::COUNTER,
     event_prefix: "tscounter.",
     expire,

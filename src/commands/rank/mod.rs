@@ -51,6 +51,7 @@ use std::os::raw::c_int;
 use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::rank::{has_hash_tag, meta_key, validate_settings, Meta};
@@ -70,8 +71,31 @@ use jobs::flush_jobs;
 use state::Seen;
 use transit::Transit;
 
+/// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
+/// keyspace event of the server on a key tally does not track: a name without `|` is
+/// answered by one `memchr`.
+fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
+    if !name.contains(&b'|') {
+        return None;
+    }
+    crate::rank::base_of_part(name)
+}
+
+/// The family's commands, one line each (see [`Command`]).
+pub const COMMANDS: &[Command] = command_table! {
+    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
+    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.rank" => rank, 3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read";
+};
+
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
+    commands: COMMANDS,
+    owner_of_part,
     word: crate::layout::RANK,
     event_prefix: "tsrank.",
     expire,

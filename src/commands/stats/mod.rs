@@ -12,6 +12,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_finite_f64, parse_i64, push_f64, set_once, Args};
 use crate::cmdinfo;
+use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
@@ -36,8 +37,31 @@ use caches::caches;
 pub use caches::bytes as cache_bytes;
 use periods::*;
 
+/// The family's commands, one line each (see [`Command`]).
+pub const COMMANDS: &[Command] = command_table! {
+    c"stats.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
+    c"stats.add" => add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write";
+    c"stats.get" => get, -2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.quantile" => quantile, -3, c"readonly", &[first_key(READ)], c"read";
+    c"stats.cdf" => cdf, -3, c"readonly", &[first_key(READ)], c"read";
+    c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
+};
+
+/// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
+/// checks cover it. Values are numbers, never the word REPORT.
+const STATS_ADD_KEYS: &[KeySpec] = &[
+    first_key(UPDATE),
+    KeySpec {
+        at: KeyAt::AfterKeyword(c"REPORT", 3),
+        flags: UPDATE,
+    },
+];
+
 /// This family, for the layer around the families.
 pub const FAMILY: super::Family = super::Family {
+    commands: COMMANDS,
+    owner_of_part: |_| None,
     word: crate::layout::STATS,
     event_prefix: "stats.",
     expire,
