@@ -289,6 +289,12 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
         held / n as i64
     );
     assert!(held > 40 * n as i64, "{k}: {held} bytes for {n} members");
+    // The module's bookkeeping figure is the families' together: here, the board's.
+    let state = info_i64(&srv, "tally", "tally_state_bytes");
+    assert!(
+        state >= held && state < held + (1 << 16),
+        "{k}: state {state}, rank {held}"
+    );
     assert_eq!(
         srv.cmd_value(&["TSRANK.INCRBY", "{q}", "1", "m1"]),
         v_int(5001)

@@ -56,6 +56,9 @@ pub struct Family {
     pub info: fn() -> Vec<(&'static CStr, i64)>,
     /// Estimated bytes its read caches hold (counted against `tally.cache-max-memory`).
     pub cache_bytes: fn() -> usize,
+    /// Estimated bytes of the bookkeeping it keeps in memory and may not drop (the
+    /// leaderboards' known metas, quarantine and jobs): reported, never evicted.
+    pub state_bytes: fn() -> usize,
 }
 
 /// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
@@ -173,6 +176,7 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
         (c"cache_bytes", caches::bytes() as i64),
+        (c"state_bytes", state_bytes() as i64),
         (
             c"cache_max_memory",
             crate::config::cache_max_memory() as i64,
@@ -184,6 +188,11 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         fields.extend((family.info)());
     }
     fields
+}
+
+/// Estimated bytes of every family's bookkeeping (see [`Family::state_bytes`]).
+fn state_bytes() -> usize {
+    FAMILIES.iter().map(|family| (family.state_bytes)()).sum()
 }
 
 /// What the expiry timer calls: the families' visits, behind one dispatch.

@@ -72,6 +72,8 @@ pub const FAMILY: super::Family = super::Family {
         vec![(c"mirrored_slots", slots as i64)]
     },
     cache_bytes: || caches(|caches| caches.bytes()),
+    // Everything it keeps in memory is a cache, counted in `cache_bytes`.
+    state_bytes: || 0,
 };
 
 /// Any event on a key may change it behind the read cache: drop what is kept of it.

@@ -112,8 +112,10 @@ pub const FAMILY: super::Family = super::Family {
         ]
     },
     // What the family holds in memory is bookkeeping tally needs (known metas, the
-    // quarantine, jobs), not a cache it may drop: reported as `rank_memory_bytes`.
+    // quarantine, jobs), not a cache it may drop: reported as `rank_memory_bytes` and in
+    // the module's `state_bytes`.
     cache_bytes: || 0,
+    state_bytes: memory_bytes,
 };
 
 /// Database `d`'s number after SWAPDB `a` `b`.

@@ -72,6 +72,8 @@ pub const FAMILY: super::Family = super::Family {
     loading: forget_all,
     info: Vec::new,
     cache_bytes,
+    // Everything it keeps in memory is a cache, counted in `cache_bytes`.
+    state_bytes: || 0,
 };
 
 /// Any event on a key may change it behind the read cache: drop its cached windows.
