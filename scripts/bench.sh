@@ -573,8 +573,10 @@ host_row() {
         on_server "${HOST_PORTS[$i]}" calibrate
         requests[i]=$M_REQUESTS best_usec[i]="" best_rps[i]=0
     done
+    # Each round starts with another of the three servers, so none always runs first
+    # (right after the client's own start-up) or last.
     for round in $(seq "$HOST_ROUNDS"); do
-        for i in 0 1 2; do
+        for i in $(((round + 0) % 3)) $(((round + 1) % 3)) $(((round + 2) % 3)); do
             on_server "${HOST_PORTS[$i]}" run_once "${requests[$i]}"
             if [ -n "$ROW_ERROR" ]; then
                 printf '%-50s n/a: %s\n' "$label" "$ROW_ERROR"
@@ -616,6 +618,12 @@ host_rows() {
 source scripts/bench_rank.sh
 # shellcheck source=scripts/bench_stats.sh
 source scripts/bench_stats.sh
+
+# scripts/bench-scale.sh sources this file for its server, fixtures and measuring helpers
+# (BENCH_LIBRARY=1), and runs rows of its own.
+if [ "${BENCH_LIBRARY:-0}" = 1 ]; then
+    return 0
+fi
 
 # ---- run ------------------------------------------------------------------------------
 

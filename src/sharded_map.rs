@@ -14,29 +14,34 @@ use std::hash::{BuildHasher, Hash};
 /// log2 of the number of shards.
 const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
+/// Where the shard's bits start in a key's hash: bits 32..44. A shard's own table reads
+/// the lowest bits (its bucket) and the highest 7 (the tags it compares first), so the
+/// bits that chose the shard, equal for all its keys, are neither.
+const SHARD_SHIFT: u32 = 32;
 
-pub struct ShardedMap<K, V> {
+/// `S` hashes the keys, once per operation: the shard is chosen from the same hash that
+/// places the key inside it (with the default `RandomState`, this process's random keys;
+/// keys that are keyed hashes already can use a hasher that returns them as they are).
+pub struct ShardedMap<K, V, S = RandomState> {
     /// Empty until the first insert (an empty map allocates nothing); then `SHARDS` maps.
-    shards: Vec<HashMap<K, V>>,
-    /// Picks the shard. Each shard hashes again with its own random keys, so the bits
-    /// that chose the shard say nothing about a key's place inside it.
-    picker: RandomState,
+    shards: Vec<HashMap<K, V, S>>,
+    hasher: S,
     len: usize,
 }
 
-impl<K, V> Default for ShardedMap<K, V> {
+impl<K, V, S: BuildHasher + Clone + Default> Default for ShardedMap<K, V, S> {
     fn default() -> Self {
         ShardedMap {
             shards: Vec::new(),
-            picker: RandomState::new(),
+            hasher: S::default(),
             len: 0,
         }
     }
 }
 
-impl<K: Hash + Eq, V> ShardedMap<K, V> {
+impl<K: Hash + Eq, V, S: BuildHasher + Clone> ShardedMap<K, V, S> {
     fn shard_of<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
-        (self.picker.hash_one(key) >> (64 - SHARD_BITS)) as usize
+        (self.hasher.hash_one(key) >> SHARD_SHIFT) as usize & (SHARDS - 1)
     }
 
     pub fn len(&self) -> usize {
@@ -58,7 +63,9 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
     /// Inserts or replaces; returns the value replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         if self.shards.is_empty() {
-            self.shards = (0..SHARDS).map(|_| HashMap::new()).collect();
+            self.shards = (0..SHARDS)
+                .map(|_| HashMap::with_hasher(self.hasher.clone()))
+                .collect();
         }
         let shard = self.shard_of(&key);
         let old = self.shards.get_mut(shard)?.insert(key, value);
@@ -78,12 +85,27 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
         let removed = shard.remove_entry(key)?;
         // A shard that lost most of its entries gives memory back (a small table to copy).
         if shard.is_empty() {
-            *shard = HashMap::new();
+            *shard = HashMap::with_hasher(self.hasher.clone());
         } else if shard.len() * 4 < shard.capacity() {
             shard.shrink_to(shard.len() * 2);
         }
         self.len -= 1;
         Some(removed)
+    }
+
+    /// Every entry, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.shards.iter().flatten()
+    }
+
+    /// Bytes of the shards' own headers (their tables are counted by [`Self::capacity`]).
+    pub fn shard_bytes(&self) -> usize {
+        self.shards.capacity() * std::mem::size_of::<HashMap<K, V, S>>()
+    }
+
+    /// Entries the shards have room for (for memory estimates).
+    pub fn capacity(&self) -> usize {
+        self.shards.iter().map(HashMap::capacity).sum()
     }
 
     /// Frees whole shards from the end, about `max_entries` entries' worth (at least one
