@@ -109,7 +109,7 @@ RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
 
 "$SERVER" --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
     --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE" \
-    --loadmodule "$FLOOR"
+    --loadmodule "$FLOOR" --enable-debug-command local
 HOST_PORTS=()
 cleanup() {
     "${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true

@@ -11,25 +11,29 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
-/// log2 of the number of shards.
-const SHARD_BITS: u32 = 12;
-const SHARDS: usize = 1 << SHARD_BITS;
-/// Where the shard's bits start in a key's hash: bits 32..44. A shard's own table reads
-/// the lowest bits (its bucket) and the highest 7 (the tags it compares first), so the
-/// bits that chose the shard, equal for all its keys, are neither.
+/// log2 of the number of shards by default: at ten million keys a shard holds ~2,500.
+pub const SHARD_BITS: u32 = 12;
+/// Where the shard's bits start in a key's hash: bits 32 and up. A shard's own table
+/// reads the lowest bits (its bucket) and the highest 7 (the tags it compares first), so
+/// the bits that chose the shard, equal for all its keys, are neither.
 const SHARD_SHIFT: u32 = 32;
 
 /// `S` hashes the keys, once per operation: the shard is chosen from the same hash that
 /// places the key inside it (with the default `RandomState`, this process's random keys;
 /// keys that are keyed hashes already can use a hasher that returns them as they are).
-pub struct ShardedMap<K, V, S = RandomState> {
-    /// Empty until the first insert (an empty map allocates nothing); then `SHARDS` maps.
+/// `BITS` is log2 of the number of shards: more shards make the largest one-step growth
+/// smaller, fewer keep the shards' headers and small tables within the CPU's caches (a
+/// set looked up on every event of the server wants few).
+pub struct ShardedMap<K, V, S = RandomState, const BITS: u32 = SHARD_BITS> {
+    /// Empty until the first insert (an empty map allocates nothing); then 2^BITS maps.
     shards: Vec<HashMap<K, V, S>>,
     hasher: S,
     len: usize,
 }
 
-impl<K, V, S: BuildHasher + Clone + Default> Default for ShardedMap<K, V, S> {
+impl<K, V, S: BuildHasher + Clone + Default, const BITS: u32> Default
+    for ShardedMap<K, V, S, BITS>
+{
     fn default() -> Self {
         ShardedMap {
             shards: Vec::new(),
@@ -39,9 +43,11 @@ impl<K, V, S: BuildHasher + Clone + Default> Default for ShardedMap<K, V, S> {
     }
 }
 
-impl<K: Hash + Eq, V, S: BuildHasher + Clone> ShardedMap<K, V, S> {
+impl<K: Hash + Eq, V, S: BuildHasher + Clone, const BITS: u32> ShardedMap<K, V, S, BITS> {
+    const SHARDS: usize = 1 << BITS;
+
     fn shard_of<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
-        (self.hasher.hash_one(key) >> SHARD_SHIFT) as usize & (SHARDS - 1)
+        (self.hasher.hash_one(key) >> SHARD_SHIFT) as usize & (Self::SHARDS - 1)
     }
 
     pub fn len(&self) -> usize {
@@ -63,7 +69,7 @@ impl<K: Hash + Eq, V, S: BuildHasher + Clone> ShardedMap<K, V, S> {
     /// Inserts or replaces; returns the value replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         if self.shards.is_empty() {
-            self.shards = (0..SHARDS)
+            self.shards = (0..Self::SHARDS)
                 .map(|_| HashMap::with_hasher(self.hasher.clone()))
                 .collect();
         }
@@ -180,7 +186,7 @@ mod tests {
         for i in 0..n {
             map.insert(i, i);
         }
-        let fair = n as usize / SHARDS;
+        let fair = n as usize / (1 << SHARD_BITS);
         let largest = map.shards.iter().map(HashMap::len).max().unwrap_or(0);
         assert!(largest < fair * 3, "largest shard {largest}, fair {fair}");
         assert_eq!(map.len(), n as usize);
