@@ -26,8 +26,10 @@ use std::os::raw::c_int;
 use crate::name_set::{IdHasher, NameIds};
 use crate::sharded_map::ShardedMap;
 
-/// A database's keys (their ids, keyed hashes already) and their due times.
-type DueOf = ShardedMap<u64, i64, BuildHasherDefault<IdHasher>>;
+/// A database's keys (their ids, keyed hashes already) and their due times, in 256 shards:
+/// every write looks its key up here, and the shards' headers (8 KB) stay in the CPU's
+/// caches; ten million keys make shards of ~40k, whose growth moves ~1 MB in one step.
+type DueOf = ShardedMap<u64, i64, BuildHasherDefault<IdHasher>, 8>;
 
 /// How far [`DueQueue::backlog`] counts: INFO reads it, and must not walk millions of due
 /// keys.
