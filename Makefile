@@ -39,7 +39,8 @@ module-test: build
 		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
 
 ## make test-long: the same suites with long soak variants (TALLY_LONG=1): more proptest
-## cases, ten times more fuzz vectors, longer writer phases around cluster resharding.
+## cases, ten times more fuzz vectors, longer writer phases around cluster resharding, the
+## fault fuzzer's large-object mode at 300k members / slots (thousands in make test).
 test-long: build
 	TALLY_LONG=1 $(CARGO) test -p tally --lib
 	TALLY_LONG=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
