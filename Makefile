@@ -11,7 +11,7 @@ CARGO   ?= cargo
 TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),redis8=$(CURDIR)/$(REDIS8),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
 
-.PHONY: all deps build run test test-long soak unit-test module-test python-test lint bench memcheck clean
+.PHONY: all deps build run test test-long soak unit-test module-test python-test lint bench bench-scale memcheck clean
 
 all: build
 
@@ -49,7 +49,8 @@ python-test: build
 		$(CURDIR)/$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider
 
 ## make test-long: the same suites with long soak variants (TALLY_LONG=1): more proptest
-## cases, ten times more fuzz vectors, longer writer phases around cluster resharding.
+## cases, ten times more fuzz vectors, longer writer phases around cluster resharding, the
+## fault fuzzer's large-object mode at 300k members / slots (thousands in make test).
 test-long: build
 	TALLY_LONG=1 $(CARGO) test -p tally --lib
 	TALLY_LONG=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
@@ -70,6 +71,15 @@ lint: deps
 ## see the top of scripts/bench.sh for the other BENCH_* settings). Takes ~3-5 minutes.
 bench: build
 	bash scripts/bench.sh
+
+## make bench-scale: per-op server time of INCR, SUM, STATS.ADD and TSRANK.INCRBY over
+## 100k and 1M objects next to the native commands at the same count, memory per object
+## (data and module apart), the longest command and tick, DEBUG RELOAD and the start-up
+## scan, a 1M-member slot expiring under reads, a quarantined 1M-member board and the host
+## tax (BENCH_SCALES="100k 1m 10m", see the top of scripts/bench-scale.sh). Not part of
+## make test; takes ~10 minutes at the default scales.
+bench-scale: build
+	bash scripts/bench-scale.sh
 
 .PHONY: commands-json dist
 

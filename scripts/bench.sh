@@ -109,7 +109,7 @@ RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
 
 "$SERVER" --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
     --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE" \
-    --loadmodule "$FLOOR"
+    --loadmodule "$FLOOR" --enable-debug-command local
 HOST_PORTS=()
 cleanup() {
     "${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true
@@ -588,8 +588,10 @@ host_row() {
         on_server "${HOST_PORTS[$i]}" calibrate
         requests[i]=$M_REQUESTS best_usec[i]="" best_rps[i]=0
     done
+    # Each round starts with another of the three servers, so none always runs first
+    # (right after the client's own start-up) or last.
     for round in $(seq "$HOST_ROUNDS"); do
-        for i in 0 1 2; do
+        for i in $(((round + 0) % 3)) $(((round + 1) % 3)) $(((round + 2) % 3)); do
             on_server "${HOST_PORTS[$i]}" run_once "${requests[$i]}"
             if [ -n "$ROW_ERROR" ]; then
                 printf '%-50s n/a: %s\n' "$label" "$ROW_ERROR"
@@ -631,6 +633,12 @@ host_rows() {
 source scripts/bench_rank.sh
 # shellcheck source=scripts/bench_stats.sh
 source scripts/bench_stats.sh
+
+# scripts/bench-scale.sh sources this file for its server, fixtures and measuring helpers
+# (BENCH_LIBRARY=1), and runs rows of its own.
+if [ "${BENCH_LIBRARY:-0}" = 1 ]; then
+    return 0
+fi
 
 # ---- run ------------------------------------------------------------------------------
 

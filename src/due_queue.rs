@@ -19,12 +19,17 @@
 //!
 //! Owns: that data structure. May not touch: Redis.
 
-use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
-use std::hash::BuildHasher;
+use std::hash::BuildHasherDefault;
 use std::os::raw::c_int;
 
+use crate::name_set::{IdHasher, NameIds};
 use crate::sharded_map::ShardedMap;
+
+/// A database's keys (their ids, keyed hashes already) and their due times, in 256 shards:
+/// every write looks its key up here, and the shards' headers (8 KB) stay in the CPU's
+/// caches; ten million keys make shards of ~40k, whose growth moves ~1 MB in one step.
+type DueOf = ShardedMap<u64, i64, BuildHasherDefault<IdHasher>, 8>;
 
 /// How far [`DueQueue::backlog`] counts: INFO reads it, and must not walk millions of due
 /// keys.
@@ -46,7 +51,7 @@ const COMPACT_PER_INSERT: usize = 64;
 fn is_current(
     dbs: &BTreeMap<c_int, DbKeys>,
     db_of_id: &BTreeMap<u64, c_int>,
-    hasher: &RandomState,
+    hasher: &NameIds,
     id: u64,
     key: &[u8],
     due: i64,
@@ -54,7 +59,7 @@ fn is_current(
     db_of_id.get(&id).is_some_and(|db| {
         dbs.get(db).is_some_and(|keys| {
             keys.due_of
-                .get_key_value(&hasher.hash_one(key))
+                .get_key_value(&hasher.id(key))
                 .is_some_and(|(_, &kept)| kept == due)
         })
     })
@@ -75,8 +80,9 @@ pub struct DueQueue {
     /// and a flushed database's entries (an id no longer here) are simply dropped.
     db_of_id: BTreeMap<u64, c_int>,
     next_id: u64,
-    /// Keys the names' hashes with this process's random keys.
-    hasher: RandomState,
+    /// The names' ids: a keyed hash with this process's random keys (a few ns for a usual
+    /// key name, where SipHash takes several times as long on every write).
+    hasher: NameIds,
     /// The database, name and due time of the last insert, while nothing else changed the
     /// schedule: a hot key's next write, scheduling it again at the same time or later,
     /// then needs neither a hash of its name nor a lookup.
@@ -92,17 +98,17 @@ pub struct DueQueue {
 
 enum Retired {
     Queue(BTreeMap<i64, Vec<Vec<Entry>>>),
-    Keys(ShardedMap<u64, i64>),
+    Keys(DueOf),
 }
 
 struct DbKeys {
     id: u64,
-    due_of: ShardedMap<u64, i64>,
+    due_of: DueOf,
 }
 
 impl DueQueue {
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.id(key)
     }
 
     /// Puts `key` in the queue at `due`, unless it is already there at an earlier time

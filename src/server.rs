@@ -448,11 +448,15 @@ extern "C" fn on_keyspace_notification(
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (hooks.keyspace_event)(&context, class, event, key)
     }));
-    // The key is gone: the families forgot it (a derived key's board stays tracked).
+    // The key is gone: the families forgot it (a derived key's board stays tracked). A
+    // string or set event on a key means it now holds a string or a set (SET, MSET,
+    // SUNIONSTORE ... overwrite any type; every other command of those classes refuses a
+    // hash or a sorted set): not tally's any more, so its events need not come the long
+    // way. If tally opens it again, it is tracked again.
     let gone = matches!(
         event,
         "del" | "expired" | "evicted" | "rename_from" | "move_from"
-    );
+    ) || class.intersects(NotifyEvent::STRING | NotifyEvent::SET);
     if gone && tracked {
         untrack(db, key);
     }

@@ -11,32 +11,43 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
-/// log2 of the number of shards.
-const SHARD_BITS: u32 = 12;
-const SHARDS: usize = 1 << SHARD_BITS;
+/// log2 of the number of shards by default: at ten million keys a shard holds ~2,500.
+pub const SHARD_BITS: u32 = 12;
+/// Where the shard's bits start in a key's hash: bits 32 and up. A shard's own table
+/// reads the lowest bits (its bucket) and the highest 7 (the tags it compares first), so
+/// the bits that chose the shard, equal for all its keys, are neither.
+const SHARD_SHIFT: u32 = 32;
 
-pub struct ShardedMap<K, V> {
-    /// Empty until the first insert (an empty map allocates nothing); then `SHARDS` maps.
-    shards: Vec<HashMap<K, V>>,
-    /// Picks the shard. Each shard hashes again with its own random keys, so the bits
-    /// that chose the shard say nothing about a key's place inside it.
-    picker: RandomState,
+/// `S` hashes the keys, once per operation: the shard is chosen from the same hash that
+/// places the key inside it (with the default `RandomState`, this process's random keys;
+/// keys that are keyed hashes already can use a hasher that returns them as they are).
+/// `BITS` is log2 of the number of shards: more shards make the largest one-step growth
+/// smaller, fewer keep the shards' headers and small tables within the CPU's caches (a
+/// set looked up on every event of the server wants few).
+pub struct ShardedMap<K, V, S = RandomState, const BITS: u32 = SHARD_BITS> {
+    /// Empty until the first insert (an empty map allocates nothing); then 2^BITS maps.
+    shards: Vec<HashMap<K, V, S>>,
+    hasher: S,
     len: usize,
 }
 
-impl<K, V> Default for ShardedMap<K, V> {
+impl<K, V, S: BuildHasher + Clone + Default, const BITS: u32> Default
+    for ShardedMap<K, V, S, BITS>
+{
     fn default() -> Self {
         ShardedMap {
             shards: Vec::new(),
-            picker: RandomState::new(),
+            hasher: S::default(),
             len: 0,
         }
     }
 }
 
-impl<K: Hash + Eq, V> ShardedMap<K, V> {
+impl<K: Hash + Eq, V, S: BuildHasher + Clone, const BITS: u32> ShardedMap<K, V, S, BITS> {
+    const SHARDS: usize = 1 << BITS;
+
     fn shard_of<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
-        (self.picker.hash_one(key) >> (64 - SHARD_BITS)) as usize
+        (self.hasher.hash_one(key) >> SHARD_SHIFT) as usize & (Self::SHARDS - 1)
     }
 
     pub fn len(&self) -> usize {
@@ -58,7 +69,9 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
     /// Inserts or replaces; returns the value replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         if self.shards.is_empty() {
-            self.shards = (0..SHARDS).map(|_| HashMap::new()).collect();
+            self.shards = (0..Self::SHARDS)
+                .map(|_| HashMap::with_hasher(self.hasher.clone()))
+                .collect();
         }
         let shard = self.shard_of(&key);
         let old = self.shards.get_mut(shard)?.insert(key, value);
@@ -78,12 +91,27 @@ impl<K: Hash + Eq, V> ShardedMap<K, V> {
         let removed = shard.remove_entry(key)?;
         // A shard that lost most of its entries gives memory back (a small table to copy).
         if shard.is_empty() {
-            *shard = HashMap::new();
+            *shard = HashMap::with_hasher(self.hasher.clone());
         } else if shard.len() * 4 < shard.capacity() {
             shard.shrink_to(shard.len() * 2);
         }
         self.len -= 1;
         Some(removed)
+    }
+
+    /// Every entry, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.shards.iter().flatten()
+    }
+
+    /// Bytes of the shards' own headers (their tables are counted by [`Self::capacity`]).
+    pub fn shard_bytes(&self) -> usize {
+        self.shards.capacity() * std::mem::size_of::<HashMap<K, V, S>>()
+    }
+
+    /// Entries the shards have room for (for memory estimates).
+    pub fn capacity(&self) -> usize {
+        self.shards.iter().map(HashMap::capacity).sum()
     }
 
     /// Frees whole shards from the end, about `max_entries` entries' worth (at least one
@@ -158,7 +186,7 @@ mod tests {
         for i in 0..n {
             map.insert(i, i);
         }
-        let fair = n as usize / SHARDS;
+        let fair = n as usize / (1 << SHARD_BITS);
         let largest = map.shards.iter().map(HashMap::len).max().unwrap_or(0);
         assert!(largest < fair * 3, "largest shard {largest}, fair {fair}");
         assert_eq!(map.len(), n as usize);

@@ -163,3 +163,32 @@ fn events_on_other_keys_leave_tally_untouched(kind: &ServerKind) {
     let sum = ["TSCOUNTER.SUM", "c", "1m", "AT", &at];
     assert_eq!(srv.cmd_value(&sum), v_int(3), "{k}");
 }
+
+per_server!(a_counter_overwritten_by_another_type_is_no_longer_tracked);
+/// A counter overwritten by `SET` (a string) or `SUNIONSTORE` (a set) is not tally's any
+/// more: its name leaves the tracked keys, so the events of what it holds now are turned
+/// away at once; a counter created again under the name is tracked again.
+fn a_counter_overwritten_by_another_type_is_no_longer_tracked(kind: &ServerKind) {
+    let k = &kind.name;
+    let srv = Server::start(kind);
+    assert_eq!(srv.cmd_value(&["SADD", "members", "m"]), v_int(1), "{k}");
+    for name in ["c1", "c2"] {
+        assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", name]), v_int(1), "{k}");
+    }
+    assert_eq!(info_i64(&srv, "tally", "tally_event_filter_keys"), 2, "{k}");
+    assert_eq!(srv.cmd_value(&["SET", "c1", "v"]), v_ok(), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["SUNIONSTORE", "c2", "members"]),
+        v_int(1),
+        "{k}"
+    );
+    assert_eq!(
+        info_i64(&srv, "tally", "tally_event_filter_keys"),
+        0,
+        "{k}: overwritten counters are not tracked"
+    );
+    assert_eq!(srv.cmd_value(&["DEL", "c1"]), v_int(1), "{k}");
+    assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "c1"]), v_int(1), "{k}");
+    assert_eq!(info_i64(&srv, "tally", "tally_event_filter_keys"), 1, "{k}");
+    srv.assert_alive();
+}

@@ -44,7 +44,9 @@
 //! different world. `TALLY_LONG=1` runs ten times more batches.
 //!
 //! Files: `family.rs` (the families' commands), `faults.rs`, `checks.rs`; this file holds
-//! the settings, the fuzzer's state and the driver.
+//! the settings, the fuzzer's state and the driver. `large.rs`: the large-object mode
+//! (faults on objects of hundreds of thousands of members, slots or periods; the bounded-
+//! work rule and memory coming back after deletes and `FLUSHALL`).
 
 use module_tests::redis::ConnectionLike as _;
 use module_tests::*;
@@ -56,6 +58,7 @@ use std::time::{Duration, Instant};
 mod checks;
 mod family;
 mod faults;
+mod large;
 use checks::run_queue_wait_ns;
 
 use family::{is_slot_hash, owner, Family};
