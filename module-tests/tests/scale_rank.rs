@@ -382,3 +382,141 @@ fn replies_equal_the_model_while_large_slots_leave_in_turn(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+per_server!(one_kind_at_a_time: a_write_to_a_quarantined_board_is_bounded);
+/// A board of 100k members quarantined by a native `HSET` of one slot hash: the next
+/// `TSRANK.INCRBY` answers the exact totals of the slot hashes within 10 ms (it rebuilt
+/// the whole board in one pass, ~580 ms here), the reads that follow answer the edited
+/// board with the increment, and a replica ends equal to the primary.
+fn a_write_to_a_quarantined_board_is_bounded(kind: &ServerKind) {
+    if skip_open_case("a write to a large quarantined board rebuilds it in one pass") {
+        return;
+    }
+    let (srv, replica) = start_with_replica(kind);
+    let k = &kind.name;
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "{w}", "WINDOW", "1h", "SLOT", "1m"]),
+        v_ok()
+    );
+    let t0 = server_ms(&srv);
+    let slot = t0 / 60_000;
+    let n = members();
+    fill(&srv, "{w}", n, t0, |i| (i % 1000) as i64 + 1);
+    let mut model: BTreeMap<String, i64> = (0..n)
+        .map(|i| (format!("m{i}"), (i % 1000) as i64 + 1))
+        .collect();
+    watch_slow_commands(&srv);
+    let slot_name = format!("{{w}}|slot|{slot}");
+    assert_eq!(srv.cmd_value(&["HSET", &slot_name, "m1", "5000"]), v_int(0));
+    model.insert("m1".into(), 5000);
+    // The write answers the totals of the slot hashes, at once and again right after.
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{w}", "1", "m1", "3", "m2"]),
+        Value::Array(vec![v_int(5001), v_int(6)]),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{w}", "1", "m1"]),
+        v_int(5002),
+        "{k}"
+    );
+    model.insert("m1".into(), 5002);
+    model.insert("m2".into(), 6);
+    let rows = RankModel::ranked(&model);
+    let want = expected(&rows, "m1");
+    let middle = expected(&rows, "m12345");
+    assert_eq!(want.rank, v_int(0));
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            read(&srv, "{w}", "m1") == want && read(&srv, "{w}", "m12345") == middle
+        }),
+        "{k}: {:?} is not {want:?}",
+        read(&srv, "{w}", "m1")
+    );
+    assert_eq!(read(&srv, "{w}", "m2"), expected(&rows, "m2"), "{k}");
+    assert_nothing_slow(&srv, k);
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, k);
+    srv.assert_alive();
+}
+
+per_server!(one_kind_at_a_time: replica_reads_stay_fast_while_a_big_slot_expires);
+/// The case of [`reads_stay_fast_while_a_big_slot_expires`], read on a replica: while the
+/// primary's timer subtracts the 100k-member slot that left the window (replicated as
+/// effects), TOP, SCORE, RANK and INFO on the replica answer the model of the new window,
+/// each within 10 ms of the replica's time (they walked the slot, 100-400 ms here).
+fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
+    if skip_open_case("a replica's reads walk a large slot being subtracted") {
+        return;
+    }
+    let (srv, replica) = start_with_replica(kind);
+    let k = &kind.name;
+    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
+        .expect("config");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "{br}", "WINDOW", "4s", "SLOT", "1s"]),
+        v_ok()
+    );
+    let mut t0 = server_ms(&srv);
+    while t0 % 1000 > 200 {
+        std::thread::sleep(Duration::from_millis(10));
+        t0 = server_ms(&srv);
+    }
+    let big = t0 / 1000;
+    let n = members();
+    fill(&srv, "{br}", n, t0, |i| (i % 3) as i64 + 1);
+    let next = (big + 3) * 1000;
+    while server_ms(&srv) < next {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fill(&srv, "{br}", 50, next, |_| 1);
+    let late = srv.cmd_value(&[
+        "TSRANK.INCRBY",
+        "{br}",
+        "5",
+        "late",
+        "AT",
+        &next.to_string(),
+    ]);
+    assert_eq!(late, v_int(5), "{k}");
+    let mut model: BTreeMap<String, i64> = (0..50).map(|i| (format!("m{i}"), 1)).collect();
+    model.insert("late".into(), 5);
+    let rows = RankModel::ranked(&model);
+    let want = expected(&rows, "m7");
+    let big_slot = format!("{{br}}|slot|{big}");
+    // The big slot leaves at (big + 4) s; the model holds until the slot of `next` leaves
+    // at (big + 7) s. A replica's read walked the slot: give it two seconds of reads.
+    let leaves = (big + 4) * 1000;
+    let (stop, model_ends) = (leaves + 2000, leaves + 3000);
+    while server_ms(&replica) < leaves - 300 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    watch_slow_commands(&replica);
+    let (mut reads, mut pending_seen) = (0, false);
+    loop {
+        let before = server_ms(&replica);
+        if before >= stop {
+            break;
+        }
+        if before < leaves {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        let pending = replica.query::<i64, _>(&["EXISTS", &big_slot]) == 1;
+        let zcard = replica.query::<i64, _>(&["ZCARD", "{br}"]);
+        let got = read(&replica, "{br}", "m7");
+        if server_ms(&replica) >= model_ends {
+            break;
+        }
+        assert_eq!(got, want, "{k}: replica");
+        reads += 1;
+        pending_seen |= pending && zcard > rows.len() as i64;
+    }
+    assert!(
+        pending_seen && reads > 0,
+        "{k}: no replica read saw the expiry in progress ({reads} reads)"
+    );
+    assert_nothing_slow(&replica, k);
+    replica.assert_alive();
+    srv.assert_alive();
+}
