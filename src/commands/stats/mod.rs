@@ -464,6 +464,28 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     Ok(summary.map_or(Reply::Nil, Reply::Summary))
 }
 
+/// The merged record of the window that the rest of `args` (`[WINDOW dur]`) asks of
+/// `name` now, for QUANTILE and CDF; `None` for a missing key.
+fn merged_window(ctx: &Context, name: &RedisString, args: &mut Args) -> Result<Option<Record>> {
+    let window = parse_window(args)?;
+    let (key, settings, periods) = open_window(ctx, name, window)?;
+    let Some(settings) = settings else {
+        return Ok(None);
+    };
+    let (lo, hi) = settings.window_range(command_now_ms(), periods);
+    let (db, name) = (selected_db(ctx), name.as_slice());
+    let mut admission = Admission::new(ctx, db, name);
+    Ok(Some(window_record(
+        &key,
+        db,
+        name,
+        &settings,
+        lo,
+        hi,
+        &mut admission,
+    )))
+}
+
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
 pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -475,15 +497,9 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
     for arg in q_args {
         qs.push(check_quantile(parse_finite_f64(arg)?)?);
     }
-    let window = parse_window(&mut args)?;
-    let (key, settings, periods) = open_window(ctx, name, window)?;
-    let Some(settings) = settings else {
+    let Some(record) = merged_window(ctx, name, &mut args)? else {
         return Ok(Reply::Nil);
     };
-    let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let (db, name) = (selected_db(ctx), name.as_slice());
-    let mut admission = Admission::new(ctx, db, name);
-    let record = window_record(&key, db, name, &settings, lo, hi, &mut admission);
     if record.count() == 0 {
         return Ok(Reply::Nil);
     }
@@ -509,15 +525,9 @@ pub fn cdf(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     for arg in value_args {
         values.push(check_value(parse_finite_f64(arg)?)?);
     }
-    let window = parse_window(&mut args)?;
-    let (key, settings, periods) = open_window(ctx, name, window)?;
-    let Some(settings) = settings else {
+    let Some(record) = merged_window(ctx, name, &mut args)? else {
         return Ok(Reply::Nil);
     };
-    let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let (db, name) = (selected_db(ctx), name.as_slice());
-    let mut admission = Admission::new(ctx, db, name);
-    let record = window_record(&key, db, name, &settings, lo, hi, &mut admission);
     Ok(record.cdf(&values).map_or(Reply::Nil, |shares| {
         Reply::Array(shares.into_iter().map(Reply::Double).collect())
     }))
