@@ -122,6 +122,49 @@ fn watch_slow_commands(srv: &Server) {
     assert_eq!(srv.cmd_value(&["SLOWLOG", "RESET"]), v_ok());
 }
 
+/// A board whose big slot is about to leave the window: see [`big_slot_board`].
+struct BigSlot {
+    /// The index of the slot with [`members`] members.
+    big: i64,
+    /// The start of the slot three later, with 50 of them and `late` again.
+    next: i64,
+    /// The model of the window once the big slot has left, in leaderboard order.
+    rows: Vec<(String, i64)>,
+}
+
+/// `key` as `WINDOW 4s SLOT 1s` with a tiny expiry budget (the expiry lasts longer than
+/// the tests look at it): [`members`] members in one slot written right after a slot
+/// boundary, then 50 of them and `late` three slots later.
+fn big_slot_board(srv: &Server, key: &str) -> BigSlot {
+    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
+        .expect("config");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "4s", "SLOT", "1s"]),
+        v_ok()
+    );
+    let mut t0 = server_ms(srv);
+    while t0 % 1000 > 200 {
+        std::thread::sleep(Duration::from_millis(10));
+        t0 = server_ms(srv);
+    }
+    let big = t0 / 1000;
+    fill(srv, key, members(), t0, |i| (i % 3) as i64 + 1);
+    let next = (big + 3) * 1000;
+    while server_ms(srv) < next {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fill(srv, key, 50, next, |_| 1);
+    let late = srv.cmd_value(&["TSRANK.INCRBY", key, "5", "late", "AT", &next.to_string()]);
+    assert_eq!(late, v_int(5), "{key}");
+    let mut model: BTreeMap<String, i64> = (0..50).map(|i| (format!("m{i}"), 1)).collect();
+    model.insert("late".into(), 5);
+    BigSlot {
+        big,
+        next,
+        rows: RankModel::ranked(&model),
+    }
+}
+
 per_server!(one_kind_at_a_time: reads_stay_fast_while_a_big_slot_expires);
 /// `WINDOW 4s SLOT 1s`, 100k members in one slot, 50 of them and `late` written again
 /// three slots later; a tiny expiry budget. For the second after the big slot leaves the
@@ -132,40 +175,7 @@ per_server!(one_kind_at_a_time: reads_stay_fast_while_a_big_slot_expires);
 fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
-    // A tiny budget: the expiry lasts longer than the test looks at it.
-    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
-        .expect("config");
-    assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", "{bd}", "WINDOW", "4s", "SLOT", "1s"]),
-        v_ok()
-    );
-    // Start right after a slot boundary, so the big slot is written within its slot.
-    let mut t0 = server_ms(&srv);
-    while t0 % 1000 > 200 {
-        std::thread::sleep(Duration::from_millis(10));
-        t0 = server_ms(&srv);
-    }
-    let big = t0 / 1000;
-    let n = members();
-    fill(&srv, "{bd}", n, t0, |i| (i % 3) as i64 + 1);
-    // The slot before the big one leaves: 50 of the members again, and `late`.
-    let next = (big + 3) * 1000;
-    while server_ms(&srv) < next {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    fill(&srv, "{bd}", 50, next, |_| 1);
-    let late = srv.cmd_value(&[
-        "TSRANK.INCRBY",
-        "{bd}",
-        "5",
-        "late",
-        "AT",
-        &next.to_string(),
-    ]);
-    assert_eq!(late, v_int(5), "{k}");
-    let mut model: BTreeMap<String, i64> = (0..50).map(|i| (format!("m{i}"), 1)).collect();
-    model.insert("late".into(), 5);
-    let rows = RankModel::ranked(&model);
+    let BigSlot { big, next, rows } = big_slot_board(&srv, "{bd}");
     let want = expected(&rows, "m7");
     let gone = expected(&rows, "m5000");
     let big_slot = format!("{{bd}}|slot|{big}");
@@ -451,37 +461,7 @@ fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     }
     let (srv, replica) = start_with_replica(kind);
     let k = &kind.name;
-    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
-        .expect("config");
-    assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", "{br}", "WINDOW", "4s", "SLOT", "1s"]),
-        v_ok()
-    );
-    let mut t0 = server_ms(&srv);
-    while t0 % 1000 > 200 {
-        std::thread::sleep(Duration::from_millis(10));
-        t0 = server_ms(&srv);
-    }
-    let big = t0 / 1000;
-    let n = members();
-    fill(&srv, "{br}", n, t0, |i| (i % 3) as i64 + 1);
-    let next = (big + 3) * 1000;
-    while server_ms(&srv) < next {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    fill(&srv, "{br}", 50, next, |_| 1);
-    let late = srv.cmd_value(&[
-        "TSRANK.INCRBY",
-        "{br}",
-        "5",
-        "late",
-        "AT",
-        &next.to_string(),
-    ]);
-    assert_eq!(late, v_int(5), "{k}");
-    let mut model: BTreeMap<String, i64> = (0..50).map(|i| (format!("m{i}"), 1)).collect();
-    model.insert("late".into(), 5);
-    let rows = RankModel::ranked(&model);
+    let BigSlot { big, rows, .. } = big_slot_board(&srv, "{br}");
     let want = expected(&rows, "m7");
     let big_slot = format!("{{br}}|slot|{big}");
     // The big slot leaves at (big + 4) s; the model holds until the slot of `next` leaves
