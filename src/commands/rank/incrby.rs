@@ -101,7 +101,9 @@ fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
         let increment = args.next_i64()?;
         let member = args.next_bytes()?;
         if increment == 0 {
-            return Err(Error::Invalid("increment must be a non-zero integer".into()));
+            return Err(Error::Invalid(
+                "increment must be a non-zero integer".into(),
+            ));
         }
         if increment.unsigned_abs() > MAX_TOTAL.unsigned_abs() {
             return Err(Error::Overflow);
