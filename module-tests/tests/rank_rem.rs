@@ -57,8 +57,14 @@ fn history_rows(v: &Value) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// Every count in the board's slot hashes and every total is positive.
+/// Every count in the board's slot hashes and every total is positive, and the board is
+/// not quarantined (tally's own removals are not native edits).
 fn assert_no_zeros(srv: &Server, board: &str, what: &str) {
+    assert_eq!(
+        srv.cmd_value(&["HGET", &format!("{board}|meta"), "_edited"]),
+        v_nil(),
+        "{what}: quarantined"
+    );
     for key in keys(srv, &format!("{board}|slot|*")) {
         for (m, c) in hgetall(srv, &key) {
             assert!(

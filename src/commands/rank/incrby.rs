@@ -458,7 +458,9 @@ fn replicate(
         replicate_strings(ctx, c"HSET", hset);
     }
     if counts().any(|(_, count)| count.is_none()) {
-        let zeros = counts().filter_map(|(member, count)| count.is_none().then(|| member.into()));
+        let zeros = counts()
+            .filter(|(_, count)| count.is_none())
+            .map(|(member, _)| member.into());
         let hdel = std::iter::once((&target.slot_name).into()).chain(zeros);
         replicate_strings(ctx, c"HDEL", hdel);
     }
@@ -474,7 +476,9 @@ fn replicate(
         replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(pairs));
     }
     if totals().any(|(_, total)| total.is_none()) {
-        let zeros = totals().filter_map(|(member, total)| total.is_none().then(|| member.into()));
+        let zeros = totals()
+            .filter(|(_, total)| total.is_none())
+            .map(|(member, _)| member.into());
         replicate_strings(ctx, c"ZREM", std::iter::once(name.into()).chain(zeros));
     }
     if target.meta_hash.is_some() {

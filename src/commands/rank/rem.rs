@@ -105,8 +105,14 @@ fn open(
             _ => Ok(Some(None)),
         };
     };
+    if !meta.span_fits() {
+        // As for INCRBY: expiry is far behind and catches up within moments.
+        return Err(Error::TryAgain(
+            "this leaderboard's expiry is catching up, retry in a moment".into(),
+        ));
+    }
     let mut slots = Vec::new();
-    if !meta.is_empty() && meta.span_fits() {
+    if !meta.is_empty() {
         for index in meta.lo..=meta.hi {
             let slot_name = slot_key(base, index);
             let slot = acl.open(ctx, &slot_name, true)?;
