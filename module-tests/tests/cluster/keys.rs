@@ -72,6 +72,7 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
         ),
         (vec!["TSRANK.RANK", "lb{x}", "a"], vec!["lb{x}"]),
         (vec!["TSRANK.INFO", "lb{x}"], vec!["lb{x}"]),
+        (vec!["TSRANK.REM", "lb{x}", "a", "b"], vec!["lb{x}"]),
         (
             vec!["STATS.CREATE", "s", "PERIOD", "1h", "KEEP", "3"],
             vec!["s"],
