@@ -490,3 +490,51 @@ fn rem_and_unlikes_while_a_large_slot_is_subtracted_stay_exact(kind: &ServerKind
     wait_replica_synced(&srv, &replica);
     assert_replica_equal(&srv, &replica, "after REM during a large expiry");
 }
+
+per_server!(rem_rebuilds_a_quarantined_board_and_the_member_stays_out);
+/// A native `ZREM` only quarantines the board (the slots still count the member); REM
+/// rebuilds it and removes the member everywhere, so the next INCRBY does not bring it
+/// back.
+fn rem_rebuilds_a_quarantined_board_and_the_member_stays_out(kind: &ServerKind) {
+    let k = &kind.name;
+    let (srv, replica) = start_with_replica(kind);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "lb", "5", "a", "3", "b"]),
+        v_arr(vec![v_int(5), v_int(3)])
+    );
+    assert_eq!(srv.cmd_value(&["ZREM", "lb", "a"]), v_int(1));
+    assert!(
+        wait_until(Duration::from_secs(2), || srv
+            .cmd_value(&["HGET", "lb|meta", "_edited"])
+            != v_nil()),
+        "{k}: not quarantined"
+    );
+    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "lb", "a"]), v_int(5), "{k}");
+    assert_eq!(srv.cmd_value(&["TSRANK.REM", "lb", "a"]), v_int(1), "{k}");
+    assert_no_zeros(&srv, "lb", k);
+    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "lb", "a"]), v_nil(), "{k}");
+    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "lb", "1", "b"]), v_int(4));
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "lb", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("b"), v_int(4)]),
+        "{k}"
+    );
+    // Negative increments on a quarantined board rebuild it first too.
+    assert_eq!(srv.cmd_value(&["ZADD", "lb", "100", "b"]), v_int(0));
+    assert!(wait_until(Duration::from_secs(2), || srv
+        .cmd_value(&["HGET", "lb|meta", "_edited"])
+        != v_nil()));
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "lb", "-4", "b"]),
+        v_int(0),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "lb", "10"]),
+        v_arr(vec![]),
+        "{k}"
+    );
+    assert_no_zeros(&srv, "lb", k);
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, "after REM on a quarantined board");
+}
