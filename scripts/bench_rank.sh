@@ -96,6 +96,17 @@ rank_rows() {
     else
         skip_row "$label" TSRANK.HISTORY
     fi
+
+    # REM of a member of the 24-slot board (last: it empties the board's members and the
+    # plain sorted set's as it goes; a member already removed costs the same walk).
+    label="TSRANK.REM 24 slots / ZREM"
+    if command_exists tsrank.rem && command_exists tsrank.history; then
+        native zrem -r 10000 -- ZREM rk:plain "m:__rand_int__"
+        tally tsrank.rem -r 10000 -- TSRANK.REM rk:hist "m:__rand_int__"
+        report "$label" "" ""
+    else
+        skip_row "$label" TSRANK.REM
+    fi
 }
 
 # rank_bytes PATTERN: total MEMORY USAGE of the keys matching PATTERN.

@@ -280,6 +280,12 @@ pub static DOCS: &[Doc] = &[
         ],
     },
     Doc {
+        command: c"tsrank.rem",
+        summary: c"Remove members from a leaderboard: their totals and their counts in every slot",
+        complexity: c"O(M * S) where M is the number of members and S the number of live slots; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts",
+        args: &[KEY, string(c"member").multiple()],
+    },
+    Doc {
         command: c"tsrank.top",
         summary: c"List a leaderboard's members with the highest totals over the window",
         complexity: c"O(log(N) + M) where N is the number of members and M is OFFSET + count; with a WINDOW shorter than the board's, or while a slot that left the window is being subtracted, O(C) in the counts of the slots read",

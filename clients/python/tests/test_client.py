@@ -105,8 +105,20 @@ def test_leaderboard(t: tally.Tally, decode: bool, key) -> None:
 
     missing = t.leaderboard(key("missing"))
     assert (missing.info(), missing.top(10), missing.score("x")) == (None, [], None)
-    with pytest.raises(redis.ResponseError, match="^increment must be a positive integer$"):
+    with pytest.raises(redis.ResponseError, match="^increment must be a non-zero integer$"):
         b.incr("alice", 0)
+
+    # Unlikes lower a count in the slot of `at`, never below 0 (refused whole); REM removes
+    # a member everywhere.
+    assert b.incrby({"alice": -1, "bob": -2}, at=T) == {"alice": 4, "bob": 0}
+    with pytest.raises(redis.ResponseError, match="^count would go below zero$"):
+        b.incrby([("alice", -1), ("carol", -2)], at=T)
+    assert b.top(10) == [(m("alice"), 4), (m("carol"), 1)]
+    assert b.rem("alice", "nobody", "alice") == 1
+    assert b.rem("alice") == 0
+    assert (b.score("alice"), b.history("alice"), b.top(10)) == (None, [], [(m("carol"), 1)])
+    assert b.incr("alice", at=T) == 1
+    assert missing.rem("x") == 0
 
     hourly = t.leaderboard(key("hourly"))
     assert hourly.incrby({"post:1": 1, "post:2": 3}) == {"post:1": 1, "post:2": 3}

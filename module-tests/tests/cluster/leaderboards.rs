@@ -15,6 +15,8 @@ fn leaderboards_route_reshard_and_fail_over(kind: &ServerKind) {
         vec!["TSRANK.INCRBY", "board", "1", "m"],
         vec!["TSRANK.CREATE", "board", "WINDOW", "1h", "SLOT", "1m"],
         vec!["TSRANK.INCRBY", "board{}", "1", "m"],
+        vec!["TSRANK.INCRBY", "board", "-1", "m"],
+        vec!["TSRANK.REM", "board", "m"],
     ] {
         let e = cc_cmd(&mut cc, &cmd).expect_err("refused without a hash tag");
         assert!(
@@ -25,6 +27,25 @@ fn leaderboards_route_reshard_and_fail_over(kind: &ServerKind) {
     for key in ["board", "board|meta", "board{}", "board{}|meta"] {
         assert_eq!(cluster.cmd_value(&["EXISTS", key]), v_int(0), "{k}: {key}");
     }
+
+    // Unlikes and removal, routed by the hash tag to the board's node.
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.INCRBY", "rem{z}", "3", "a", "2", "b"]),
+        Ok(v_arr(vec![v_int(3), v_int(2)])),
+        "{k}"
+    );
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.INCRBY", "rem{z}", "-1", "a"]),
+        Ok(v_int(2))
+    );
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.REM", "rem{z}", "b", "c"]),
+        Ok(v_int(1))
+    );
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.TOP", "rem{z}", "10"]),
+        Ok(v_bulks(&["a"]))
+    );
 
     // Many leaderboards over every shard.
     let n = spread_count();

@@ -22,6 +22,7 @@ pub(super) const RANK_CMDS: &[&str] = &[
     "TSRANK.RANK",
     "TSRANK.INFO",
     "TSRANK.HISTORY",
+    "TSRANK.REM",
 ];
 pub(super) const STATS_CMDS: &[&str] = &[
     "STATS.CREATE",
@@ -231,6 +232,15 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, "WINDOW");
                 let d = rng.pick(DURATIONS).to_string();
                 s(&mut v, &d);
+            }
+        }
+        "TSRANK.REM" => {
+            for _ in 0..rng.below(4) {
+                v.push(if rng.chance(80) {
+                    format!("m{}", rng.below(30)).into_bytes()
+                } else {
+                    junk(rng)
+                });
             }
         }
         "TSRANK.SCORE" | "TSRANK.RANK" | "TSRANK.HISTORY" => {

@@ -78,11 +78,11 @@ fn errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
         ),
         (
             strings(&["TSRANK.INCRBY", "n", "0", "a"]),
-            "ERR increment must be a positive integer",
+            "ERR increment must be a non-zero integer",
         ),
         (
             strings(&["TSRANK.INCRBY", "n", "-3", "a"]),
-            "ERR increment must be a positive integer",
+            "ERR count would go below zero",
         ),
         (
             strings(&["TSRANK.INCRBY", "n", "1", "a", "2"]),

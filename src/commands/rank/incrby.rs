@@ -100,12 +100,12 @@ fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
         }
         let increment = args.next_i64()?;
         let member = args.next_bytes()?;
-        if increment <= 0 {
+        if increment == 0 {
             return Err(Error::Invalid(
-                "increment must be a positive integer".into(),
+                "increment must be a non-zero integer".into(),
             ));
         }
-        if increment > MAX_TOTAL {
+        if increment.unsigned_abs() > MAX_TOTAL.unsigned_abs() {
             return Err(Error::Overflow);
         }
         pairs.push((increment, member));
@@ -286,15 +286,16 @@ fn check(
 }
 
 /// One member of an INCRBY: its string, and its slot count, total and pending counts
-/// after the increments.
+/// after the increments. A count of 0 leaves the slot hash, a total of 0 the sorted set.
 struct Change<'a> {
     member: RStr,
     bytes: &'a [u8],
     slot_count: i64,
     total: i64,
     pending: i64,
-    /// The slot count and total as written (module strings, also replicated).
-    written: Option<(RStr, RStr)>,
+    /// The slot count and total as written (module strings, also replicated); `None` for
+    /// a value of 0, removed instead.
+    written: (Option<RStr>, Option<RStr>),
 }
 
 /// The new values of every member (a member may appear several times) and the reply to
@@ -329,6 +330,11 @@ fn compute_changes<'a>(
         if change.total > MAX_TOTAL {
             return Err(Error::Overflow);
         }
+        // A total is the sum of the member's counts: it cannot go below 0 before its
+        // count in the slot does (the second test is for a stored total that disagrees).
+        if change.slot_count < 0 || change.total < 0 {
+            return Err(Error::Invalid("count would go below zero".into()));
+        }
         replies.push(change.total.saturating_sub(change.pending));
     }
     Ok((changes, replies))
@@ -358,7 +364,7 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
         slot_count,
         total,
         pending,
-        written: None,
+        written: (None, None),
     })
 }
 
@@ -372,15 +378,27 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
     // The replicated HSET and ZADD take the module strings the write made (the members,
     // the counts set in the slot hash): a reference each, nothing copied.
     for change in changes.iter_mut() {
-        let (Some(count), Some(total)) = (
-            RStr::from_i64(change.slot_count),
-            RStr::from_i64(change.total),
-        ) else {
-            continue;
+        let count = match change.slot_count {
+            0 => {
+                target.slot.hdel_str(&change.member);
+                None
+            }
+            count => RStr::from_i64(count),
         };
-        target.slot.hset_str_value(&change.member, &count);
-        target.zset.zadd(&change.member, change.total as f64);
-        change.written = Some((count, total));
+        if let Some(count) = &count {
+            target.slot.hset_str_value(&change.member, count);
+        }
+        let total = match change.total {
+            0 => {
+                target.zset.zrem(&change.member);
+                None
+            }
+            total => RStr::from_i64(total),
+        };
+        if total.is_some() {
+            target.zset.zadd(&change.member, change.total as f64);
+        }
+        change.written = (count, total);
     }
     let mut effects = Effects::new();
     let range_changed = target.meta.note_write(target.index);
@@ -416,8 +434,9 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
 }
 
 /// Replicates the write as absolute values (`HSET meta ...` and the removal of a leftover
-/// slot hash first, then `HSET slot member count ...`, `ZADD key total member ...`), and
-/// records the meta this write leaves (see `state`).
+/// slot hash first, then `HSET slot member count ...`, `HDEL slot member ...` for counts
+/// lowered to 0, `ZADD key total member ...`, `ZREM key member ...` for totals lowered to
+/// 0), and records the meta this write leaves (see `state`).
 fn replicate(
     ctx: &Context,
     name: &RedisString,
@@ -426,16 +445,42 @@ fn replicate(
     mut meta_effects: Effects,
 ) {
     meta_effects.emit(ctx);
-    let values = || {
+    let counts = || {
         changes
             .iter()
-            .filter_map(|change| Some((&change.member, change.written.as_ref()?)))
+            .map(|change| (&change.member, change.written.0.as_ref()))
     };
-    let slot_counts = values().flat_map(|(member, (count, _))| [member.into(), count.into()]);
-    let hset = std::iter::once((&target.slot_name).into()).chain(slot_counts);
-    replicate_strings(ctx, c"HSET", hset);
-    let totals = values().flat_map(|(member, (_, total))| [total.into(), member.into()]);
-    replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(totals));
+    if counts().any(|(_, count)| count.is_some()) {
+        let slot_counts = counts()
+            .filter_map(|(member, count)| Some([member.into(), count?.into()]))
+            .flatten();
+        let hset = std::iter::once((&target.slot_name).into()).chain(slot_counts);
+        replicate_strings(ctx, c"HSET", hset);
+    }
+    if counts().any(|(_, count)| count.is_none()) {
+        let zeros = counts()
+            .filter(|(_, count)| count.is_none())
+            .map(|(member, _)| member.into());
+        let hdel = std::iter::once((&target.slot_name).into()).chain(zeros);
+        replicate_strings(ctx, c"HDEL", hdel);
+    }
+    let totals = || {
+        changes
+            .iter()
+            .map(|change| (&change.member, change.written.1.as_ref()))
+    };
+    if totals().any(|(_, total)| total.is_some()) {
+        let pairs = totals()
+            .filter_map(|(member, total)| Some([total?.into(), member.into()]))
+            .flatten();
+        replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(pairs));
+    }
+    if totals().any(|(_, total)| total.is_none()) {
+        let zeros = totals()
+            .filter(|(_, total)| total.is_none())
+            .map(|(member, _)| member.into());
+        replicate_strings(ctx, c"ZREM", std::iter::once(name.into()).chain(zeros));
+    }
     if target.meta_hash.is_some() {
         // (The verified meta was used only if this write left it as it was: nothing new.)
         let seen = if target.verified {

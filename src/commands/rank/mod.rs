@@ -11,7 +11,7 @@
 //! * `state`: everything the family keeps in memory, one value behind one access point;
 //! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), and the verified
 //!   copy a command may use instead;
-//! * `incrby`: TSRANK.INCRBY; `repair`: rebuilding a quarantined board before a write;
+//! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `repair`: rebuilding a quarantined board before a write;
 //! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
 //! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
@@ -41,6 +41,7 @@ mod meta;
 mod next;
 mod parts;
 mod read;
+mod rem;
 mod repair;
 mod state;
 mod transit;
@@ -65,6 +66,7 @@ pub use drain::expire;
 pub use events::on_keyspace_event;
 pub use incrby::incrby;
 pub use read::{history, info, rank, score, top};
+pub use rem::rem;
 pub use state::memory_bytes;
 
 use jobs::flush_jobs;
@@ -90,6 +92,7 @@ pub const COMMANDS: &[Command] = command_table! {
     c"tsrank.rank" => rank, 3, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
 };
 
 /// This family, for the layer around the families.

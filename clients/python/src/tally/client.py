@@ -210,7 +210,9 @@ class Leaderboard(_Handle):
         increments: Mapping[Member, int] | Iterable[tuple[Member, int]],
         at: Timestamp | None = None,
     ) -> dict[Member, int]:
-        """Adds to several members at once; `{member: new window total}`."""
+        """Adds to several members at once; `{member: new window total}`. A negative
+        increment (an unlike) lowers the member's count in the slot of `at`; a call that
+        would take a count below 0 is refused whole (`count would go below zero`)."""
         items = list(increments.items() if isinstance(increments, Mapping) else increments)
         args = [arg for member, increment in items for arg in (int(increment), member)]
 
@@ -220,7 +222,8 @@ class Leaderboard(_Handle):
         return self._call("TSRANK.INCRBY", *args, *p.at(at), parse=totals)
 
     def incr(self, member: Member, increment: int = 1, at: Timestamp | None = None) -> int:
-        """Adds to one member; its new window total."""
+        """Adds to one member (a negative increment lowers its count); its new window
+        total."""
         return self._call("TSRANK.INCRBY", int(increment), member, *p.at(at), parse=p.integer)
 
     def top(self, count: int, offset: int = 0, window: Duration | None = None) -> list[tuple[Any, int]]:
@@ -242,6 +245,13 @@ class Leaderboard(_Handle):
     def info(self) -> dict[str, Any] | None:
         """`{"window", "slot", "members", "slots", "oldest"}` or `None`."""
         return self._call("TSRANK.INFO", parse=_board_info)
+
+    def rem(self, *members: Member) -> int:
+        """Removes members entirely (their totals and their counts in every slot); how
+        many of them had a non-zero window total."""
+        if not members:
+            raise ValueError("rem needs at least one member")
+        return self._call("TSRANK.REM", *members, parse=p.integer)
 
 
 def _summary(reply: Any) -> Summary | None:
