@@ -30,12 +30,14 @@ use crate::window::effective_time;
 
 mod caches;
 mod periods;
+mod window_reads;
 
 use caches::caches;
 
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use caches::bytes as cache_bytes;
 use periods::*;
+pub use window_reads::{cdf, get, quantile};
 
 /// The family's commands, one line each (see [`Command`]).
 pub const COMMANDS: &[Command] = command_table! {
@@ -436,101 +438,6 @@ impl<'a> Admission<'a> {
         self.answer = Some(answer);
         answer
     }
-}
-
-/// STATS.GET key [WINDOW dur]
-pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let window = parse_window(&mut Args::new(rest))?;
-    let (key, settings, periods) = open_window(ctx, name, window)?;
-    let Some(settings) = settings else {
-        return Ok(Reply::Nil);
-    };
-    let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let (db, name) = (selected_db(ctx), name.as_slice());
-    let cached = caches(|c| c.windows(|w| w.summary(db, name, &settings, lo, hi))).flatten();
-    let summary = match cached {
-        Some(summary) => summary,
-        None => {
-            let mut admission = Admission::new(ctx, db, name);
-            let summary = window_record(&key, db, name, &settings, lo, hi, &mut admission)
-                .summary()
-                .map(|s| Rc::new(ShownSummary::new(&s)));
-            let admit = admission.admit(&key);
-            let stored = summary.clone();
-            caches(|c| c.windows(|w| w.store_summary(db, name, settings, lo, hi, stored, admit)));
-            summary
-        }
-    };
-    Ok(summary.map_or(Reply::Nil, Reply::Summary))
-}
-
-/// The merged record of the window that the rest of `args` (`[WINDOW dur]`) asks of
-/// `name` now, for QUANTILE and CDF; `None` for a missing key.
-fn merged_window(ctx: &Context, name: &RedisString, args: &mut Args) -> Result<Option<Record>> {
-    let window = parse_window(args)?;
-    let (key, settings, periods) = open_window(ctx, name, window)?;
-    let Some(settings) = settings else {
-        return Ok(None);
-    };
-    let (lo, hi) = settings.window_range(command_now_ms(), periods);
-    let (db, name) = (selected_db(ctx), name.as_slice());
-    let mut admission = Admission::new(ctx, db, name);
-    Ok(Some(window_record(
-        &key,
-        db,
-        name,
-        &settings,
-        lo,
-        hi,
-        &mut admission,
-    )))
-}
-
-/// STATS.QUANTILE key q [q ...] [WINDOW dur]
-pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let q_args = args.values_until(0, &["WINDOW"]);
-    if q_args.is_empty() {
-        return Err(Error::NotFloat);
-    }
-    let mut qs = Vec::with_capacity(q_args.len());
-    for arg in q_args {
-        qs.push(check_quantile(parse_finite_f64(arg)?)?);
-    }
-    let Some(record) = merged_window(ctx, name, &mut args)? else {
-        return Ok(Reply::Nil);
-    };
-    if record.count() == 0 {
-        return Ok(Reply::Nil);
-    }
-    // One sorted walk of the merged sketch for all the fractions.
-    Ok(Reply::Array(
-        record
-            .quantiles(&qs)
-            .into_iter()
-            .map(|v| v.map_or(Reply::Nil, Reply::Double))
-            .collect(),
-    ))
-}
-
-/// STATS.CDF key value [value ...] [WINDOW dur]
-///
-/// The share of the window's values at or below each value, in order, from the same
-/// merged sketch as QUANTILE; nil for an empty window or a missing key.
-pub fn cdf(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    let mut args = Args::new(rest);
-    let value_args = args.values_until(0, &["WINDOW"]);
-    check_cdf_count(value_args.len())?;
-    let mut values = Vec::with_capacity(value_args.len());
-    for arg in value_args {
-        values.push(check_value(parse_finite_f64(arg)?)?);
-    }
-    let Some(record) = merged_window(ctx, name, &mut args)? else {
-        return Ok(Reply::Nil);
-    };
-    Ok(record.cdf(&values).map_or(Reply::Nil, |shares| {
-        Reply::Array(shares.into_iter().map(Reply::Double).collect())
-    }))
 }
 
 /// STATS.RANGE key [FROM ts] [TO ts]
