@@ -152,3 +152,19 @@ pub fn skip_open_case(why: &str) -> bool {
     }
     !run
 }
+
+/// `CONFIG SET name value` is refused with a text ending in `tail`, and the config keeps
+/// its value.
+#[track_caller]
+pub fn assert_config_refused(srv: &Server, name: &str, value: &str, tail: &str) {
+    let k = &srv.kind().name;
+    let before = srv.cmd_value(&["CONFIG", "GET", name]);
+    let got = srv.cmd_value(&["CONFIG", "SET", name, value]);
+    let text =
+        crate::values::error_text(&got).unwrap_or_else(|| panic!("{k}: {name} {value}: {got:?}"));
+    assert!(
+        text.starts_with("ERR") && text.ends_with(tail),
+        "{k}: {text}"
+    );
+    assert_eq!(srv.cmd_value(&["CONFIG", "GET", name]), before, "{k}");
+}

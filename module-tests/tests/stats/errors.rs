@@ -171,21 +171,6 @@ fn errors_are_exact_and_change_nothing(kind: &ServerKind) {
     srv.assert_alive();
 }
 
-/// `CONFIG SET name value` is refused with a text ending in `tail`, and the config keeps
-/// its value.
-#[track_caller]
-fn assert_config_refused(srv: &Server, name: &str, value: &str, tail: &str) {
-    let k = &srv.kind().name;
-    let before = srv.cmd_value(&["CONFIG", "GET", name]);
-    let got = srv.cmd_value(&["CONFIG", "SET", name, value]);
-    let text = error_text(&got).unwrap_or_else(|| panic!("{k}: {name} {value}: {got:?}"));
-    assert!(
-        text.starts_with("ERR") && text.ends_with(tail),
-        "{k}: {text}"
-    );
-    assert_eq!(srv.cmd_value(&["CONFIG", "GET", name]), before, "{k}");
-}
-
 per_server!(edges_of_time_are_refused);
 /// A timestamp outside `[0, 2^53)` is outside the kept range; a period, a window or a kept
 /// span (period x keep) beyond 10,000 years is an invalid duration (commands and the
