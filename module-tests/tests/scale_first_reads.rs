@@ -241,9 +241,14 @@ fn the_first_counter_read_after_a_native_edit_answers_in_10ms(kind: &ServerKind)
 const STATS_PERIODS: i64 = 9_990;
 const HOUR: i64 = 3_600_000;
 
+/// A window's expected `count`, `sum`, `min` and `max`.
+type Expected = (i64, f64, f64, f64);
+/// A check of a reply against the window it should describe.
+type Check<'a> = &'a dyn Fn(&Value, Expected);
+
 /// The expected `count`, `sum`, `min` and `max` of the window of the `periods` latest
 /// periods at hour index `now_hour`, for an object filled at hour index `filled_hour`.
-fn stats_model(filled_hour: i64, now_hour: i64, periods: i64) -> Option<(i64, f64, f64, f64)> {
+fn stats_model(filled_hour: i64, now_hour: i64, periods: i64) -> Option<Expected> {
     let values: Vec<f64> = (now_hour - periods + 1..=now_hour)
         .filter(|h| *h <= filled_hour && filled_hour - *h < STATS_PERIODS)
         .map(|h| (1 + (filled_hour - h) % 1000) as f64)
@@ -315,7 +320,7 @@ fn the_first_stats_read_of_a_big_object_answers_in_10ms(kind: &ServerKind) {
     };
     // Each read is checked against the model at the hour it ran in (asked again when the
     // hour turned meanwhile).
-    let checked = |args: &[&str], periods: i64, check: &dyn Fn(&Value, (i64, f64, f64, f64))| loop {
+    let checked = |args: &[&str], periods: i64, check: Check| loop {
         let before = server_ms(&srv) / HOUR;
         let reply = srv.cmd_value(args);
         if server_ms(&srv) / HOUR != before {
@@ -327,14 +332,14 @@ fn the_first_stats_read_of_a_big_object_answers_in_10ms(kind: &ServerKind) {
         }
         return;
     };
-    let get_matches = |reply: &Value, (count, sum, min, max): (i64, f64, f64, f64)| {
+    let get_matches = |reply: &Value, (count, sum, min, max): Expected| {
         let fields: BTreeMap<String, Value> = map_pairs(reply).into_iter().collect();
         assert_eq!(fields.get("count"), Some(&v_int(count)), "{reply:?}");
         assert_eq!(number(&fields["sum"]), sum, "{reply:?}");
         assert_eq!(number(&fields["min"]), min, "{reply:?}");
         assert_eq!(number(&fields["max"]), max, "{reply:?}");
     };
-    let within_sketch = |reply: &Value, (_, _, min, max): (i64, f64, f64, f64)| {
+    let within_sketch = |reply: &Value, (_, _, min, max): Expected| {
         let Value::Array(values) = reply else {
             panic!("{reply:?}")
         };
@@ -344,7 +349,7 @@ fn the_first_stats_read_of_a_big_object_answers_in_10ms(kind: &ServerKind) {
         }
     };
     for kind_of_edit in [Edit::Hdel, Edit::Rename] {
-        let reads: [(&str, &[&str], i64, &dyn Fn(&Value, (i64, f64, f64, f64))); 4] = [
+        let reads: [(&str, &[&str], i64, Check); 4] = [
             ("stats.get", &["STATS.GET", "s"], 1, &get_matches),
             (
                 "stats.get",
