@@ -33,7 +33,7 @@ type DueOf = ShardedMap<u64, i64, BuildHasherDefault<IdHasher>, 8>;
 
 /// How far [`DueQueue::backlog`] counts: INFO reads it, and must not walk millions of due
 /// keys.
-pub const BACKLOG_COUNT_MAX: usize = 10_000;
+pub const BACKLOG_COUNT_MAX: usize = 1_000;
 
 /// Entries per queue chunk: a chunk grows by doubling up to this size, then a new one
 /// starts, so appending never copies more than this many entries.
@@ -63,6 +63,17 @@ fn is_current(
                 .is_some_and(|(_, &kept)| kept == due)
         })
     })
+}
+
+/// What [`DueQueue::pop_due_bounded`] found.
+#[derive(Debug, PartialEq)]
+pub enum Popped {
+    /// A key due now, with its database.
+    Due(c_int, Vec<u8>),
+    /// Only entries no longer current so far (dropped): ask again.
+    Skipped,
+    /// Nothing is due.
+    Nothing,
 }
 
 #[derive(Default)]
@@ -213,13 +224,35 @@ impl DueQueue {
         }
     }
 
-    /// The next key due at `now` or before, taken out of the schedule.
+    /// The next current key due at `now` or before, with its database, removed from the
+    /// schedule; entries no longer current are dropped on the way (used by tests: the timer
+    /// pops with [`DueQueue::pop_due_bounded`]).
+    #[cfg(test)]
     pub fn pop_due(&mut self, now: i64) -> Option<(c_int, Vec<u8>)> {
         loop {
-            let mut first = self.queue.first_entry()?;
+            match self.pop_due_bounded(now, usize::MAX) {
+                Popped::Due(db, key) => return Some((db, key)),
+                Popped::Skipped => {}
+                Popped::Nothing => return None,
+            }
+        }
+    }
+
+    /// As [`DueQueue::pop_due`], dropping at most `max_dropped` entries that are no longer
+    /// current: millions of them can lie ahead (keys scheduled earlier, deleted, flushed),
+    /// and the timer looks at its clock between two calls.
+    pub fn pop_due_bounded(&mut self, now: i64, max_dropped: usize) -> Popped {
+        let mut dropped = 0usize;
+        loop {
+            if dropped >= max_dropped {
+                return Popped::Skipped;
+            }
+            let Some(mut first) = self.queue.first_entry() else {
+                return Popped::Nothing;
+            };
             let due = *first.key();
             if due > now {
-                return None;
+                return Popped::Nothing;
             }
             let chunks = first.get_mut();
             let entry = chunks.last_mut().and_then(Vec::pop);
@@ -235,8 +268,9 @@ impl DueQueue {
             self.queued = self.queued.saturating_sub(1);
             if let Some(db) = self.take_if_current(id, &key, due) {
                 self.last_insert = None;
-                return Some((db, key.into_vec()));
+                return Popped::Due(db, key.into_vec());
             }
+            dropped += 1;
         }
     }
 
@@ -552,5 +586,35 @@ mod tests {
         assert!(steps >= 150, "freed in {steps} steps");
         assert_eq!(schedule.pop_due(10), Some((0, b"new".to_vec())));
         assert_eq!(schedule.tracked(), 0);
+    }
+
+    /// A million keys scheduled at 10 and then earlier at 5 leave entries no longer current
+    /// at 10 (hundreds of thousands, what the inserts' compaction has not reached): each
+    /// bounded pop drops at most 1024 of them, and every key is popped exactly once.
+    #[test]
+    fn a_bounded_pop_drops_few_stale_entries() {
+        let mut schedule = DueQueue::default();
+        let n = 1_000_000;
+        for i in 0..n {
+            schedule.insert(0, format!("k{i}").as_bytes(), 10);
+        }
+        for i in 0..n {
+            schedule.insert(0, format!("k{i}").as_bytes(), 5);
+        }
+        let stale = schedule.queued() - n;
+        assert!(stale > 100_000, "{stale} stale entries");
+        let (mut popped, mut skipped) = (0, 0);
+        loop {
+            match schedule.pop_due_bounded(20, 1024) {
+                Popped::Due(..) => popped += 1,
+                Popped::Skipped => skipped += 1,
+                Popped::Nothing => break,
+            }
+        }
+        assert_eq!(popped, n);
+        assert!(
+            skipped >= stale / 1024,
+            "{skipped} bounded pops dropped {stale} stale entries"
+        );
     }
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use redis_module::{Context, NotifyEvent};
 
 use crate::config;
-use crate::due_queue::DueQueue;
+use crate::due_queue::{DueQueue, Popped};
 use crate::server::{
     is_acting_primary, monotonic_us, now_ms, replica_traffic_paused, selected_db, DbGuard,
 };
@@ -93,6 +93,9 @@ const IDLE_TICK_MS: i64 = 100;
 const NUM_DBS_TO_SCAN_MAX: c_int = 1 << 16;
 /// What the first visit of a tick may take even when the budget is smaller (or spent).
 const MIN_STEP_US: u64 = 200;
+/// Schedule entries no longer current that one pop may drop before the tick looks at its
+/// clock again (each costs a hash lookup).
+const STALE_PER_POP: usize = 1024;
 
 fn with_schedule<T>(f: impl FnOnce(&mut Schedule) -> T) -> T {
     SCHEDULE.with(|s| f(&mut s.borrow_mut()))
@@ -199,8 +202,15 @@ fn tick(ctx: &Context, _: ()) {
     // a budget smaller than opening one key would otherwise never trim anything).
     let mut first = true;
     while first || monotonic_us() < deadline {
-        let Some((db, key)) = with_schedule(|s| s.due.pop_due(now)) else {
-            break;
+        let (db, key) = match with_schedule(|s| s.due.pop_due_bounded(now, STALE_PER_POP)) {
+            Popped::Due(db, key) => (db, key),
+            // Dropping entries no longer current is this tick's progress: the clock decides
+            // whether it goes on.
+            Popped::Skipped => {
+                first = false;
+                continue;
+            }
+            Popped::Nothing => break,
         };
         if !db_guard.select(db) {
             continue;
