@@ -33,8 +33,8 @@ use super::view;
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
 
-/// Members' worth of discarded quarantine totals freed per visit (see `view`).
-const FREED_PER_VISIT: usize = 8192;
+/// Members' worth of discarded totals freed between two looks at the clock.
+const FREED_PER_STEP: usize = 2048;
 
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
@@ -157,17 +157,21 @@ pub fn expire(
     now: i64,
     deadline_us: u64,
 ) -> Visit {
-    let visit = visit(ctx, key, name, now, deadline_us);
-    // Quarantined boards' totals that are no longer true, a step of them per visit: while
-    // some are left, this board is visited again at once to free the next step.
-    if !state::with(|s| s.free_discarded(FREED_PER_VISIT)) {
-        return visit;
+    // (Totals no longer true are freed by every tick: see [`release`].)
+    visit(ctx, key, name, now, deadline_us)
+}
+
+/// Frees the totals no longer true (quarantined boards' views, next totals) until
+/// `deadline_us`, a step at a time (freeing a million members at once would hold the
+/// server for tens of milliseconds); true when none are left. Every tick calls it, on
+/// every server: a flush may leave no board to visit.
+pub fn release(deadline_us: u64) -> bool {
+    while state::with(|s| s.free_discarded(FREED_PER_STEP)) {
+        if monotonic_us() >= deadline_us {
+            return false;
+        }
     }
-    match visit {
-        Visit::DueAt(due) if due <= now.saturating_add(1) => visit,
-        Visit::Unfinished => visit,
-        _ => Visit::DueAt(now.saturating_add(1)),
-    }
+    true
 }
 
 /// The visit of the board whose meta hash is `name` (see [`expire`]).

@@ -65,7 +65,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
-pub use drain::expire;
+pub use drain::{expire, release};
 pub use events::on_keyspace_event;
 pub use incrby::incrby;
 pub use read::{history, info, rank, score, top};
