@@ -161,7 +161,11 @@ fn writes_during_a_rebuild_in_steps_equal_the_model(kind: &ServerKind) {
         srv.cmd_value(&["HSET", &name, member, &value.to_string()])
     };
     edit(s0 + 1, "m5", 50);
-    model.slots.entry(s0 + 1).or_default().insert("m5".into(), 50);
+    model
+        .slots
+        .entry(s0 + 1)
+        .or_default()
+        .insert("m5".into(), 50);
     assert!(
         wait_until(std::time::Duration::from_secs(2), || edited(srv)),
         "{k}: not quarantined"
@@ -208,7 +212,11 @@ fn writes_during_a_rebuild_in_steps_equal_the_model(kind: &ServerKind) {
                 };
                 if rng.chance(70) {
                     let value = 1 + rng.below(90);
-                    model.slots.entry(slot).or_default().insert(m.clone(), value);
+                    model
+                        .slots
+                        .entry(slot)
+                        .or_default()
+                        .insert(m.clone(), value);
                     cmds.push(strings(&["HSET", &name, &m, &value.to_string()]));
                 } else {
                     model.slots.entry(slot).or_default().remove(&m);
@@ -327,7 +335,10 @@ fn writes_during_a_rebuild_in_steps_equal_the_model(kind: &ServerKind) {
         v_ok()
     );
     let dump = srv.dump_keyspace();
-    assert!(dump.contains_key(&format!("db0:{BOARD}")), "{k}: nothing left to compare");
+    assert!(
+        dump.contains_key(&format!("db0:{BOARD}")),
+        "{k}: nothing left to compare"
+    );
     assert_eq!(srv.cmd_value(&["DEBUG", "LOADAOF"]), v_ok(), "{k}");
     assert_eq!(srv.dump_keyspace(), dump, "{k}: AOF reload");
     assert_eq!(srv.cmd_value(&["CLIENT", "UNPAUSE"]), v_ok());

@@ -60,8 +60,7 @@ pub(super) fn begin(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64
     let rebuilding = state::with(|s| s.is_rebuilding(db, base));
     if !rebuilding
         && (meta.is_empty()
-            || view::fields_in(ctx, base, (meta.lo, meta.hi), REPAIRED_AT_ONCE)
-                <= REPAIRED_AT_ONCE)
+            || view::fields_in(ctx, base, (meta.lo, meta.hi), REPAIRED_AT_ONCE) <= REPAIRED_AT_ONCE)
     {
         return Ok(false);
     }
