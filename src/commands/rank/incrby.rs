@@ -260,7 +260,8 @@ fn check(
             target.pending.clear();
             // The written slot's count comes from its open handle (`current_values`).
             let meta = &target.meta;
-            let stored = rebuild::open_stored(ctx, acl, base, meta, Some(target.index))?;
+            let slots = (meta, Some(target.index));
+            let stored = rebuild::open_stored(ctx, acl, base, slots, transit)?;
             let pending_end = meta.pending_range(now).map(|(_, end)| end);
             target.stored = Some((stored, pending_end));
             if has_jobs() {

@@ -82,13 +82,15 @@ pub(super) fn begin(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64
 }
 
 /// Opens the board's stored slot hashes `lo ..= hi` for reading (through the caller's
-/// ACL), leaving out slot `except` (the one the caller writes, already open).
+/// ACL), leaving out slot `except` (the one the caller writes, already open). A missing
+/// one may be on the other node during a reshard: then the sums cannot be made here
+/// (TRYAGAIN).
 pub(super) fn open_stored(
     ctx: &Context,
     acl: &Acl,
     base: &[u8],
-    meta: &Meta,
-    except: Option<i64>,
+    (meta, except): (&Meta, Option<i64>),
+    transit: &Transit,
 ) -> Result<Stored> {
     let mut stored = Vec::new();
     if meta.is_empty() {
@@ -99,8 +101,10 @@ pub(super) fn open_stored(
             continue;
         }
         let slot = acl.open(ctx, &slot_key(base, index), false)?;
-        if slot.kind() == KeyKind::Hash {
-            stored.push((index, slot));
+        match slot.kind() {
+            KeyKind::Hash => stored.push((index, slot)),
+            KeyKind::Empty => transit.missing()?,
+            _ => {}
         }
     }
     Ok(stored)
