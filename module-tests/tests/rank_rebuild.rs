@@ -347,3 +347,90 @@ fn writes_during_a_rebuild_in_steps_equal_the_model(kind: &ServerKind) {
     srv.assert_alive();
     replica.assert_alive();
 }
+
+per_server!(a_rebuild_in_steps_starts_only_from_a_caller_who_may_write_every_slot);
+/// A board of 1200 members over two hourly slots, quarantined by a native `HSET`: a user
+/// who may write the sorted set, the meta and the slot of the hour but not the older slot
+/// gets NOPERM from INCRBY and REM, and nothing changes (no rebuild starts: the timer
+/// leaves the board alone); the next write of a user who may write every part answers
+/// the exact total and the timer ends the rebuild.
+fn a_rebuild_in_steps_starts_only_from_a_caller_who_may_write_every_slot(kind: &ServerKind) {
+    let k = &kind.name;
+    let srv = Server::start(kind);
+    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
+        .expect("config");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "{a}", "WINDOW", "24h", "SLOT", "1h"]),
+        v_ok()
+    );
+    let now = server_ms(&srv);
+    let (old, hour) = (now / 3_600_000 - 1, now / 3_600_000);
+    let mut model = RankModel::default();
+    // Ahead of `now`, `fill` writes in the slot before the current one too.
+    let at_old = old * 3_600_000;
+    let board_fill = |at: i64, n: i64, model: &mut RankModel| {
+        let mut conn = srv.conn();
+        let mut cmds = Vec::new();
+        for start in (0..n).step_by(500) {
+            let mut cmd = vec!["TSRANK.INCRBY".to_string(), "{a}".to_string()];
+            for i in start..(start + 500).min(n) {
+                cmd.push("2".into());
+                cmd.push(format!("m{i}"));
+                model.add(at / 3_600_000, &format!("m{i}"), 2);
+            }
+            cmd.push("AT".into());
+            cmd.push(at.to_string());
+            cmds.push(cmd);
+        }
+        for reply in pipeline(&mut conn, &cmds) {
+            assert!(matches!(reply, Value::Array(_)), "{reply:?}");
+        }
+    };
+    board_fill(at_old, 1200, &mut model);
+    board_fill(now, 10, &mut model);
+    let old_slot = format!("{{a}}|slot|{old}");
+    srv.cmd_value(&["HSET", &old_slot, "m3", "40"]);
+    assert!(
+        wait_until(std::time::Duration::from_secs(2), || {
+            srv.cmd_value(&["HEXISTS", "{a}|meta", "_edited"]) == v_int(1)
+        }),
+        "{k}: not quarantined"
+    );
+    let before = srv.dump_keyspace();
+    let hour_slot = format!("~{{a}}|slot|{hour}");
+    let mut user = conn_as_user(&srv, "w", &["~{a}", "~{a}|meta", &hour_slot]);
+    for cmd in [
+        &["TSRANK.INCRBY", "{a}", "1", "m3"][..],
+        &["TSRANK.REM", "{a}", "m4"][..],
+    ] {
+        let got = conn_value(&mut user, cmd);
+        assert!(
+            error_text(&got).is_some_and(|e| e.starts_with("NOPERM")),
+            "{k}: {cmd:?}: {got:?}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{k}: the refused writes changed the board"
+    );
+    // m3: 40 in the old slot (the edit), 2 in this hour's.
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{a}", "1", "m3"]),
+        v_int(43),
+        "{k}"
+    );
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || {
+            srv.cmd_value(&["HEXISTS", "{a}|meta", "_edited"]) == v_int(0)
+        }),
+        "{k}: the rebuild never ended"
+    );
+    model.slots.entry(old).or_default().insert("m3".into(), 40);
+    model.add(hour, "m3", 1);
+    let totals = model.totals(old, hour);
+    let top = srv.cmd_value(&["TSRANK.TOP", "{a}", "5000", "WITHSCORES"]);
+    assert_eq!(pairs(&top), RankModel::ranked(&totals), "{k}: TOP");
+    srv.assert_alive();
+}
