@@ -227,7 +227,8 @@ per_server!(one_kind_at_a_time: reads_stay_fast_on_a_quarantined_board);
 /// Until the next write, every SCORE, RANK, TOP, INFO and HISTORY takes less than 10 ms:
 /// they answer the board as tally left it (its sorted set) while the timer sums the slot
 /// hashes, then the totals of the slot hashes as they now are. Those totals count in
-/// `tally_rank_memory_bytes` and are freed once the next write has rebuilt the board.
+/// `tally_rank_memory_bytes` and are freed once the next write has started rebuilding
+/// the board.
 fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
@@ -292,7 +293,7 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
     }
     assert_nothing_slow(&srv, k);
     // The timer's totals of the quarantined board count in the family's memory, and go
-    // once the next write has rebuilt the board (that write passes over the whole board).
+    // once the next write has started the board's rebuild (in steps, by the timer).
     let held = info_i64(&srv, "tally", "tally_rank_memory_bytes");
     println!(
         "{k}: {n} quarantined members: rank_memory_bytes {held} ({} per member)",
