@@ -63,6 +63,9 @@ pub struct Visitor {
     pub visit: fn(ctx: &Context, name: &[u8], now: i64, deadline_us: u64) -> Visit,
     /// True if `name` holds an object that has slots to expire (for the start-up scan).
     pub is_object: fn(ctx: &Context, name: &[u8]) -> bool,
+    /// Frees, until the deadline (µs), what the families set aside to free in steps (a
+    /// flush may leave no key to visit); true when nothing is left.
+    pub release: fn(deadline_us: u64) -> bool,
 }
 
 impl Default for Visitor {
@@ -70,6 +73,7 @@ impl Default for Visitor {
         Visitor {
             visit: |_, _, _, _| Visit::Done,
             is_object: |_, _| false,
+            release: |_| true,
         }
     }
 }
@@ -174,7 +178,7 @@ fn tick(ctx: &Context, _: ()) {
     let budget = config::expire_budget_us().max(1) as u64;
     let deadline = started + budget;
     // What a flush set aside is freed on every server (replicas flush and load too).
-    let released = release_retired(deadline);
+    let released = release_retired(deadline) && (visitor().release)(deadline);
     let idle = if released { IDLE_TICK_MS } else { 1 };
     if !is_acting_primary(ctx) {
         with_schedule(|s| s.was_primary = false);

@@ -199,6 +199,7 @@ fn state_bytes() -> usize {
 pub const EXPIRY_VISITOR: Visitor = Visitor {
     visit: expire_key,
     is_object: is_tally_object,
+    release: rank::release,
 };
 
 /// True if `name` holds an object some family expires (used by the start-up scan).

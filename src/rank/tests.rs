@@ -367,3 +367,25 @@ fn computed_totals_are_freed_in_steps() {
     assert_eq!(totals.get(b"m1"), 0);
     assert_eq!(totals.top(0, 10).count(), 0);
 }
+
+#[test]
+fn freeing_computed_totals_shrinks_their_bytes_step_by_step() {
+    let mut builder = TotalsBuilder::new();
+    for i in 0..5_000 {
+        builder.add(format!("m{i}").as_bytes(), b"2");
+    }
+    let mut totals = builder.finish();
+    let mut last = totals.bytes();
+    let mut steps = 0;
+    // The index goes first, through its iterator (O(work) a step), then the entries.
+    while !totals.free_step(500) {
+        let now = totals.bytes();
+        assert!(now <= last, "step {steps}: {now} bytes after {last}");
+        last = now;
+        steps += 1;
+        assert!(steps < 100, "no end");
+    }
+    assert!(steps >= 15, "freed in {steps} steps");
+    assert_eq!(totals.bytes(), 0);
+    assert!(totals.is_empty());
+}

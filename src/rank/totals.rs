@@ -1,7 +1,7 @@
 //! Window totals of a quarantined board computed from its slot hashes, built and sorted
 //! in steps of bounded work. Pure: no Redis imports.
 
-use std::collections::HashMap;
+use std::collections::{hash_map, HashMap};
 use std::rc::Rc;
 
 use crate::args::parse_i64;
@@ -24,6 +24,8 @@ pub struct Totals {
     order: Vec<u32>,
     /// Bytes of the member names (each allocated once, shared by `index` and `entries`).
     member_bytes: usize,
+    /// The index being freed in steps (see [`Totals::free_step`]).
+    freeing: Option<hash_map::IntoIter<Member, usize>>,
 }
 
 impl Totals {
@@ -47,7 +49,8 @@ impl Totals {
     /// Bytes held (an estimate: allocations, their headers and the index's slack).
     pub fn bytes(&self) -> usize {
         let index_entry = std::mem::size_of::<(Member, usize)>() + 1;
-        self.index.capacity() * index_entry
+        let freeing = self.freeing.as_ref().map_or(0, ExactSizeIterator::len);
+        (self.index.capacity() + freeing) * index_entry
             + self.entries.capacity() * std::mem::size_of::<(Member, i64)>()
             + self.order.capacity() * std::mem::size_of::<u32>()
             // Each name's allocation: the bytes and the two reference counts.
@@ -59,8 +62,19 @@ impl Totals {
     /// million members at once would hold the server for tens of milliseconds.
     pub fn free_step(&mut self, work: usize) -> bool {
         let work = work.max(1);
-        if !self.order.is_empty() {
-            self.order.truncate(self.order.len().saturating_sub(work));
+        // The order holds plain integers: one allocation.
+        self.order = Vec::new();
+        // The index's names first (each step drops `work` of them: a scan of the whole
+        // table per step would cost O(members) each time), then the entries, whose names
+        // are then the last references.
+        if self.freeing.is_none() && !self.index.is_empty() {
+            self.freeing = Some(std::mem::take(&mut self.index).into_iter());
+        }
+        if let Some(freeing) = &mut self.freeing {
+            if freeing.by_ref().take(work).count() == work && freeing.len() > 0 {
+                return false;
+            }
+            self.freeing = None;
             return false;
         }
         if !self.entries.is_empty() {
@@ -68,19 +82,8 @@ impl Totals {
                 .truncate(self.entries.len().saturating_sub(work));
             return false;
         }
-        let mut left = work;
-        self.index.retain(|_, _| {
-            if left == 0 {
-                return true;
-            }
-            left -= 1;
-            false
-        });
-        if self.index.is_empty() {
-            *self = Totals::default();
-            return true;
-        }
-        false
+        *self = Totals::default();
+        true
     }
 
     /// At most `count` rows from `offset`, in leaderboard order.

@@ -99,23 +99,6 @@ struct Large<'a> {
     open_cases: bool,
     /// `tally_max_tick_us` at the last check.
     max_tick_seen: i64,
-    /// Whether the `quarantine` fault runs (see [`quarantine_runs`]).
-    quarantine: bool,
-    /// A native edit quarantined the board and no write has rebuilt it since. OPEN: the
-    /// write that rebuilds a quarantined board passes over every member in one command
-    /// (~6 us per member); that one `TSRANK.INCRBY` is left out of the 10 ms rule unless
-    /// `TALLY_OPEN_CASES=1` (`scale_rank.rs` `a_write_to_a_quarantined_board_is_bounded`).
-    board_repair_pending: bool,
-    /// The board was written since the last check (see `board_repair_pending`).
-    board_written: bool,
-}
-
-/// OPEN with `TALLY_LONG=1`: the repair of a quarantined board of 300k members holds
-/// ~35 MB that a FLUSHALL does not give back for seconds, and frees it in one timer tick
-/// of ~50 ms. Until that is bounded, the large run leaves `quarantine` out unless
-/// `TALLY_OPEN_CASES=1`; the short run (a few thousand members) keeps it.
-fn quarantine_runs() -> bool {
-    !long_run() || !skip_open_case("a quarantined big board's repair state outlives FLUSHALL")
 }
 
 impl Large<'_> {
@@ -245,7 +228,6 @@ impl Large<'_> {
             cmds.push(strings(&["STATS.ADD", STATS, &v]));
         }
         self.send(&cmds);
-        self.board_written = true;
     }
 
     /// The reads that do bounded work today (see the module comment for those left out).
@@ -292,10 +274,7 @@ impl Large<'_> {
             "expire-slot",
             "flushall",
         ];
-        let mut fault = *rng.pick(FAULTS);
-        if fault == "quarantine" && !self.quarantine {
-            fault = "writes";
-        }
+        let fault = *rng.pick(FAULTS);
         let target = *rng.pick(&[COUNTER, BOARD, STATS]);
         // Each fault finds the objects there (a write would otherwise create one with the
         // default settings, a native HSET a stray slot hash).
@@ -318,7 +297,6 @@ impl Large<'_> {
                 let m = format!("m{}", rng.below(self.sizes.members as i64));
                 let r = conn_value(&mut self.conn, &["HSET", &part, &m, "5000"]);
                 self.note(format!("HSET {part} {m} 5000 -> {}", show_value(&r)));
-                self.board_repair_pending = true;
             }
             "rename" => {
                 if target == COUNTER {
@@ -423,13 +401,7 @@ impl Large<'_> {
                 let probe = args
                     .first()
                     .is_some_and(|c| ["INFO", "MEMORY"].contains(&c.to_uppercase().as_str()));
-                let repair = self.board_repair_pending
-                    && !self.open_cases
-                    && args
-                        .first()
-                        .is_some_and(|c| c.eq_ignore_ascii_case("TSRANK.INCRBY"))
-                    && args.get(1).is_some_and(|k| k == BOARD);
-                if !preempted && !probe && !repair {
+                if !preempted && !probe {
                     problems.push(format!(
                         "SLOWLOG: {} took {us} us (the server waited {waited_us} us for a CPU meanwhile)",
                         args.join(" ")
@@ -439,9 +411,6 @@ impl Large<'_> {
         }
         conn_value(&mut self.conn, &["SLOWLOG", "RESET"]);
         self.wait_at_slowlog_reset = run_queue_wait_ns(self.srv.pid());
-        // Any write of the board since the last check rebuilt it.
-        self.board_repair_pending &= !self.board_written;
-        self.board_written = false;
         if !self.srv.is_alive() {
             problems.push("the server is not alive".into());
         }
@@ -491,9 +460,6 @@ fn fuzz_large_objects(kind: &ServerKind) {
         baseline,
         counter_edited: false,
         max_tick_seen: 0,
-        quarantine: quarantine_runs(),
-        board_repair_pending: false,
-        board_written: false,
         open_cases: std::env::var("TALLY_OPEN_CASES").is_ok_and(|v| v == "1"),
     };
     let mut rng = Rng(seed);

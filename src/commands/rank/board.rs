@@ -216,6 +216,11 @@ fn quarantined_view(
         })?;
         return Ok(Some(Rc::new(builder.finish())));
     }
+    if state::with(|s| s.is_rebuilding(db, base)) {
+        // Rebuilt in steps (see `rebuild`): the sorted set is exact for every member a
+        // write or the timer has set, and the timer is busy with it.
+        return Ok(None);
+    }
     let Some(totals) = state::with(|s| s.ready_view(db, base, range)) else {
         // The timer computes them (it visits quarantined boards only when asked to: a
         // visit opens the board's keys, which can expire them lazily).

@@ -3,7 +3,8 @@
 //! resuming where the last visit stopped.
 //!
 //! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
-//! timer writes none of their keys; `view` computes a large one's totals in memory), a
+//! timer writes none of their keys unless a write asked for their rebuild, `rebuild`;
+//! `view` computes a large one's totals in memory), a
 //! board whose cluster slot is moving, the meta hash's fields other than through `meta`; replicates only through [`Effects`]. Opens keys for
 //! writing only when there is work (a write open invalidates WATCH).
 
@@ -24,6 +25,7 @@ use super::jobs::has_jobs;
 use super::meta;
 use super::next;
 use super::parts::is_marked_edited;
+use super::rebuild;
 use super::state::{self, BoardId, Seen};
 use super::transit::Transit;
 use super::view;
@@ -31,22 +33,22 @@ use super::view;
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
 
-/// Members' worth of discarded quarantine totals freed per visit (see `view`).
-const FREED_PER_VISIT: usize = 8192;
+/// Members' worth of discarded totals freed between two looks at the clock.
+const FREED_PER_STEP: usize = 2048;
 
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
 
 /// One batched command `name key arg ...`, started by its first argument.
-struct Batch<'a> {
+pub(super) struct Batch<'a> {
     name: &'static CStr,
     key: &'a [u8],
-    effects: Effects,
+    pub(super) effects: Effects,
     started: bool,
 }
 
 impl<'a> Batch<'a> {
-    fn new(name: &'static CStr, key: &'a [u8]) -> Self {
+    pub(super) fn new(name: &'static CStr, key: &'a [u8]) -> Self {
         Batch {
             name,
             key,
@@ -56,7 +58,7 @@ impl<'a> Batch<'a> {
     }
 
     /// The effects to add this entry's arguments to.
-    fn entry(&mut self) -> &mut Effects {
+    pub(super) fn entry(&mut self) -> &mut Effects {
         if !std::mem::replace(&mut self.started, true) {
             self.effects.command(self.name).arg(self.key);
         }
@@ -155,17 +157,21 @@ pub fn expire(
     now: i64,
     deadline_us: u64,
 ) -> Visit {
-    let visit = visit(ctx, key, name, now, deadline_us);
-    // Quarantined boards' totals that are no longer true, a step of them per visit: while
-    // some are left, this board is visited again at once to free the next step.
-    if !state::with(|s| s.free_discarded(FREED_PER_VISIT)) {
-        return visit;
+    // (Totals no longer true are freed by every tick: see [`release`].)
+    visit(ctx, key, name, now, deadline_us)
+}
+
+/// Frees the totals no longer true (quarantined boards' views, next totals) until
+/// `deadline_us`, a step at a time (freeing a million members at once would hold the
+/// server for tens of milliseconds); true when none are left. Every tick calls it, on
+/// every server: a flush may leave no board to visit.
+pub fn release(deadline_us: u64) -> bool {
+    while state::with(|s| s.free_discarded(FREED_PER_STEP)) {
+        if monotonic_us() >= deadline_us {
+            return false;
+        }
     }
-    match visit {
-        Visit::DueAt(due) if due <= now.saturating_add(1) => visit,
-        Visit::Unfinished => visit,
-        _ => Visit::DueAt(now.saturating_add(1)),
-    }
+    true
 }
 
 /// The visit of the board whose meta hash is `name` (see [`expire`]).
@@ -182,13 +188,17 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         return Visit::Done;
     };
     let db = selected_db(ctx);
-    let quarantined = state::with(|s| {
+    let (quarantined, rebuilding) = state::with(|s| {
         s.note_meta(db, base, meta, Seen::Read);
         if marked {
             s.quarantine(db, base);
         }
-        s.is_quarantined(db, base)
+        (s.is_quarantined(db, base), s.is_rebuilding(db, base))
     });
+    if rebuilding {
+        // A write whose caller may write every part asked for the rebuild (see `rebuild`).
+        return rebuild::visit(ctx, db, base, &meta, now, deadline_us);
+    }
     if quarantined {
         // Edited by a native command, maybe by a user who may not touch the totals: the
         // timer writes none of its keys (the next write rebuilds the board), it only

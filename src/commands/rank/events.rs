@@ -161,8 +161,11 @@ fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &s
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
     // Totals computed from the keys as they were are no longer true (the first read of a
     // large board asks the timer for new ones).
+    // A rebuild in steps (see `rebuild`) stops: the edit may be a forgery, and only a
+    // write whose caller may write every part starts it again.
     let newly = state::with(|s| {
         s.drop_view(db, base);
+        s.cancel_rebuild(db, base);
         s.quarantine(db, base)
     });
     if newly {

@@ -32,6 +32,7 @@ use super::check_cluster;
 use super::jobs::{flush_jobs, has_jobs};
 use super::meta;
 use super::next;
+use super::rebuild::{self, Stored};
 use super::repair::repair;
 use super::state::{self, Seen};
 use super::transit::Transit;
@@ -62,8 +63,12 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         let Some(mut target) = open(ctx, &acl, name, now, ts, &transit)? else {
             continue;
         };
-        check(ctx, &acl, name.as_slice(), &mut target, now, &transit)?;
+        if !check(ctx, &acl, name.as_slice(), &mut target, now, &transit)? {
+            continue;
+        }
         let (mut changes, replies) = compute_changes(&pairs, &target)?;
+        // Read handles on the slot hashes close before the write (it may empty one).
+        target.stored = None;
         let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
         replicate(ctx, name, &target, &changes, meta_effects);
         // One event per command, however many attempts it took.
@@ -138,6 +143,11 @@ struct Target {
     slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
+    /// A board being rebuilt in steps (see `rebuild`): its stored slot hashes but the
+    /// written one, over which the members written are summed; the pending slots are
+    /// among them (and `pending` is empty).
+    /// With the last index of the slots that left the window, if any.
+    stored: Option<(Stored, Option<i64>)>,
 }
 
 /// Opens and checks every key of the write: the sorted set, the meta (its verified copy
@@ -225,12 +235,15 @@ fn open(
         slot,
         slot_is_leftover: false,
         pending,
+        stored: None,
     }))
 }
 
-/// Makes the board ready for the write: a quarantined board is rebuilt (and that is
-/// saved and replicated at once, whatever follows), then the write must fit the range
-/// and must not create a slot hash that may exist on another node.
+/// Makes the board ready for the write: a quarantined board with few slot fields is
+/// rebuilt (and that is saved and replicated at once, whatever follows), a larger one is
+/// rebuilt in steps (see `rebuild`: this write sums its members over the stored slots);
+/// then the write must fit the range and must not create a slot hash that may exist on
+/// another node. `Ok(false)` if an open queued a lifecycle job (the write starts over).
 fn check(
     ctx: &Context,
     acl: &Acl,
@@ -238,10 +251,23 @@ fn check(
     target: &mut Target,
     now: i64,
     transit: &Transit,
-) -> Result<()> {
+) -> Result<bool> {
     if let Some(layout) = target.stored_as {
         let db = selected_db(ctx);
-        if state::with(|s| s.is_quarantined(db, base)) {
+        let quarantined = state::with(|s| s.is_quarantined(db, base));
+        if quarantined && rebuild::begin(ctx, acl, base, &target.meta, now)? {
+            target.verified = false;
+            target.pending.clear();
+            // The written slot's count comes from its open handle (`current_values`).
+            let meta = &target.meta;
+            let slots = (meta, Some(target.index));
+            let stored = rebuild::open_stored(ctx, acl, base, slots, transit)?;
+            let pending_end = meta.pending_range(now).map(|(_, end)| end);
+            target.stored = Some((stored, pending_end));
+            if has_jobs() {
+                return Ok(false);
+            }
+        } else if quarantined {
             // The rebuild deletes the pending slot hashes: close our handles on them
             // first (closing a handle whose value another handle freed reads freed
             // memory). The rebuilt totals need no pending correction.
@@ -274,13 +300,13 @@ fn check(
         // it would make the totals disagree with the slots for good. The write replaces it.
         KeyKind::Hash => {
             target.slot_is_leftover = !in_range;
-            Ok(())
+            Ok(true)
         }
         // Meta is here and every existing slot hash has an index in `lo ..= hi`: outside,
         // the hash exists nowhere and may be created (the usual case: a new slot). Inside,
         // it is a gap or, during a reshard, on the other node.
-        KeyKind::Empty if in_range => transit.missing(),
-        KeyKind::Empty => Ok(()),
+        KeyKind::Empty if in_range => transit.missing().map(|_| true),
+        KeyKind::Empty => Ok(true),
         _ => Err(Error::WrongType),
     }
 }
@@ -352,12 +378,23 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
             .unwrap_or(0)
             .max(0),
     };
-    let total = target.zset.zscore(&rstr).map_or(0, score_to_total).max(0);
-    let pending = target
-        .pending
-        .iter()
-        .map(|p| p.hget_i64_str(&rstr).flatten().unwrap_or(0))
-        .fold(0i64, i64::saturating_add);
+    let (total, pending) = match &target.stored {
+        // A board being rebuilt: the member's sum over every stored slot (its total on a
+        // healthy board), and the part of it that left the window.
+        Some((stored, pending_end)) => {
+            let (all, pending) = rebuild::sums(stored, &rstr, *pending_end);
+            (all.saturating_add(slot_count), pending)
+        }
+        None => {
+            let total = target.zset.zscore(&rstr).map_or(0, score_to_total).max(0);
+            let pending = target
+                .pending
+                .iter()
+                .map(|p| p.hget_i64_str(&rstr).flatten().unwrap_or(0))
+                .fold(0i64, i64::saturating_add);
+            (total, pending)
+        }
+    };
     Ok(Change {
         member: rstr,
         bytes: member,

@@ -11,7 +11,9 @@
 //! * `state`: everything the family keeps in memory, one value behind one access point;
 //! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), and the verified
 //!   copy a command may use instead;
-//! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `repair`: rebuilding a quarantined board before a write;
+//! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `repair`: rebuilding a small quarantined
+//!   board before a write; `rebuild`: rebuilding a large one in steps, started by a write
+//!   and continued by the timer;
 //! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
 //! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
@@ -41,6 +43,7 @@ mod meta;
 mod next;
 mod parts;
 mod read;
+mod rebuild;
 mod rem;
 mod repair;
 mod state;
@@ -62,7 +65,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
-pub use drain::expire;
+pub use drain::{expire, release};
 pub use events::on_keyspace_event;
 pub use incrby::incrby;
 pub use read::{history, info, rank, score, top};

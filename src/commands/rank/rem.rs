@@ -22,6 +22,7 @@ use super::board::pending_in;
 use super::check_cluster;
 use super::jobs::{flush_jobs, has_jobs};
 use super::meta;
+use super::rebuild;
 use super::repair::repair;
 use super::state;
 use super::transit::Transit;
@@ -55,8 +56,8 @@ pub fn rem(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         let Some(target) = target else {
             return Ok(Reply::Int(0));
         };
-        let target = check(ctx, &acl, name.as_slice(), target, now, &transit)?;
-        let (removed, changed) = remove(ctx, name, &target, &members, now);
+        let (target, rebuilding) = check(ctx, &acl, name.as_slice(), target, now, &transit)?;
+        let (removed, changed) = remove(ctx, name, &target, &members, now, rebuilding);
         if changed {
             notify(ctx, NotifyEvent::ZSET, c"tsrank.rem", name);
         }
@@ -137,8 +138,10 @@ fn open(
     })))
 }
 
-/// Rebuilds a quarantined board first (saved and replicated at once, whatever follows):
-/// its totals become the sums of its live slot hashes, its pending slots go.
+/// Rebuilds a quarantined board with few slot fields first (saved and replicated at once,
+/// whatever follows): its totals become the sums of its live slot hashes, its pending
+/// slots go. A larger one is rebuilt in steps (see `rebuild`; true): this removal counts
+/// its members from the slot hashes.
 fn check(
     ctx: &Context,
     acl: &Acl,
@@ -146,10 +149,13 @@ fn check(
     mut target: Target,
     now: i64,
     transit: &Transit,
-) -> Result<Target> {
+) -> Result<(Target, bool)> {
     let db = selected_db(ctx);
     if !state::with(|s| s.is_quarantined(db, base)) {
-        return Ok(target);
+        return Ok((target, false));
+    }
+    if rebuild::begin(ctx, acl, base, &target.meta, now)? {
+        return Ok((target, true));
     }
     // The rebuild deletes the pending slot hashes: close our handles on them first.
     target.slots.clear();
@@ -174,18 +180,20 @@ fn check(
             }
         }
     }
-    Ok(target)
+    Ok((target, false))
 }
 
 /// Removes `members` from the board: returns how many had a non-zero window total, and
 /// whether anything was removed. Replicated as `ZREM key member ...` and one
-/// `HDEL slot member ...` per slot hash that held some of them.
+/// `HDEL slot member ...` per slot hash that held some of them. On a board being rebuilt
+/// (`rebuilding`) the window totals are the sums of the live slot hashes.
 fn remove(
     ctx: &Context,
     name: &RedisString,
     target: &Target,
     members: &[RStr],
     now: i64,
+    rebuilding: bool,
 ) -> (i64, bool) {
     // The sorted set still holds the counts of slots that left the window until the timer
     // has subtracted them: the window total leaves them out.
@@ -200,6 +208,13 @@ fn remove(
     let mut zrem = Effects::new();
     let mut any = false;
     for member in members {
+        if rebuilding {
+            let live = (target.slots.iter())
+                .filter(|(_, index, _)| pending_end.is_none_or(|end| *index > end))
+                .map(|(_, _, slot)| rebuild::count_in(slot, member))
+                .fold(0i64, i64::saturating_add);
+            removed += i64::from(live > 0);
+        }
         let Some(score) = target.zset.zscore(member) else {
             continue;
         };
@@ -208,7 +223,7 @@ fn remove(
             .iter()
             .map(|slot| pending_in(std::slice::from_ref(*slot), member))
             .fold(0i64, i64::saturating_add);
-        if total.saturating_sub(pending_count) > 0 {
+        if !rebuilding && total.saturating_sub(pending_count) > 0 {
             removed += 1;
         }
         target.zset.zrem(member);

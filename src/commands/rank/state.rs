@@ -4,7 +4,8 @@
 //! * the last meta tally read or wrote of each board (so keyspace events are understood
 //!   without opening keys inside the notification callback), and whether it is
 //!   *verified*;
-//! * the quarantine set (boards edited by native commands);
+//! * the quarantine set (boards edited by native commands) and where the rebuilds in
+//!   steps of large ones stand (`rebuild`);
 //! * the saved scans of slots being expired (`drain`);
 //! * the totals of large quarantined boards that the timer computes in steps (`view`), and
 //!   those no longer true, freed by the timer in steps;
@@ -85,6 +86,16 @@ impl View {
     }
 }
 
+/// Where the rebuild in steps of a quarantined board stands (see `rebuild`): a write
+/// whose caller may write every part of the board started it.
+pub(super) enum Rebuild {
+    /// Phase 1: the walk of the sorted set, each member set to its sum over the slots.
+    Members(HashCursor),
+    /// Phase 2: the walk of slot hash `index`'s fields, adding members the sorted set
+    /// lacks.
+    Slots { index: i64, cursor: HashCursor },
+}
+
 /// A board's totals without slot `excluded` (its oldest slot hash), in leaderboard order:
 /// for every member, its sorted-set total less its count in that slot. Complete once
 /// `scan` is done (`None`); until then, only what was scanned or written is in `totals`.
@@ -118,6 +129,8 @@ pub(super) struct State {
     drains: HashMap<BoardId, (i64, HashCursor)>,
     /// Totals of large quarantined boards, computed by the timer.
     views: HashMap<BoardId, View>,
+    /// Quarantined boards being rebuilt in steps by the timer (see `rebuild`).
+    rebuilds: HashMap<BoardId, Rebuild>,
     /// Views no longer true, freed by the timer in steps (freeing a million members at
     /// once would hold the server for tens of milliseconds).
     discarded: Vec<Totals>,
@@ -181,6 +194,7 @@ impl State {
             + quarantine
             + board_ids(self.drains.len())
             + board_ids(self.views.len())
+            + board_ids(self.rebuilds.len())
             + views
             + discarded
             + jobs
@@ -248,7 +262,31 @@ impl State {
 
     pub(super) fn lift_quarantine(&mut self, db: c_int, base: &[u8]) {
         self.quarantine.remove(&(db, base.to_vec()));
+        self.cancel_rebuild(db, base);
         self.drop_view(db, base);
+    }
+
+    // ---------------------------------------------------------------------- rebuilds
+
+    /// True while the quarantined board is being rebuilt in steps (see `rebuild`).
+    pub(super) fn is_rebuilding(&self, db: c_int, base: &[u8]) -> bool {
+        !self.rebuilds.is_empty() && self.rebuilds.contains_key(&(db, base.to_vec()))
+    }
+
+    /// Takes where the board's rebuild stands (the timer puts it back unless it is done).
+    pub(super) fn take_rebuild(&mut self, board: &BoardId) -> Option<Rebuild> {
+        self.rebuilds.remove(board)
+    }
+
+    pub(super) fn put_rebuild(&mut self, board: BoardId, rebuild: Rebuild) {
+        self.rebuilds.insert(board, rebuild);
+    }
+
+    /// A native edit (or the board's end) stops its rebuild: the next write starts over.
+    pub(super) fn cancel_rebuild(&mut self, db: c_int, base: &[u8]) {
+        if !self.rebuilds.is_empty() {
+            self.rebuilds.remove(&(db, base.to_vec()));
+        }
     }
 
     // ------------------------------------------------------------------------ drains
@@ -401,6 +439,7 @@ impl State {
             }
         }
         self.quarantine.remove(&id);
+        self.rebuilds.remove(&id);
         self.drains.remove(&id);
         let view = self.views.remove(&id);
         self.discard(view);
@@ -412,6 +451,7 @@ impl State {
         let keep = |d: c_int| db >= 0 && d != db;
         self.known.retain(|d, _| keep(*d));
         self.quarantine.retain(|(d, _)| keep(*d));
+        self.rebuilds.retain(|(d, _), _| keep(*d));
         self.drains.retain(|(d, _), _| keep(*d));
         let gone: Vec<BoardId> = self
             .views
@@ -442,6 +482,8 @@ impl State {
             .into_iter()
             .map(|(d, base)| (swap(d), base))
             .collect();
+        // A rebuild restarts with the next write (the boards stay quarantined).
+        self.rebuilds.clear();
         self.drains.clear();
         for view in std::mem::take(&mut self.views).into_values() {
             self.discard(Some(view));
