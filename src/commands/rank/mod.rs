@@ -43,6 +43,7 @@ mod parts;
 mod read;
 mod rem;
 mod repair;
+mod replica;
 mod state;
 mod transit;
 mod view;
