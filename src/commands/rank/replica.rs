@@ -63,6 +63,9 @@ const MAX_ANNOUNCED: usize = 1 << 20;
 /// How long the timer sleeps when nothing is due (a board's due time may be far away).
 const IDLE_MS: i64 = 100;
 
+/// Members' worth of discarded next totals freed per tick.
+const FREED_PER_TICK: usize = 8192;
+
 /// How soon a board is visited again while the primary subtracts its slot.
 const DRAINING_MS: i64 = 100;
 
@@ -131,7 +134,13 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
         return;
     };
     if is_slot && slot_key(base, excluded).as_ref() != key {
-        // Another slot: no next value depends on it.
+        // Another slot: no next value depends on it (what was announced for it, while it
+        // was the excluded slot of the board in another database, is not needed).
+        with(|r| {
+            if let Some(entry) = r.announced.remove(key) {
+                r.announced_count = r.announced_count.saturating_sub(entry.members.len());
+            }
+        });
         return;
     }
     let understood = matches!(
@@ -202,8 +211,12 @@ fn on_command(args: &FilterArgs) {
     if base_of_meta(key).is_some() {
         return;
     }
-    let base = base_of_slot(key).unwrap_or(key);
-    if !state::with(|s| s.has_next_named(base)) {
+    // The sorted set, or the excluded slot hash: other slot hashes change no next value.
+    let follows = match base_of_slot(key) {
+        Some(base) => state::with(|s| s.excludes_slot(base, key)),
+        None => state::with(|s| s.has_next_named(key)),
+    };
+    if !follows {
         return;
     }
     let members: Vec<Vec<u8>> = (first..n)
@@ -304,7 +317,7 @@ fn tick(ctx: &Context, generation: u64) {
         }
     }
     drop(guard);
-    state::with(|s| s.free_discarded(8192));
+    let freeing = state::with(|s| s.free_discarded(FREED_PER_TICK));
     // The filter exactly while some board has next totals (they were made in this tick,
     // before any command could change them).
     let needed = state::with(|s| s.has_nexts());
@@ -319,8 +332,11 @@ fn tick(ctx: &Context, generation: u64) {
         });
     }
     let next = with(|r| r.watch.first_due()).map(|due| due.saturating_sub(now_ms()));
-    if let Some(delay) = next {
-        arm(ctx, delay);
+    match next {
+        // Next totals no longer used are freed a step per tick.
+        _ if freeing => arm(ctx, 1),
+        Some(delay) => arm(ctx, delay),
+        None => {}
     }
 }
 

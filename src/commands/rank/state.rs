@@ -29,7 +29,7 @@ use std::mem::size_of;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use crate::rank::{Meta, RankedSet, Totals, TotalsBuilder};
+use crate::rank::{slot_key, Meta, RankedSet, Totals, TotalsBuilder};
 use crate::store::scan::HashCursor;
 
 use super::jobs::Job;
@@ -344,6 +344,15 @@ impl State {
     /// does not know the database its command runs in).
     pub(super) fn has_next_named(&self, base: &[u8]) -> bool {
         self.nexts.values().any(|in_db| in_db.contains_key(base))
+    }
+
+    /// True if `slot` is the slot hash that a board named `base` leaves out of its next
+    /// totals, in some database.
+    pub(super) fn excludes_slot(&self, base: &[u8], slot: &[u8]) -> bool {
+        self.nexts
+            .values()
+            .filter_map(|in_db| in_db.get(base))
+            .any(|next| slot_key(base, next.excluded).as_ref() == slot)
     }
 
     /// The members in `members` of the board named `base` (in any database: see
