@@ -452,9 +452,10 @@ fn a_write_to_a_quarantined_board_is_bounded(kind: &ServerKind) {
 
 per_server!(one_kind_at_a_time: a_promoted_replica_reads_fast_while_a_big_slot_expires);
 /// The case of [`replica_reads_stay_fast_while_a_big_slot_expires`], with the replica
-/// promoted (`REPLICAOF NO ONE`) just before the big slot leaves: its own timer subtracts
-/// the slot, and its reads answer the model of the new window within 10 ms from the
-/// totals it kept as a replica.
+/// promoted (`REPLICAOF NO ONE`) while the primary subtracts the big slot: the promoted
+/// node's own timer subtracts the rest, and its reads, before and after the promotion,
+/// answer the model of the new window within 10 ms from the totals it kept as a replica
+/// (a node that has none walks the slot until the subtraction ends).
 fn a_promoted_replica_reads_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let (srv, replica) = start_with_replica(kind);
     let k = &kind.name;
@@ -462,16 +463,15 @@ fn a_promoted_replica_reads_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let want = expected(&rows, "m7");
     let big_slot = format!("{{bp}}|slot|{big}");
     let leaves = (big + 4) * 1000;
-    let (stop, model_ends) = (leaves + 2000, leaves + 3000);
-    wait_replica_synced(&srv, &replica);
-    while server_ms(&replica) < leaves - 500 {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (promote_at, stop, model_ends) = (leaves + 300, leaves + 2000, leaves + 3000);
     replica
         .cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
         .expect("config");
-    assert_eq!(replica.cmd_value(&["REPLICAOF", "NO", "ONE"]), v_ok());
+    while server_ms(&replica) < leaves - 300 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     watch_slow_commands(&replica);
+    let mut promoted = false;
     let (mut reads, mut pending_seen) = (0, false);
     loop {
         let before = server_ms(&replica);
@@ -482,18 +482,22 @@ fn a_promoted_replica_reads_fast_while_a_big_slot_expires(kind: &ServerKind) {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         }
+        if !promoted && before >= promote_at {
+            assert_eq!(replica.cmd_value(&["REPLICAOF", "NO", "ONE"]), v_ok());
+            promoted = true;
+        }
         let pending = replica.query::<i64, _>(&["EXISTS", &big_slot]) == 1;
         let zcard = replica.query::<i64, _>(&["ZCARD", "{bp}"]);
         let got = read(&replica, "{bp}", "m7");
         if server_ms(&replica) >= model_ends {
             break;
         }
-        assert_eq!(got, want, "{k}: promoted replica");
+        assert_eq!(got, want, "{k}: promoted {promoted}");
         reads += 1;
         pending_seen |= pending && zcard > rows.len() as i64;
     }
     assert!(
-        pending_seen && reads > 0,
+        promoted && pending_seen && reads > 0,
         "{k}: no read saw the expiry in progress ({reads} reads)"
     );
     // The reads only: the first subtraction steps of a newly promoted node can take a few
