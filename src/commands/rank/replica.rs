@@ -106,11 +106,16 @@ fn with<R>(f: impl FnOnce(&mut Replica) -> R) -> R {
 /// replica, or a load): keeps the board's next totals in step, drops them, or asks the
 /// timer to look at the board. Opens no key.
 pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
+    let base = base_of_part(key).unwrap_or(key);
+    let is_part = base.len() < key.len();
+    if !is_part && !state::with(|s| s.has_nexts()) {
+        // Not a board's part, and no totals to keep: nothing to do (the common event).
+        return;
+    }
     let flags = ctx.get_flags();
     if !flags.contains(ContextFlags::SLAVE) || flags.contains(ContextFlags::LOADING) {
-        // A load (which drops every next totals when it ends), or a primary demoted a
-        // moment ago: drop, as a primary would.
-        state::with(|s| s.drop_next(db, base_of_part(key).unwrap_or(key)));
+        // A load (which drops every next totals when it ends): drop, as a primary would.
+        state::with(|s| s.drop_next(db, base));
         return;
     }
     if let Some(base) = base_of_meta(key) {
