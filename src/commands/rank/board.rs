@@ -141,7 +141,7 @@ impl Board {
         // the members changed since they were last set are set again from the keys.
         let from_next = match pending.as_slice() {
             [(index, _)] if !quarantined && state::with(|s| s.has_nexts()) => {
-                next::settle(ctx, db, &base);
+                next::settle(ctx, db, &base, None);
                 state::with(|s| s.ready_next(db, &base, *index).is_some())
             }
             _ => false,

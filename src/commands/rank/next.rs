@@ -78,7 +78,9 @@ pub(super) fn visit(
     meta: &Meta,
     deadline_us: u64,
 ) -> Option<Visit> {
-    settle(ctx, db, base);
+    if !settle(ctx, db, base, Some(deadline_us)) {
+        return Some(Visit::Unfinished);
+    }
     let Some((oldest, slot)) = oldest_slot(ctx, base, meta) else {
         state::with(|s| s.drop_next(db, base));
         return None;
@@ -260,23 +262,45 @@ pub(super) fn follow_write<'a>(
     false
 }
 
+/// Dirty members settled between two looks at the clock.
+const SETTLED_PER_STEP: usize = 64;
+
 /// Sets the next value of each dirty member of the board (see [`Next`]) from the keys as
-/// they are now: its total less its count in the excluded slot. O(dirty members).
-pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8]) {
-    let taken = state::with(|s| {
-        let next = s.next_mut(db, base)?;
-        if next.dirty.is_empty() {
-            return None;
+/// they are now: its total less its count in the excluded slot. O(dirty members); with a
+/// deadline, stops once it has passed and answers false if some are left.
+pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8], deadline_us: Option<u64>) -> bool {
+    loop {
+        let taken = state::with(|s| {
+            let next = s.next_mut(db, base)?;
+            if next.dirty.is_empty() {
+                return None;
+            }
+            let step = match deadline_us {
+                Some(_) => SETTLED_PER_STEP,
+                None => usize::MAX,
+            };
+            let members: Vec<Vec<u8>> = next.dirty.iter().take(step).cloned().collect();
+            for member in &members {
+                next.dirty.remove(member);
+            }
+            Some((next.excluded, members))
+        });
+        let Some((excluded, members)) = taken else {
+            return true;
+        };
+        settle_members(ctx, db, base, excluded, members);
+        if deadline_us.is_some_and(|deadline| monotonic_us() >= deadline) {
+            return state::with(|s| s.next(db, base).is_none_or(|next| next.dirty.is_empty()));
         }
-        Some((next.excluded, std::mem::take(&mut next.dirty)))
-    });
-    let Some((excluded, dirty)) = taken else {
-        return;
-    };
+    }
+}
+
+/// Sets the next values of `members` of the board, which leave out slot `excluded`.
+fn settle_members(ctx: &Context, db: c_int, base: &[u8], excluded: i64, members: Vec<Vec<u8>>) {
     let zset = Key::open_bytes_untouched(ctx, base).filter(|z| z.kind() == KeyKind::Zset);
     let slot = Key::open_bytes_untouched(ctx, &slot_key(base, excluded))
         .filter(|slot| slot.kind() == KeyKind::Hash);
-    let values: Vec<(Vec<u8>, i64)> = dirty
+    let values: Vec<(Vec<u8>, i64)> = members
         .into_iter()
         .map(|member| {
             let value = match (&zset, &slot, RStr::new(&member)) {

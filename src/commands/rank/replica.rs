@@ -179,6 +179,8 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
         (_, Some(members)) => {
             if !members.is_empty() {
                 state::with(|s| s.mark_dirty(base, members));
+                // The timer settles them in steps, before they pile up for a read.
+                watch(ctx, db, base, 0);
             }
             true
         }
@@ -368,7 +370,9 @@ fn visit(ctx: &Context, db: c_int, base: &[u8], now: i64, deadline_us: u64) -> V
     if meta.pending_range(now).is_some() {
         // The primary subtracts a slot: the totals stay as they are (settled here so that
         // dirty members do not pile up); its meta write when done brings the board back.
-        next::settle(ctx, db, base);
+        if !next::settle(ctx, db, base, Some(deadline_us)) {
+            return Visit::Unfinished;
+        }
         let has = state::with(|s| s.next(db, base).is_some());
         return match has {
             true => Visit::DueAt(now.saturating_add(DRAINING_MS)),
