@@ -15,15 +15,15 @@
 //! meta and other slot hashes leave them as they are: a value is the sorted set's total
 //! less the count in the excluded slot, nothing else.
 //!
-//! The filter does not know a command's database (`SELECT` in the stream): announcements
-//! are by key name, and the first event on that name in any database takes them all. An
-//! event that takes another database's announcements marks members that did not change
-//! (set again, harmlessly); the other database's event then finds none and drops its
-//! board's totals. A command that changes nothing fires no event: its announcements stay
-//! until the next event on the key takes them (again harmless). What this cannot see is a
-//! write to those keys that neither passes the filter nor differs in event from an
-//! announced one, right after such a no-op: a script or a module command on a writable
-//! replica (`replica-read-only no`), not the primary's stream.
+//! A MULTI queues all its commands before the first one runs, so each key's announcements
+//! count the commands announced on it: the first event marks every member announced so
+//! far, and each later event of an announced command uses up one count. The filter does
+//! not know a command's database (`SELECT` in the stream): an event marks its members
+//! dirty in every database with a board of that name (a needless refresh, never a missed
+//! one). A command that changes nothing fires no event: its count stays until a later
+//! event on the key uses it. What this cannot see is a write to those keys that does not
+//! pass the filter and comes while such a count is left: a script or a module command on
+//! a writable replica (`replica-read-only no`), never the primary's stream.
 //!
 //! The replica's timer visits the boards whose meta changed (a new slot, a subtracted
 //! one) and those whose oldest slot was written, and prepares, continues or drops their
