@@ -50,6 +50,8 @@ required_api! {
     RedisModule_ACLCheckKeyPermissions,
     RedisModule_AvoidReplicaTraffic,
     RedisModule_CloseKey,
+    RedisModule_CommandFilterArgGet,
+    RedisModule_CommandFilterArgsCount,
     RedisModule_CreateCommand,
     RedisModule_CreateString,
     RedisModule_CreateStringFromLongLong,
@@ -75,6 +77,7 @@ required_api! {
     RedisModule_MonotonicMicroseconds,
     RedisModule_NotifyKeyspaceEvent,
     RedisModule_OpenKey,
+    RedisModule_RegisterCommandFilter,
     RedisModule_RegisterInfoFunc,
     RedisModule_Replicate,
     RedisModule_ReplyWithArray,
@@ -97,6 +100,7 @@ required_api! {
     RedisModule_SubscribeToKeyspaceEvents,
     RedisModule_SubscribeToServerEvent,
     RedisModule_UnlinkKey,
+    RedisModule_UnregisterCommandFilter,
     RedisModule_ValueLength,
     RedisModule_ZsetAdd,
     RedisModule_ZsetFirstInScoreRange,
@@ -246,6 +250,82 @@ pub fn is_acting_primary(ctx: &Context) -> bool {
 pub fn replica_traffic_paused() -> bool {
     // SAFETY: no arguments; reads server state on the main thread.
     (unsafe { api!(RedisModule_AvoidReplicaTraffic)() }) != 0
+}
+
+// --------------------------------------------------------------------- command filter
+
+/// The arguments of a command about to be queued or run, lent to a command filter hook.
+pub struct FilterArgs(*mut raw::RedisModuleCommandFilterCtx);
+
+impl FilterArgs {
+    pub fn len(&self) -> usize {
+        // SAFETY: the filter context the server passes for this call.
+        let n = unsafe { api!(RedisModule_CommandFilterArgsCount)(self.0) };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// Argument `pos` (0: the command name); empty if there is none.
+    pub fn get(&self, pos: usize) -> &[u8] {
+        let Ok(pos) = c_int::try_from(pos) else {
+            return &[];
+        };
+        // SAFETY: as above; the server answers NULL for a position out of range, and the
+        // argument lives until the callback returns (this value does not outlive it).
+        unsafe { borrowed_bytes(api!(RedisModule_CommandFilterArgGet)(self.0, pos)) }
+    }
+}
+
+/// A registered command filter and the hook it calls.
+type Filter = (*mut raw::RedisModuleCommandFilter, fn(&FilterArgs));
+
+thread_local! {
+    /// The registered command filter (main thread only).
+    static FILTER: Cell<Option<Filter>> = const { Cell::new(None) };
+}
+
+/// Registers `hook` as a command filter (it sees every command of every client, the
+/// primary's replication stream included, when it is queued or run; not tally's own
+/// calls), or with `None` unregisters it. A filter costs every command on the server:
+/// callers keep it only while they need it.
+pub fn set_command_filter(ctx: &Context, hook: Option<fn(&FilterArgs)>) {
+    let current = FILTER.with(Cell::get);
+    match (current, hook) {
+        (Some((_, old)), Some(new)) if old as usize == new as usize => {}
+        (Some((filter, _)), _) => {
+            // SAFETY: live context of this module; `filter` is the handle it registered.
+            unsafe { api!(RedisModule_UnregisterCommandFilter)(ctx.ctx, filter) };
+            FILTER.with(|f| f.set(None));
+            if hook.is_some() {
+                set_command_filter(ctx, hook);
+            }
+        }
+        (None, Some(hook)) => {
+            let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
+            // SAFETY: live context of this module; the callback lives as long as it.
+            let filter = unsafe {
+                api!(RedisModule_RegisterCommandFilter)(ctx.ctx, Some(on_command_filter), flags)
+            };
+            if !filter.is_null() {
+                FILTER.with(|f| f.set(Some((filter, hook))));
+            }
+        }
+        (None, None) => {}
+    }
+}
+
+/// True while a command filter is registered.
+pub fn has_command_filter() -> bool {
+    FILTER.with(Cell::get).is_some()
+}
+
+unsafe extern "C" fn on_command_filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    if fctx.is_null() {
+        return;
+    }
+    if let Some((_, hook)) = FILTER.with(Cell::get) {
+        let args = FilterArgs(fctx);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&args)));
+    }
 }
 
 // ---------------------------------------------------------------------- tracked keys

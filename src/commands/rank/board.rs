@@ -18,12 +18,13 @@ use crate::expiry;
 use crate::rank::{
     add_count, meta_key, score_to_total, slot_key, Meta, RankedSet, Totals, TotalsBuilder,
 };
-use crate::server::{is_acting_primary, selected_db};
+use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::jobs::{has_jobs, pending_restore, resolve_base};
 use super::meta;
+use super::next;
 use super::state::{self, Seen};
 use super::transit::Transit;
 use super::view;
@@ -135,10 +136,13 @@ impl Board {
             Some(_) => Vec::new(),
             None => open_pending(ctx, acl, &base, &meta, now, transit)?,
         };
-        // One large slot being subtracted: its next totals answer (see `next`).
+        // One large slot being subtracted: its next totals answer (see `next`), on a
+        // primary as on a replica (which follows the primary's effects: `replica`), once
+        // the members changed since they were last set are set again from the keys.
         let from_next = match pending.as_slice() {
-            [(index, _)] if !quarantined => {
-                is_acting_primary(ctx) && state::with(|s| s.ready_next(db, &base, *index).is_some())
+            [(index, _)] if !quarantined && state::with(|s| s.has_nexts()) => {
+                next::settle(ctx, db, &base, None);
+                state::with(|s| s.ready_next(db, &base, *index).is_some())
             }
             _ => false,
         };

@@ -23,6 +23,7 @@ use crate::rank::{base_of_meta, base_of_part};
 use crate::server::{is_acting_primary, selected_db};
 
 use super::jobs::{push_job, resolve, resolve_base, Job, Resolution};
+use super::replica;
 use super::state;
 
 /// Keyspace events (every class tally subscribes to) on any key, except tally's own
@@ -31,19 +32,26 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     // Whoever touched a meta hash (a user, the primary's effects on a replica, tally's own
     // RENAME), its meta must be read again before INCRBY trusts it.
     let db = selected_db(ctx);
+    let acting = is_acting_primary(ctx);
     let own = state::with(|s| {
         if let Some(base) = base_of_meta(key) {
             s.unverify(db, base);
         }
-        // Next totals follow tally's own writes only (on a replica: none, they are not
-        // used there).
-        if s.has_nexts() {
+        // On a primary, next totals follow tally's own writes only.
+        if acting && s.has_nexts() {
             s.drop_next(db, base_of_part(key).unwrap_or(key));
         }
         s.own_calls > 0
     });
-    // Replicas and loads receive the primary's effects: they must not act themselves.
-    if own || !is_acting_primary(ctx) {
+    // Replicas and loads receive the primary's effects: they must not act themselves. A
+    // replica's next totals follow those effects member by member (`replica`).
+    if !acting {
+        if !own {
+            replica::on_event(ctx, db, event, key);
+        }
+        return;
+    }
+    if own {
         return;
     }
     if let Some(base) = base_of_part(key) {

@@ -46,6 +46,7 @@ mod read;
 mod rebuild;
 mod rem;
 mod repair;
+mod replica;
 mod state;
 mod transit;
 mod view;

@@ -14,13 +14,16 @@
 //! the sorted set, a pass over the next oldest slot hash); every TSRANK.INCRBY, which sets
 //! the new value of each member it writes; the subtraction itself, which leaves every
 //! value as it is. Any other change to the board's keys drops them (`events`), and so do
-//! flushes, SWAPDB, loads and the removal of the board (`state`). They live in memory on
-//! the primary only: a replica, or a primary that has just started, answers as before (the
-//! timer fills them again within moments of starting).
+//! flushes, SWAPDB, loads and the removal of the board (`state`). They live in memory: a
+//! primary that has just started answers as before until its timer has filled them again.
+//! A replica fills its own with the same code, from its copies of the keys, and follows
+//! the primary's effects member by member (`replica`): the members they change are marked
+//! dirty and [`settle`]d from the keys before the totals answer.
 //!
 //! Owns: when a board has them and how they are filled. May not touch: keys (opens the
 //! board's keys read-only, without touching their LRU/LFU clock), replication.
 
+use std::collections::HashSet;
 use std::os::raw::c_int;
 
 use redis_module::Context;
@@ -75,6 +78,9 @@ pub(super) fn visit(
     meta: &Meta,
     deadline_us: u64,
 ) -> Option<Visit> {
+    if !settle(ctx, db, base, Some(deadline_us)) {
+        return Some(Visit::Unfinished);
+    }
     let Some((oldest, slot)) = oldest_slot(ctx, base, meta) else {
         state::with(|s| s.drop_next(db, base));
         return None;
@@ -102,6 +108,7 @@ pub(super) fn visit(
                     excluded: oldest,
                     totals: RankedSet::default(),
                     scan: Some(scan),
+                    dirty: HashSet::new(),
                 };
                 s.put_next(db, base, next);
             })
@@ -253,4 +260,64 @@ pub(super) fn follow_write<'a>(
         }
     });
     false
+}
+
+/// Dirty members settled between two looks at the clock.
+const SETTLED_PER_STEP: usize = 64;
+
+/// Sets the next value of each dirty member of the board (see [`Next`]) from the keys as
+/// they are now: its total less its count in the excluded slot. O(dirty members); with a
+/// deadline, stops once it has passed and answers false if some are left.
+pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8], deadline_us: Option<u64>) -> bool {
+    loop {
+        let taken = state::with(|s| {
+            let next = s.next_mut(db, base)?;
+            if next.dirty.is_empty() {
+                return None;
+            }
+            let step = match deadline_us {
+                Some(_) => SETTLED_PER_STEP,
+                None => usize::MAX,
+            };
+            let members: Vec<Vec<u8>> = next.dirty.iter().take(step).cloned().collect();
+            for member in &members {
+                next.dirty.remove(member);
+            }
+            Some((next.excluded, members))
+        });
+        let Some((excluded, members)) = taken else {
+            return true;
+        };
+        settle_members(ctx, db, base, excluded, members);
+        if deadline_us.is_some_and(|deadline| monotonic_us() >= deadline) {
+            return state::with(|s| s.next(db, base).is_none_or(|next| next.dirty.is_empty()));
+        }
+    }
+}
+
+/// Sets the next values of `members` of the board, which leave out slot `excluded`.
+fn settle_members(ctx: &Context, db: c_int, base: &[u8], excluded: i64, members: Vec<Vec<u8>>) {
+    let zset = Key::open_bytes_untouched(ctx, base).filter(|z| z.kind() == KeyKind::Zset);
+    let slot = Key::open_bytes_untouched(ctx, &slot_key(base, excluded))
+        .filter(|slot| slot.kind() == KeyKind::Hash);
+    let values: Vec<(Vec<u8>, i64)> = members
+        .into_iter()
+        .map(|member| {
+            let value = match (&zset, &slot, RStr::new(&member)) {
+                (Some(zset), Some(slot), _) => value_of(zset, slot, &member, None),
+                (Some(zset), None, Some(m)) => zset.zscore(&m).map_or(0, score_to_total),
+                _ => 0,
+            };
+            (member, value)
+        })
+        .collect();
+    state::with(|s| {
+        if let Some(next) = s.next_mut(db, base) {
+            if next.excluded == excluded {
+                for (member, value) in &values {
+                    next.totals.set(member, *value);
+                }
+            }
+        }
+    });
 }

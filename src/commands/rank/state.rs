@@ -30,7 +30,7 @@ use std::mem::size_of;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use crate::rank::{Meta, RankedSet, Totals, TotalsBuilder};
+use crate::rank::{slot_key, Meta, RankedSet, Totals, TotalsBuilder};
 use crate::store::scan::HashCursor;
 
 use super::jobs::Job;
@@ -99,10 +99,13 @@ pub(super) enum Rebuild {
 /// A board's totals without slot `excluded` (its oldest slot hash), in leaderboard order:
 /// for every member, its sorted-set total less its count in that slot. Complete once
 /// `scan` is done (`None`); until then, only what was scanned or written is in `totals`.
+/// On a replica, `dirty` holds the members the primary's effects changed since: their
+/// values are set from the keys before the totals answer (see `replica`).
 pub(super) struct Next {
     pub(super) excluded: i64,
     pub(super) totals: RankedSet,
     pub(super) scan: Option<NextScan>,
+    pub(super) dirty: HashSet<Vec<u8>>,
 }
 
 /// How the timer fills a board's [`Next`] (see `next`).
@@ -186,7 +189,10 @@ impl State {
         let jobs = self.jobs.capacity() * size_of::<Job>();
         let nexts: usize = (self.nexts.values())
             .flat_map(HashMap::iter)
-            .map(|(base, next)| base.len() + ENTRY_OVERHEAD + next.totals.bytes())
+            .map(|(base, next)| {
+                let dirty: usize = next.dirty.iter().map(|m| m.len() + ENTRY_OVERHEAD).sum();
+                base.len() + ENTRY_OVERHEAD + next.totals.bytes() + dirty
+            })
             .sum();
         let discarded_nexts: usize = self.discarded_nexts.iter().map(RankedSet::bytes).sum();
         self.known_bytes
@@ -370,6 +376,43 @@ impl State {
 
     pub(super) fn has_nexts(&self) -> bool {
         !self.nexts.is_empty()
+    }
+
+    /// True if a board named `base` has next totals in some database (a command filter
+    /// does not know the database its command runs in).
+    pub(super) fn has_next_named(&self, base: &[u8]) -> bool {
+        self.nexts.values().any(|in_db| in_db.contains_key(base))
+    }
+
+    /// True if `slot` is the slot hash that a board named `base` leaves out of its next
+    /// totals, in some database.
+    pub(super) fn excludes_slot(&self, base: &[u8], slot: &[u8]) -> bool {
+        self.nexts
+            .values()
+            .filter_map(|in_db| in_db.get(base))
+            .any(|next| slot_key(base, next.excluded).as_ref() == slot)
+    }
+
+    /// The members in `members` of the board named `base` (in any database: see
+    /// `replica`) may have changed in a way its next totals did not follow: their values
+    /// are set from the keys before the next read (see `next::settle`).
+    pub(super) fn mark_dirty(&mut self, base: &[u8], members: Vec<Vec<u8>>) {
+        let mut nexts = self
+            .nexts
+            .values_mut()
+            .filter_map(|in_db| in_db.get_mut(base));
+        let Some(first) = nexts.next() else {
+            return;
+        };
+        for next in nexts {
+            next.dirty.extend(members.iter().cloned());
+        }
+        first.dirty.extend(members);
+    }
+
+    /// Drops the next totals of every board.
+    pub(super) fn drop_all_nexts(&mut self) {
+        self.drop_nexts_where(|_| true);
     }
 
     pub(super) fn next(&self, db: c_int, base: &[u8]) -> Option<&Next> {

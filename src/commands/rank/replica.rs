@@ -1,0 +1,386 @@
+//! Next totals on a replica (see `next`): its own timer fills them from its copies of the
+//! keys, as the primary's does, and they follow the primary's effects member by member.
+//!
+//! The primary's effects (`HSET slot m c`, `ZADD key t m`, `ZREM`, `HDEL`) fire keyspace
+//! events that name the key, not the members. A command filter, registered only while
+//! this server is a replica and some board holds next totals, sees each command's
+//! arguments when it is queued (in a MULTI) or about to run: it *announces* the members of
+//! a `ZADD`/`ZINCRBY`/`ZREM` on a board's sorted set and of an `HSET`/`HMSET`/`HDEL`/`HINCRBY`
+//! on its excluded slot hash. The keyspace event that fires when the command runs takes
+//! the announcements of its key and marks those members dirty in the board's [`Next`]; a
+//! read (or the next timer visit) sets each dirty member's value from the keys first
+//! (`next::settle`), O(dirty members). Anything else on those two keys (an event with no
+//! announcement: a command the filter cannot read, a script's or a module's write, `DEL`,
+//! `RENAME`, ...) drops the board's next totals, as on a primary. Events on the board's
+//! meta and other slot hashes leave them as they are: a value is the sorted set's total
+//! less the count in the excluded slot, nothing else.
+//!
+//! A MULTI queues all its commands before the first one runs, so each key's announcements
+//! count the commands announced on it: the first event marks every member announced so
+//! far, and each later event of an announced command uses up one count. The filter does
+//! not know a command's database (`SELECT` in the stream): an event marks its members
+//! dirty in every database with a board of that name (a needless refresh, never a missed
+//! one). A command that changes nothing fires no event: its count stays until a later
+//! event on the key uses it. What this cannot see is a write to those keys that does not
+//! pass the filter and comes while such a count is left: a script or a module command on
+//! a writable replica (`replica-read-only no`), never the primary's stream.
+//!
+//! The replica's timer visits the boards whose meta changed (a new slot, a subtracted
+//! one) and those whose oldest slot was written, and prepares, continues or drops their
+//! next totals with `next::visit`; it leaves them as they are while the primary subtracts
+//! a slot. It stops on promotion (the primary's timer takes over; the totals, kept in step,
+//! stay valid) and unregisters the filter once no board has next totals.
+//!
+//! Owns: announcements, the replica's watch of boards, its timer and the filter's
+//! registration. May not touch: keys (opens them read-only, untouched), replication.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::time::Duration;
+
+use redis_module::{Context, ContextFlags};
+
+use crate::config;
+use crate::due_queue::DueQueue;
+use crate::expiry::Visit;
+use crate::rank::{base_of_meta, base_of_part, base_of_slot, meta_key, slot_key};
+use crate::server::{
+    has_command_filter, is_acting_primary, monotonic_us, now_ms, set_command_filter, DbGuard,
+    FilterArgs,
+};
+use crate::store::Key;
+
+use super::meta;
+use super::next;
+use super::parts::is_marked_edited;
+use super::state::{self, Seen};
+
+/// Announced members kept at most; beyond (commands queued and never run), every next
+/// totals are dropped and the announcements forgotten.
+const MAX_ANNOUNCED: usize = 1 << 20;
+
+/// How long the timer sleeps when nothing is due (a board's due time may be far away).
+const IDLE_MS: i64 = 100;
+
+/// Members' worth of discarded next totals freed per tick.
+const FREED_PER_TICK: usize = 8192;
+
+/// How soon a board is visited again while the primary subtracts its slot.
+const DRAINING_MS: i64 = 100;
+
+#[derive(Default)]
+struct Replica {
+    /// Boards to visit, by meta key name.
+    watch: DueQueue,
+    /// The armed replica timer: its generation and when it fires (a timer of an older
+    /// generation does nothing when it fires).
+    armed: Option<(u64, i64)>,
+    generation: u64,
+    /// What the filter announced, by key name (see the module doc).
+    announced: HashMap<Vec<u8>, Announced>,
+    announced_count: usize,
+    /// The key whose event last took announcements: an `HDEL` that empties a hash fires
+    /// `del` right after `hdel`.
+    last_taken: Option<(c_int, Vec<u8>)>,
+}
+
+/// The commands announced on one key whose event has not come yet, and the members they
+/// name that no event has taken yet.
+#[derive(Default)]
+struct Announced {
+    commands: usize,
+    members: Vec<Vec<u8>>,
+}
+
+thread_local! {
+    // Filters, events and timers all run on the main thread.
+    static REPLICA: RefCell<Replica> = RefCell::new(Replica::default());
+}
+
+fn with<R>(f: impl FnOnce(&mut Replica) -> R) -> R {
+    REPLICA.with(|r| f(&mut r.borrow_mut()))
+}
+
+/// A keyspace event on a board's key on a server that is not an acting primary (a
+/// replica, or a load): keeps the board's next totals in step, drops them, or asks the
+/// timer to look at the board. Opens no key.
+pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
+    let base = base_of_part(key).unwrap_or(key);
+    let is_part = base.len() < key.len();
+    if !is_part && !state::with(|s| s.has_nexts()) {
+        // Not a board's part, and no totals to keep: nothing to do (the common event).
+        return;
+    }
+    let flags = ctx.get_flags();
+    if !flags.contains(ContextFlags::SLAVE) || flags.contains(ContextFlags::LOADING) {
+        // A load (which drops every next totals when it ends): drop, as a primary would.
+        state::with(|s| s.drop_next(db, base));
+        return;
+    }
+    if let Some(base) = base_of_meta(key) {
+        // A new slot, a subtracted one, a new board: the timer looks.
+        watch(ctx, db, base, 0);
+        return;
+    }
+    let (base, is_slot) = match base_of_slot(key) {
+        Some(base) => (base, true),
+        None => (key, false),
+    };
+    let excluded = state::with(|s| s.next(db, base).map(|next| next.excluded));
+    let Some(excluded) = excluded else {
+        // A write to the oldest slot may have made it large: the timer looks.
+        if is_slot {
+            let lo = state::with(|s| s.known_meta(db, base)).map(|meta| meta.lo);
+            if lo.is_none_or(|lo| slot_key(base, lo).as_ref() == key) {
+                watch(ctx, db, base, 0);
+            }
+        }
+        return;
+    };
+    if is_slot && slot_key(base, excluded).as_ref() != key {
+        // Another slot: no next value depends on it (what was announced for it, while it
+        // was the excluded slot of the board in another database, is not needed).
+        with(|r| {
+            if let Some(entry) = r.announced.remove(key) {
+                r.announced_count = r.announced_count.saturating_sub(entry.members.len());
+            }
+        });
+        return;
+    }
+    let understood = matches!(
+        event,
+        "hset" | "hdel" | "hincrby" | "zadd" | "zincr" | "zrem"
+    );
+    let (members, emptied) = with(|r| {
+        let emptied = r
+            .last_taken
+            .as_ref()
+            .is_some_and(|(d, k)| *d == db && k == key);
+        r.last_taken = None;
+        if !understood {
+            return (None, emptied);
+        }
+        let Some(entry) = r.announced.get_mut(key) else {
+            return (None, emptied);
+        };
+        // One announced command ran: the members of all those announced so far change
+        // now or have changed (a MULTI queues them all before the first one runs).
+        let members = std::mem::take(&mut entry.members);
+        entry.commands = entry.commands.saturating_sub(1);
+        if entry.commands == 0 {
+            r.announced.remove(key);
+        }
+        r.announced_count = r.announced_count.saturating_sub(members.len());
+        r.last_taken = Some((db, key.to_vec()));
+        (Some(members), emptied)
+    });
+    let kept = match (event, members) {
+        (_, Some(members)) => {
+            if !members.is_empty() {
+                state::with(|s| s.mark_dirty(base, members));
+                // The timer settles them in steps, before they pile up for a read.
+                watch(ctx, db, base, 0);
+            }
+            true
+        }
+        // The excluded slot hash emptied by the `HDEL` just taken.
+        ("del", None) => is_slot && emptied,
+        _ => false,
+    };
+    if !kept {
+        state::with(|s| s.drop_next(db, base));
+        // The filter goes once no board needs it.
+        watch(ctx, db, base, 0);
+    }
+}
+
+/// The command filter (see the module doc): announces the members a command names on a
+/// board key that has next totals. Runs for every command on the server while registered.
+fn on_command(args: &FilterArgs) {
+    let n = args.len();
+    if n < 3 {
+        return;
+    }
+    let name = args.get(0);
+    let is = |word: &str| name.eq_ignore_ascii_case(word.as_bytes());
+    // Argument positions of the members: `(first, step)`.
+    let (first, step) = match name.len() {
+        4 if is("hset") => (2, 2),
+        4 if is("hdel") || is("zrem") => (2, 1),
+        4 if is("zadd") => (zadd_first_score(args, n).saturating_add(1), 2),
+        5 if is("hmset") => (2, 2),
+        7 if is("zincrby") => (3, 1),
+        7 if is("hincrby") => (2, 2),
+        _ => return,
+    };
+    let key = args.get(1);
+    if base_of_meta(key).is_some() {
+        return;
+    }
+    // The sorted set, or the excluded slot hash: other slot hashes change no next value.
+    let follows = match base_of_slot(key) {
+        Some(base) => state::with(|s| s.excludes_slot(base, key)),
+        None => state::with(|s| s.has_next_named(key)),
+    };
+    if !follows {
+        return;
+    }
+    let members: Vec<Vec<u8>> = (first..n)
+        .step_by(step)
+        .map(|pos| args.get(pos).to_vec())
+        .collect();
+    let overflow = with(|r| {
+        r.announced_count = r.announced_count.saturating_add(members.len());
+        let entry = r.announced.entry(key.to_vec()).or_default();
+        entry.commands = entry.commands.saturating_add(1);
+        entry.members.extend(members);
+        r.announced_count > MAX_ANNOUNCED
+    });
+    if overflow {
+        with(|r| {
+            r.announced.clear();
+            r.announced_count = 0;
+        });
+        state::with(|s| s.drop_all_nexts());
+    }
+}
+
+/// The position of a `ZADD`'s first score, after its options.
+fn zadd_first_score(args: &FilterArgs, n: usize) -> usize {
+    const OPTIONS: [&str; 6] = ["nx", "xx", "gt", "lt", "ch", "incr"];
+    (2..n)
+        .find(|&pos| {
+            let arg = args.get(pos);
+            !OPTIONS
+                .iter()
+                .any(|o| arg.eq_ignore_ascii_case(o.as_bytes()))
+        })
+        .unwrap_or(n)
+}
+
+/// Asks the replica's timer to visit the board `base` of database `db` at `due`.
+fn watch(ctx: &Context, db: c_int, base: &[u8], due: i64) {
+    with(|r| r.watch.insert(db, &meta_key(base), due));
+    arm(ctx, due.saturating_sub(now_ms()));
+}
+
+/// Arms the replica timer to fire in `delay_ms` (within 1 ms .. [`IDLE_MS`]), unless it
+/// fires by then already.
+fn arm(ctx: &Context, delay_ms: i64) {
+    let delay_ms = delay_ms.clamp(1, IDLE_MS);
+    let fires_at = now_ms().saturating_add(delay_ms);
+    let generation = with(|r| {
+        if r.armed.is_some_and(|(_, at)| at <= fires_at) {
+            return None;
+        }
+        r.generation = r.generation.wrapping_add(1);
+        r.armed = Some((r.generation, fires_at));
+        Some(r.generation)
+    });
+    if let Some(generation) = generation {
+        ctx.create_timer(Duration::from_millis(delay_ms as u64), tick, generation);
+    }
+}
+
+/// The replica's timer: visits the due boards within `tally.expire-budget-us`.
+fn tick(ctx: &Context, generation: u64) {
+    let current = with(|r| {
+        let current = r.armed.is_some_and(|(g, _)| g == generation);
+        if current {
+            r.armed = None;
+        }
+        current
+    });
+    if !current {
+        // Replaced by a timer that fires sooner.
+        return;
+    }
+    if is_acting_primary(ctx) {
+        // Promoted (or never a replica): the primary's timer keeps the totals from now on.
+        with(|r| *r = Replica::default());
+        set_command_filter(ctx, None);
+        return;
+    }
+    let deadline = monotonic_us().saturating_add(config::expire_budget_us().max(1) as u64);
+    let now = now_ms();
+    let guard = DbGuard::new(ctx);
+    let mut first = true;
+    while first || monotonic_us() < deadline {
+        first = false;
+        let Some((db, name)) = with(|r| r.watch.pop_due(now)) else {
+            break;
+        };
+        if !guard.select(db) {
+            continue;
+        }
+        let Some(base) = base_of_meta(&name) else {
+            continue;
+        };
+        match visit(ctx, db, base, now, deadline) {
+            Visit::DueAt(due) => with(|r| r.watch.insert(db, &name, due)),
+            Visit::Unfinished => with(|r| r.watch.insert(db, &name, now)),
+            Visit::Done => {}
+        }
+    }
+    drop(guard);
+    let freeing = state::with(|s| s.free_discarded(FREED_PER_TICK));
+    // The filter exactly while some board has next totals (they were made in this tick,
+    // before any command could change them).
+    let needed = state::with(|s| s.has_nexts());
+    if needed != has_command_filter() {
+        set_command_filter(ctx, needed.then_some(on_command as fn(&FilterArgs)));
+    }
+    if !needed {
+        with(|r| {
+            r.announced.clear();
+            r.announced_count = 0;
+            r.last_taken = None;
+        });
+    }
+    let next = with(|r| r.watch.first_due()).map(|due| due.saturating_sub(now_ms()));
+    match next {
+        // Next totals no longer used are freed a step per tick.
+        _ if freeing => arm(ctx, 1),
+        Some(delay) => arm(ctx, delay),
+        None => {}
+    }
+}
+
+/// Visits the board `base` of the selected database `db`: settles, prepares, continues or
+/// drops its next totals, writing nothing.
+fn visit(ctx: &Context, db: c_int, base: &[u8], now: i64, deadline_us: u64) -> Visit {
+    let read = Key::open_bytes_untouched(ctx, &meta_key(base)).map(|key| {
+        let marked = is_marked_edited(&key);
+        (meta::read(&key), marked)
+    });
+    let Some((Some((meta, _)), false)) = read else {
+        // Gone, not a board, or edited by a native command: no next totals.
+        state::with(|s| s.drop_next(db, base));
+        return Visit::Done;
+    };
+    let quarantined = state::with(|s| {
+        s.note_meta(db, base, meta, Seen::Read);
+        s.is_quarantined(db, base)
+    });
+    if quarantined {
+        state::with(|s| s.drop_next(db, base));
+        return Visit::Done;
+    }
+    if meta.pending_range(now).is_some() {
+        // The primary subtracts a slot: the totals stay as they are (settled here so that
+        // dirty members do not pile up); its meta write when done brings the board back.
+        if !next::settle(ctx, db, base, Some(deadline_us)) {
+            return Visit::Unfinished;
+        }
+        let has = state::with(|s| s.next(db, base).is_some());
+        return match has {
+            true => Visit::DueAt(now.saturating_add(DRAINING_MS)),
+            false => Visit::Done,
+        };
+    }
+    match next::visit(ctx, db, base, &meta, deadline_us) {
+        Some(visit) => visit,
+        None => meta.next_due().map_or(Visit::Done, Visit::DueAt),
+    }
+}
