@@ -12,8 +12,8 @@ use std::cell::{Cell, RefCell};
 use std::os::raw::c_int;
 
 use super::hash_slots::SlotName;
-use super::mirror::{Mirrors, RecentWrites};
-use crate::counter::{Counter, Resolution, STATE_FIELD};
+use super::mirror::Mirrors;
+use crate::counter::{Counter, RecentWrites, Resolution, STATE_FIELD};
 use crate::layout::MARKER_FIELD;
 use crate::store::RStr;
 
