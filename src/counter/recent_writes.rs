@@ -11,8 +11,10 @@ use crate::name_set::NameIds;
 /// often lately gets a mirror built by its next write, so hot counters stop reading their
 /// hash while a crowd of keys written once each never pays for a scan.
 const WRITES_BEFORE_MIRROR: u8 = 3;
-/// Keys whose writes are counted at once: a direct-mapped table of this many entries.
-const COUNTED_KEYS: usize = 4096;
+/// Keys whose writes are counted at once: a direct-mapped table of this many entries. A
+/// key keeps its entry for about this many writes of other keys, so among many keys
+/// written at random, few reach the count by chance (each such build walks a hash).
+const COUNTED_KEYS: usize = 1024;
 
 /// One entry of [`RecentWrites`]: the high bits of the key's id, and its writes.
 #[derive(Clone, Copy, Default)]
@@ -22,7 +24,7 @@ struct WriteCount {
 }
 
 /// Writes counted per key without a mirror (the counter commands keep one): a fixed
-/// table (32 KB, no allocation per write) where each key has one entry, chosen by its id;
+/// table (8 KB, no allocation per write) where each key has one entry, chosen by its id;
 /// a key written after another took its entry starts counting again. The count only
 /// decides when a mirror is worth building: a key that looks hot by chance (two keys with
 /// the same id) costs one build, never a wrong answer.
