@@ -28,8 +28,10 @@
 #                      0 skips both)
 #   BENCH_HOST_ROUNDS  alternating runs per server of the host tax rows (default here 9)
 #   BENCH_HOST         1 (default) / 0: the host tax rows
+#   BENCH_FAMILIES     families measured at each scale (default "counter stats rank")
 set -euo pipefail
 SCALES=${BENCH_SCALES:-100k 1m}
+FAMILIES=${BENCH_FAMILIES:-counter stats rank}
 BIG=${BENCH_BIG:-1000000}
 HOST=${BENCH_HOST:-1}
 export BENCH_HOST_ROUNDS=${BENCH_HOST_ROUNDS:-9}
@@ -310,9 +312,13 @@ for scale in $SCALES; do
     section "$scale objects"
     # shellcheck disable=SC2059
     printf "$ROW_FMT" "row (tally / native)" "tally rps" "native rps" "ratio" "target" "tally us" "native us" "ratio" "target"
-    scale_counters "$n" "$scale"
-    scale_stats "$n" "$scale"
-    scale_rank "$n" "$scale"
+    for family in $FAMILIES; do
+        case $family in
+            counter) scale_counters "$n" "$scale" ;;
+            stats) scale_stats "$n" "$scale" ;;
+            rank) scale_rank "$n" "$scale" ;;
+        esac
+    done
     echo "  used_memory free on the machine now: $(awk '/MemAvailable/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 done
 

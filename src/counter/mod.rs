@@ -141,6 +141,7 @@ mod fields;
 mod increment;
 mod ordered;
 mod reads;
+mod recent_writes;
 mod slot_store;
 mod state;
 mod trim;
@@ -150,6 +151,7 @@ pub use fields::{
 };
 pub use ordered::OrderedSlots;
 pub use reads::Extent;
+pub use recent_writes::RecentWrites;
 pub use slot_store::{collect_ordered, SlotStore};
 pub use trim::Trimmed;
 

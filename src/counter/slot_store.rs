@@ -47,6 +47,11 @@ pub trait SlotStore {
     fn probes_are_cheap(&mut self, probes: i64) -> bool {
         probes <= self.stored_slots() as i64
     }
+    /// True if one walk of every stored slot ([`SlotStore::each_slot`]) costs less than
+    /// `probes` probes of single slots (trimming a counter written long ago).
+    fn walk_is_cheaper(&mut self, probes: i64) -> bool {
+        !self.probes_are_cheap(probes)
+    }
     /// The sum of the stored slots `lo ..= hi` of one resolution, if the store can give it
     /// without listing them (an ordered in-memory copy); `None` otherwise.
     fn range_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {

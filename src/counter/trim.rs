@@ -82,6 +82,19 @@ impl Counter {
                 finished: true,
             };
         }
+        // A counter written long ago has many positions to pass and few slots stored
+        // there: one walk of the store finds them, where probing every position would
+        // cost one lookup each (a scan of the whole hash while it is a listpack).
+        let mut left = Vec::new();
+        if !overcounted && store.walk_is_cheaper(self.positions_left(now)) {
+            if !may_continue() {
+                return Trimmed {
+                    removed,
+                    finished: false,
+                };
+            }
+            left = self.stored_left(store, now);
+        }
         let mut probes: u32 = 0;
         let mut budget_left = || {
             probes = probes.wrapping_add(1);
@@ -93,6 +106,31 @@ impl Counter {
             }
             let first = first_kept(now, res.ms, res.samples);
             let end = track.lo.saturating_add(res.samples);
+            if let Some(found) = left.iter_mut().find(|(ms, _)| *ms == res.ms) {
+                // Found by the walk: the stored slots in lo .. min(first, end), oldest
+                // first, removed as the probes below would (positions holding nothing
+                // are passed without a lookup).
+                for &index in found.1.iter() {
+                    if track.n == 0 {
+                        break;
+                    }
+                    if !budget_left() {
+                        return Trimmed {
+                            removed,
+                            finished: false,
+                        };
+                    }
+                    if store.remove(res.ms, index) {
+                        track.n -= 1;
+                        removed += 1;
+                    }
+                    track.lo = index.saturating_add(1);
+                }
+                if track.n == 0 {
+                    continue;
+                }
+                track.lo = track.lo.max(first.min(end));
+            }
             // Slots that have left: lo .. min(first, end).
             while track.lo < first.min(end) && track.n > 0 {
                 if !budget_left() {
@@ -137,6 +175,57 @@ impl Counter {
             removed,
             finished: true,
         }
+    }
+
+    /// Positions a trim at `now` would probe for slots that have left, all resolutions
+    /// together.
+    fn positions_left(&self, now: i64) -> i64 {
+        self.resolutions
+            .iter()
+            .zip(&self.tracks)
+            .filter(|(_, t)| t.n > 0)
+            .fold(0i64, |total, (r, t)| {
+                let first = first_kept(now, r.ms, r.samples);
+                let end = t.lo.saturating_add(r.samples);
+                total.saturating_add(first.min(end).saturating_sub(t.lo).max(0))
+            })
+    }
+
+    /// The stored slots a trim at `now` removes, found by one walk of the store: per
+    /// resolution that has any, its slots in `lo .. min(first kept, lo + samples)`, oldest
+    /// first.
+    fn stored_left(&self, store: &mut dyn SlotStore, now: i64) -> Vec<(i64, Vec<i64>)> {
+        let mut spans = Vec::with_capacity(self.resolutions.len());
+        for (r, t) in self.resolutions.iter().zip(&self.tracks) {
+            if t.n > 0 {
+                let first = first_kept(now, r.ms, r.samples);
+                let end = t.lo.saturating_add(r.samples);
+                spans.push((r.ms, t.lo, first.min(end)));
+            }
+        }
+        let mut left: Vec<(i64, Vec<i64>)> = Vec::new();
+        store.each_slot(&mut |res_ms, index, _| {
+            let Some(&(_, lo, until)) = spans.iter().find(|(ms, _, _)| *ms == res_ms) else {
+                return;
+            };
+            if (lo..until).contains(&index) {
+                match left.iter_mut().find(|(ms, _)| *ms == res_ms) {
+                    Some((_, indexes)) => indexes.push(index),
+                    None => left.push((res_ms, vec![index])),
+                }
+            }
+        });
+        // Every resolution walked gets an entry, so its positions are passed without
+        // probes even when none of them holds a slot.
+        for &(res_ms, _, _) in &spans {
+            if !left.iter().any(|(ms, _)| *ms == res_ms) {
+                left.push((res_ms, Vec::new()));
+            }
+        }
+        for (_, indexes) in left.iter_mut() {
+            indexes.sort_unstable();
+        }
+        left
     }
 
     /// its oldest possible slot is still kept at `now`: when false, trimming has no work.

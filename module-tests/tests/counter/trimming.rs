@@ -203,3 +203,58 @@ fn idle_counters_are_trimmed_by_the_timer(kind: &ServerKind) {
         "{k}: i is still tracked"
     );
 }
+
+per_server!(a_write_long_after_the_last_looks_up_only_the_slots_stored);
+/// A counter written now and then: the write that finds a fine slot gone out of range
+/// looks up the slots stored there, not every position passed since the last write
+/// (1,800 of them here). `tally_counter_hash_lookups` counts the slot fields looked up in
+/// counters' hashes; the writes come in one pipeline with DEBUG SLEEPs, so no timer runs
+/// in between, and without read caches every lookup goes to the hash.
+fn a_write_long_after_the_last_looks_up_only_the_slots_stored(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "tally.cache-max-memory", "0"]),
+        v_ok()
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1ms:2000", "1h:2"]),
+        v_ok()
+    );
+    let lookups = |v: &Value| -> i64 {
+        let info = value_text(v).unwrap_or_default();
+        parse_info(&info)
+            .get("tally_counter_hash_lookups")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{k}: no tally_counter_hash_lookups in {info}"))
+    };
+    let mut conn = srv.conn();
+    let exec = pipeline(
+        &mut conn,
+        &[
+            args(&["TSCOUNTER.INCR", "n"]),
+            args(&["DEBUG", "SLEEP", "1.9"]),
+            args(&["TSCOUNTER.INCR", "n"]),
+            args(&["DEBUG", "SLEEP", "1.9"]),
+            args(&["INFO", "tally"]),
+            args(&["TSCOUNTER.INCR", "n"]),
+            args(&["INFO", "tally"]),
+            args(&["HKEYS", "n"]),
+        ],
+    );
+    assert_eq!(exec[5], v_int(1), "{k}");
+    let fine = |v: &Value| -> usize {
+        let Value::Array(a) = v else { panic!("{v:?}") };
+        a.iter()
+            .filter(|f| value_text(f).is_some_and(|f| f.starts_with("1ms:")))
+            .count()
+    };
+    // The first fine slot has left (the second one too if the machine was slow).
+    assert!((1..=2).contains(&fine(&exec[7])), "{k}: {:?}", exec[7]);
+    // Two slots read and written, at most two deleted.
+    let made = lookups(&exec[6]) - lookups(&exec[4]);
+    assert!(
+        (4..=6).contains(&made),
+        "{k}: the write looked up {made} slot fields"
+    );
+}

@@ -16,6 +16,7 @@ fn info_tally_fields_exist_and_move(kind: &ServerKind) {
         "tally_expiry_backlog",
         "tally_scan_in_progress",
         "tally_mirrored_slots",
+        "tally_counter_hash_lookups",
     ];
     let info = srv.info("tally");
     for f in fields {

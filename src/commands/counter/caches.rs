@@ -12,8 +12,8 @@ use std::cell::{Cell, RefCell};
 use std::os::raw::c_int;
 
 use super::hash_slots::SlotName;
-use super::mirror::{Mirrors, RecentWrites};
-use crate::counter::{Counter, Resolution, STATE_FIELD};
+use super::mirror::Mirrors;
+use crate::counter::{Counter, RecentWrites, Resolution, STATE_FIELD};
 use crate::layout::MARKER_FIELD;
 use crate::store::RStr;
 
@@ -42,6 +42,10 @@ pub struct Caches {
     pub(super) last_state: RefCell<(Vec<u8>, Option<Counter>)>,
     /// The text of a `_state` being written, reused from one write to the next.
     pub(super) state_text: RefCell<Vec<u8>>,
+    /// Slot fields looked up in counters' hashes, one lookup each read, write or delete (a
+    /// mirror spares the reads): the work the counter commands do in the hashes, in `INFO
+    /// tally`.
+    pub(super) hash_lookups: Cell<u64>,
 }
 
 thread_local! {
@@ -65,6 +69,7 @@ impl Caches {
             last_marker: RefCell::new((Vec::new(), Vec::new())),
             last_state: RefCell::new((Vec::new(), None)),
             state_text: RefCell::new(Vec::new()),
+            hash_lookups: Cell::new(0),
         }
     }
 

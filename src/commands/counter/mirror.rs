@@ -18,13 +18,11 @@
 //! Owns: the counters' read cache. May not touch: keys (it is given slots by the counter
 //! commands).
 
-use std::collections::HashMap;
 use std::os::raw::c_int;
 
 use super::caches::Caches;
 use crate::counter::{Counter, OrderedSlots};
 use crate::memo_map::DbMaps;
-use crate::name_set::IdHasher;
 
 /// A counter with more slots than this is never mirrored: building its mirror walks its
 /// whole hash inside one command (0.3-1 ms per thousand fields, the most on servers built
@@ -275,44 +273,13 @@ impl Caches {
     }
 }
 
-/// Writes to a key without a mirror, counted by a hash of (db, name): a key written this
-/// often gets a mirror built by its next write, so hot counters stop reading their hash
-/// while a crowd of keys written once each never pays for a scan.
-const WRITES_BEFORE_MIRROR: u8 = 3;
-/// The write counts are forgotten when this many keys are counted (bounded memory).
-const MAX_COUNTED_KEYS: usize = 4096;
-
-/// The write counts' ids are hashes already (see [`IdHasher`]).
-type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// Writes counted per key without a mirror (held in [`Caches::recent_writes`]).
-#[derive(Default)]
-pub(super) struct RecentWrites {
-    counts: IdMap<u8>,
-    /// Random keys for the ids of `counts`.
-    id_keys: std::collections::hash_map::RandomState,
-}
-
 impl Caches {
     /// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
     /// often enough to be worth one.
     fn is_hot(&self, db: c_int, name: &[u8]) -> bool {
-        use std::hash::BuildHasher;
-        let Ok(mut recent) = self.recent_writes.try_borrow_mut() else {
-            return false;
-        };
-        let id = recent.id_keys.hash_one((db, name));
-        let counts = &mut recent.counts;
-        if counts.len() >= MAX_COUNTED_KEYS && !counts.contains_key(&id) {
-            counts.clear();
-        }
-        let count = counts.entry(id).or_insert(0);
-        *count = count.saturating_add(1);
-        if *count >= WRITES_BEFORE_MIRROR {
-            counts.remove(&id);
-            return true;
-        }
-        false
+        self.recent_writes
+            .try_borrow_mut()
+            .is_ok_and(|mut recent| recent.count(db, name))
     }
 
     /// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is

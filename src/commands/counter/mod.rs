@@ -68,8 +68,12 @@ pub const FAMILY: super::Family = super::Family {
     swapped: |_, _| forget_all(),
     loading: forget_all,
     info: || {
-        let slots = caches(|caches| caches.mirrored_slots());
-        vec![(c"mirrored_slots", slots as i64)]
+        let (slots, lookups) =
+            caches(|caches| (caches.mirrored_slots(), caches.hash_lookups.get()));
+        vec![
+            (c"mirrored_slots", slots as i64),
+            (c"counter_hash_lookups", lookups as i64),
+        ]
     },
     cache_bytes: || caches(|caches| caches.bytes()),
     // Everything it keeps in memory is a cache, counted in `cache_bytes`.

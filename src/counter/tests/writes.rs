@@ -261,3 +261,123 @@ fn in_place_increments_equal_the_general_path() {
         assert!(taken > 10_000, "seed {seed}: {taken}");
     }
 }
+
+/// A store that counts its lookups and can be told which way trimming goes.
+#[derive(Clone)]
+struct Steered {
+    store: MapStore,
+    walk: Option<bool>,
+    lookups: usize,
+    walks: usize,
+}
+
+impl SlotStore for Steered {
+    fn get(&mut self, r: i64, i: i64) -> Option<i64> {
+        self.lookups += 1;
+        self.store.get(r, i)
+    }
+    fn put(&mut self, r: i64, i: i64, c: i64) {
+        self.store.put(r, i, c)
+    }
+    fn remove(&mut self, r: i64, i: i64) -> bool {
+        self.lookups += 1;
+        self.store.remove(r, i)
+    }
+    fn stored_slots(&mut self) -> usize {
+        self.store.stored_slots()
+    }
+    fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
+        self.walks += 1;
+        self.store.each_slot(f)
+    }
+    fn walk_is_cheaper(&mut self, probes: i64) -> bool {
+        // Unsteered: as a listpack, where a walk costs about 8 probes.
+        self.walk.unwrap_or(probes > 8)
+    }
+}
+
+/// Trimming by one walk of the store (a counter written long ago) leaves exactly what
+/// probing every position leaves, budgeted or not, whatever the bookkeeping says.
+#[test]
+fn a_trim_by_walking_equals_a_trim_by_probing() {
+    let mut rng = Rng(11);
+    for case in 0..3_000 {
+        let mut c = Counter::new(res("1s:5 5s:4 1m:3"));
+        let mut s = MapStore::default();
+        let t0 = 1_795_424_400_000;
+        for _ in 0..rng.below(12) {
+            let t = t0 + rng.below(20_000);
+            c.incrby(&mut s, t, t, 1 + rng.below(3)).unwrap();
+        }
+        if let Some(t) = c.tracks.get_mut(rng.below(3) as usize) {
+            match rng.below(5) {
+                0 => t.n += 1,
+                1 => t.n = (t.n - 1).max(0),
+                2 => t.lo -= rng.below(3),
+                3 => t.lo += rng.below(2),
+                _ => {}
+            }
+        }
+        let now = t0 + 20_000 + rng.below(200_000);
+        let budget = rng.below(3) == 0;
+        let run = |walk: bool| {
+            let (mut c, mut s) = (
+                c.clone(),
+                Steered {
+                    store: s.clone(),
+                    walk: Some(walk),
+                    lookups: 0,
+                    walks: 0,
+                },
+            );
+            let mut calls = 0;
+            let mut trims = Vec::new();
+            loop {
+                let mut checks = 0;
+                let mut may = || {
+                    checks += 1;
+                    !budget || checks < 2
+                };
+                let trimmed = c.trim_within(&mut s, now, &mut may);
+                trims.push(trimmed.removed);
+                calls += 1;
+                if trimmed.finished || calls > 1_000 {
+                    break;
+                }
+            }
+            (c.tracks, s.store.0, trims.iter().sum::<usize>(), s.walks)
+        };
+        let (probed, walked) = (run(false), run(true));
+        assert_eq!(probed.3, 0, "case {case}");
+        assert_eq!(
+            (&probed.0, &probed.1, probed.2),
+            (&walked.0, &walked.1, walked.2),
+            "case {case}"
+        );
+    }
+}
+
+/// A counter written once a minute with `1s:120`: each write's trim passes ~60 positions
+/// of the fine resolution but looks up only the slots stored there (one walk instead).
+#[test]
+fn a_counter_written_now_and_then_trims_with_lookups_of_stored_slots_only() {
+    let mut c = Counter::new(res("1s:120 1m:120"));
+    let mut s = Steered {
+        store: MapStore::default(),
+        walk: None,
+        lookups: 0,
+        walks: 0,
+    };
+    let t0 = 1_795_424_400_000;
+    for minute in 0..120 {
+        let t = t0 + minute * 60_000 + 123;
+        s.lookups = 0;
+        c.incrby(&mut s, t, t, 1).unwrap();
+        // The increment's reads of its two slots, and at most the one fine slot that left.
+        assert!(s.lookups <= 3, "minute {minute}: {} lookups", s.lookups);
+    }
+    assert!(s.walks > 100, "{} walks", s.walks);
+    // The fine slots of the last two minutes, and one per minute.
+    assert_eq!(c.tracks[0].n, 2);
+    assert_eq!(s.store.0.len(), 2 + 120);
+}
