@@ -142,17 +142,6 @@ pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// True when an open case (a known gap, its test written and failing) is to be skipped:
-/// it runs only with `TALLY_OPEN_CASES=1`, so `make test` stays green while the gap is
-/// open and the case is ready the day it closes. Prints why it is skipped.
-pub fn skip_open_case(why: &str) -> bool {
-    let run = std::env::var("TALLY_OPEN_CASES").is_ok_and(|v| v == "1");
-    if !run {
-        println!("skipped: an open case ({why}); TALLY_OPEN_CASES=1 runs it");
-    }
-    !run
-}
-
 /// `CONFIG SET name value` is refused with a text ending in `tail`, and the config keeps
 /// its value.
 #[track_caller]

@@ -95,8 +95,6 @@ struct Large<'a> {
     /// The counter had a slot field deleted natively, or was renamed, since it was last
     /// created (`TSCOUNTER.INFO` is then O(F), and left out).
     counter_edited: bool,
-    /// `TALLY_OPEN_CASES=1`: the open cases' operations run too.
-    open_cases: bool,
     /// `tally_max_tick_us` at the last check.
     max_tick_seen: i64,
 }
@@ -460,7 +458,6 @@ fn fuzz_large_objects(kind: &ServerKind) {
         baseline,
         counter_edited: false,
         max_tick_seen: 0,
-        open_cases: std::env::var("TALLY_OPEN_CASES").is_ok_and(|v| v == "1"),
     };
     let mut rng = Rng(seed);
     let t0 = Instant::now();

@@ -42,7 +42,7 @@ use std::time::Duration;
 use redis_module::{Context, ContextFlags};
 
 use crate::config;
-use crate::due_queue::DueQueue;
+use crate::due_queue::{DueQueue, Popped};
 use crate::expiry::Visit;
 use crate::rank::{base_of_meta, base_of_part, base_of_slot, meta_key, slot_key};
 use crate::server::{
@@ -65,6 +65,10 @@ const IDLE_MS: i64 = 100;
 
 /// Members' worth of discarded next totals freed per tick.
 const FREED_PER_TICK: usize = 8192;
+
+/// Entries of the watch list no longer current that one pop may drop before the tick looks
+/// at its clock again.
+const STALE_PER_POP: usize = 1024;
 
 /// How soon a board is visited again while the primary subtracts its slot.
 const DRAINING_MS: i64 = 100;
@@ -308,8 +312,10 @@ fn tick(ctx: &Context, generation: u64) {
     let mut first = true;
     while first || monotonic_us() < deadline {
         first = false;
-        let Some((db, name)) = with(|r| r.watch.pop_due(now)) else {
-            break;
+        let (db, name) = match with(|r| r.watch.pop_due_bounded(now, STALE_PER_POP)) {
+            Popped::Due(db, name) => (db, name),
+            Popped::Skipped => continue,
+            Popped::Nothing => break,
         };
         if !guard.select(db) {
             continue;
