@@ -61,21 +61,27 @@ impl Default for NameIds {
 impl NameIds {
     /// The id of `name`: a multiply-rotate hash over 8-byte words (a few ns for a usual
     /// key name, where SipHash takes several times as long), finished by a full mix so
-    /// every bit of the id depends on every byte.
+    /// every bit of the id depends on every byte. Every keyspace event of the server hashes
+    /// its key name here, so the bytes are read as whole words: the last, partial word is
+    /// the name's last 8 bytes (overlapping the words before), and a shorter name is read
+    /// whole by [`short_word`]; with the length mixed in, two names of one length that
+    /// differ in any byte differ in some word.
     pub fn id(&self, name: &[u8]) -> u64 {
         const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut h = self.seed.0 ^ (name.len() as u64).wrapping_mul(K);
+        let len = name.len();
+        let mut h = self.seed.0 ^ (len as u64).wrapping_mul(K);
         let mut words = name.chunks_exact(8);
         for word in &mut words {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+            h = (h.rotate_left(23) ^ word_at(word, 0)).wrapping_mul(K);
         }
-        let mut tail = [0u8; 8];
-        for (t, &b) in tail.iter_mut().zip(words.remainder()) {
-            *t = b;
-        }
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(tail) ^ self.seed.1).wrapping_mul(K);
+        let last = if words.remainder().is_empty() {
+            0
+        } else if len >= 8 {
+            word_at(name, len - 8)
+        } else {
+            short_word(name)
+        };
+        h = (h.rotate_left(23) ^ last ^ self.seed.1).wrapping_mul(K);
         // fmix64 of MurmurHash3: tables read the low bits, their tags the high ones.
         h ^= h >> 33;
         h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
@@ -85,21 +91,58 @@ impl NameIds {
     }
 }
 
+/// The 8 bytes of `bytes` at `at`, little-endian (0 past the end: never, as called).
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    bytes
+        .get(at..at + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// A name of 1 to 7 bytes as one word: its first and last 4 bytes (overlapping) if it has
+/// 4 or more, else its first, middle and last byte; with the length, that is all of it.
+#[inline(always)]
+fn short_word(name: &[u8]) -> u64 {
+    let len = name.len();
+    let half = |at: usize| {
+        name.get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    if len >= 4 {
+        u64::from(half(0)) | u64::from(half(len - 4)) << 32
+    } else {
+        let byte = |at: usize| u64::from(name.get(at).copied().unwrap_or(0));
+        byte(0) | byte(len / 2) << 8 | byte(len.saturating_sub(1)) << 16
+    }
+}
+
 /// Databases with an index above this share the last set (a superset stays correct).
 const MAX_DB_SETS: usize = 1 << 12;
 /// The set that databases past the others share.
 const SHARED: usize = MAX_DB_SETS - 1;
 
-#[derive(Default)]
 pub struct NameSet {
     /// Per database index, the ids of its names.
     by_db: Vec<IdSet>,
-    ids: NameIds,
+    /// Chosen at the first insert (no name has an id before): so an empty set is built in
+    /// a `const`, and the keyspace callback's thread-local needs no lazy start.
+    ids: Option<NameIds>,
+}
+
+impl Default for NameSet {
+    fn default() -> Self {
+        NameSet::new()
+    }
 }
 
 impl NameSet {
-    fn id(&self, name: &[u8]) -> u64 {
-        self.ids.id(name)
+    pub const fn new() -> Self {
+        NameSet {
+            by_db: Vec::new(),
+            ids: None,
+        }
     }
 
     /// The set of database `db`: its own, or the shared last one.
@@ -108,7 +151,7 @@ impl NameSet {
     }
 
     pub fn insert(&mut self, db: i32, name: &[u8]) {
-        let id = self.id(name);
+        let id = self.ids.get_or_insert_with(NameIds::default).id(name);
         let at = Self::slot(db);
         if self.by_db.len() <= at {
             self.by_db.resize_with(at + 1, IdSet::default);
@@ -119,8 +162,8 @@ impl NameSet {
     }
 
     pub fn contains(&self, db: i32, name: &[u8]) -> bool {
-        match self.by_db.get(Self::slot(db)) {
-            Some(set) if !set.is_empty() => set.get_key_value(&self.id(name)).is_some(),
+        match (self.by_db.get(Self::slot(db)), &self.ids) {
+            (Some(set), Some(ids)) if !set.is_empty() => set.get_key_value(&ids.id(name)).is_some(),
             _ => false,
         }
     }
@@ -132,7 +175,10 @@ impl NameSet {
         if at == SHARED {
             return;
         }
-        let id = self.id(name);
+        let Some(ids) = &self.ids else {
+            return;
+        };
+        let id = ids.id(name);
         if let Some(set) = self.by_db.get_mut(at) {
             set.remove_entry(&id);
         }
@@ -266,6 +312,36 @@ mod tests {
             s.contains(far, b"b"),
             "only a full flush empties the shared set"
         );
+    }
+
+    /// Every name of up to 10 bytes over a small alphabet, and seeded random names up to
+    /// 40 bytes, get distinct ids: the words read overlap, but no byte is left out.
+    #[test]
+    fn short_and_overlapping_names_get_distinct_ids() {
+        use crate::testutil::Rng;
+        use std::collections::HashMap;
+        let ids = NameIds::default();
+        let mut seen: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut check = |name: Vec<u8>| {
+            if let Some(other) = seen.insert(ids.id(&name), name.clone()) {
+                assert_eq!(other, name, "two names share an id");
+            }
+        };
+        let alphabet = [0u8, 1, b'a', 0xff];
+        for len in 0..=10u32 {
+            for n in 0..4usize.pow(len.min(8)) {
+                let mut name: Vec<u8> = (0..len).map(|i| alphabet[(n >> (2 * (i % 8))) & 3]).collect();
+                if len > 8 {
+                    name.reverse();
+                }
+                check(name);
+            }
+        }
+        let mut rng = Rng(5);
+        for _ in 0..100_000 {
+            let len = rng.below(41) as usize;
+            check((0..len).map(|_| rng.below(256) as u8).collect());
+        }
     }
 
     #[test]

@@ -255,7 +255,7 @@ thread_local! {
     /// existed or was opened for writing (a derived key as its object), and every key that
     /// arrived under a new name, until it is deleted, expired, evicted, renamed or moved
     /// away, or its database flushed. The keyspace callback looks here first.
-    static TRACKED: RefCell<NameSet> = RefCell::new(NameSet::default());
+    static TRACKED: RefCell<NameSet> = const { RefCell::new(NameSet::new()) };
 }
 
 /// Runs `f` on the tracked names. The borrow never nests (`f` calls nothing back), so it
@@ -315,22 +315,28 @@ pub struct Hooks {
     pub info: fn() -> Vec<(&'static CStr, i64)>,
 }
 
+impl Hooks {
+    /// Hooks that do nothing (before [`register_hooks`]).
+    const NONE: Hooks = Hooks {
+        keyspace_event: |_, _, _, _| {},
+        owner_of: |_| None,
+        flushed: |_| {},
+        swapped: |_, _| {},
+        loading: |_| {},
+        info: Vec::new,
+    };
+}
+
 impl Default for Hooks {
     fn default() -> Self {
-        Hooks {
-            keyspace_event: |_, _, _, _| {},
-            owner_of: |_| None,
-            flushed: |_| {},
-            swapped: |_, _| {},
-            loading: |_| {},
-            info: Vec::new,
-        }
+        Hooks::NONE
     }
 }
 
 thread_local! {
-    // Hooks run on Redis's main thread.
-    static HOOKS: Cell<Hooks> = Cell::new(Hooks::default());
+    // Hooks run on Redis's main thread. Built in a `const`: every keyspace event reads it,
+    // and a lazily started thread-local checks its state on each read.
+    static HOOKS: Cell<Hooks> = const { Cell::new(Hooks::NONE) };
 }
 
 fn hooks() -> Hooks {
