@@ -118,6 +118,134 @@ fn short_word(name: &[u8]) -> u64 {
     }
 }
 
+/// Cells of [`IdFilter`] at least, and at most: a filter grows by counting every id again
+/// (in one step, a few ms at the most), so past the largest size it stops growing and
+/// answers "maybe" more often (the exact sets behind it stay exact).
+const FILTER_MIN_CELLS: usize = 1 << 12;
+const FILTER_MAX_CELLS: usize = 1 << 21;
+/// Cells per id the filter keeps at least, below its largest size: with two cells an id,
+/// about 5% of other ids find both of theirs taken.
+const FILTER_CELLS_PER_ID: usize = 8;
+
+/// A counting filter of ids in front of the exact sets: every id of every database counts
+/// once in two 8-bit cells of one 64-byte line, so "no such id" costs one cache line and a
+/// few instructions, where the sets cost a shard's header, its control bytes and the
+/// database's set. A name whose cells are both non-zero may be tracked (the sets decide); a
+/// name with a zero cell is not, in any database.
+///
+/// Counts only drop when an id leaves its set, so the filter always covers the sets: a
+/// cell at 255 stays there (it cannot tell how many ids it counts), and when the ids to
+/// uncount would take unbounded work (a large database flushed), the filter gives up
+/// and answers "maybe" for everything until it can count the remaining ids again within
+/// bounded work.
+#[derive(Default)]
+pub struct IdFilter {
+    /// Empty while no id is counted (or the filter gave up); else a power of two.
+    cells: Vec<u8>,
+    /// The filter answers "maybe" for every id: it was given up.
+    given_up: bool,
+}
+
+impl IdFilter {
+    pub const fn new() -> Self {
+        IdFilter {
+            cells: Vec::new(),
+            given_up: false,
+        }
+    }
+
+    /// The two cells of `id`: the low bits pick a 64-byte line and its first cell, six
+    /// high bits the second cell in the same line.
+    #[inline(always)]
+    fn cells_of(&self, id: u64) -> (usize, usize) {
+        let mask = self.cells.len().wrapping_sub(1);
+        let first = id as usize & mask;
+        let second = (first & !63) | ((id >> 52) as usize & 63);
+        (first, second & mask)
+    }
+
+    /// False only if `id` is in none of the sets.
+    #[inline(always)]
+    pub fn may_contain(&self, id: u64) -> bool {
+        if self.given_up {
+            return true;
+        }
+        let (first, second) = self.cells_of(id);
+        matches!(
+            (self.cells.get(first), self.cells.get(second)),
+            (Some(&a), Some(&b)) if a != 0 && b != 0
+        )
+    }
+
+    /// The cells for `total` ids.
+    fn cells_for(total: usize) -> usize {
+        total
+            .saturating_mul(FILTER_CELLS_PER_ID)
+            .next_power_of_two()
+            .clamp(FILTER_MIN_CELLS, FILTER_MAX_CELLS)
+    }
+
+    /// True if the sets, now with `total` ids, want a larger filter (or a given-up filter
+    /// can count them again): then [`Self::recount`] them, else [`Self::add`] the new one.
+    pub fn wants_recount(&self, total: usize) -> bool {
+        if self.given_up {
+            total <= FILTER_MAX_CELLS / FILTER_CELLS_PER_ID
+        } else {
+            self.cells.len() < Self::cells_for(total)
+        }
+    }
+
+    /// Counts every id of the sets (`total` of them) anew.
+    pub fn recount(&mut self, total: usize, ids: impl Iterator<Item = u64>) {
+        self.given_up = false;
+        self.cells = vec![0; Self::cells_for(total)];
+        ids.for_each(|id| self.bump(id, true));
+    }
+
+    /// Counts an id that joined its set.
+    pub fn add(&mut self, id: u64) {
+        if !self.given_up {
+            self.bump(id, true);
+        }
+    }
+
+    /// Uncounts an id that left its set.
+    pub fn remove(&mut self, id: u64) {
+        if !self.given_up {
+            self.bump(id, false);
+        }
+    }
+
+    /// Uncounts the `leaving` ids of a set that is being emptied, or gives up if they are
+    /// too many to go through now.
+    pub fn remove_all(&mut self, ids: impl Iterator<Item = u64>, leaving: usize) {
+        if leaving > FILTER_MAX_CELLS / FILTER_CELLS_PER_ID {
+            self.cells = Vec::new();
+            self.given_up = true;
+        } else {
+            ids.for_each(|id| self.remove(id));
+        }
+    }
+
+    fn bump(&mut self, id: u64, up: bool) {
+        let (first, second) = self.cells_of(id);
+        for at in [first, second] {
+            if let Some(cell) = self.cells.get_mut(at) {
+                *cell = match (*cell, up) {
+                    (u8::MAX, _) => u8::MAX,
+                    (n, true) => n + 1,
+                    (n, false) => n.saturating_sub(1),
+                };
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.cells.capacity()
+    }
+}
+
 /// Databases with an index above this share the last set (a superset stays correct).
 const MAX_DB_SETS: usize = 1 << 12;
 /// The set that databases past the others share.
@@ -129,6 +257,10 @@ pub struct NameSet {
     /// Chosen at the first insert (no name has an id before): so an empty set is built in
     /// a `const`, and the keyspace callback's thread-local needs no lazy start.
     ids: Option<NameIds>,
+    /// The ids of every database, asked first.
+    filter: IdFilter,
+    /// How many ids the sets hold, all databases together.
+    total: usize,
 }
 
 impl Default for NameSet {
@@ -142,6 +274,8 @@ impl NameSet {
         NameSet {
             by_db: Vec::new(),
             ids: None,
+            filter: IdFilter::new(),
+            total: 0,
         }
     }
 
@@ -157,15 +291,67 @@ impl NameSet {
             self.by_db.resize_with(at + 1, IdSet::default);
         }
         if let Some(set) = self.by_db.get_mut(at) {
-            set.insert(id, ());
+            if set.insert(id, ()).is_none() {
+                self.total += 1;
+                self.count(id);
+            }
         }
     }
 
-    pub fn contains(&self, db: i32, name: &[u8]) -> bool {
-        match (self.by_db.get(Self::slot(db)), &self.ids) {
-            (Some(set), Some(ids)) if !set.is_empty() => set.get_key_value(&ids.id(name)).is_some(),
-            _ => false,
+    /// Counts an id new to its set in the filter, or every id anew when the filter is to
+    /// grow (or count again after giving up).
+    fn count(&mut self, id: u64) {
+        if self.filter.wants_recount(self.total) {
+            self.recount();
+        } else {
+            self.filter.add(id);
         }
+    }
+
+    fn recount(&mut self) {
+        let NameSet {
+            by_db,
+            filter,
+            total,
+            ..
+        } = self;
+        filter.recount(
+            *total,
+            by_db.iter().flat_map(|set| set.iter().map(|(&id, _)| id)),
+        );
+    }
+
+    /// After ids left: a filter that gave up counts again once the ids are few enough.
+    fn after_removal(&mut self) {
+        if self.filter.wants_recount(self.total) {
+            self.recount();
+        }
+    }
+
+    /// True if `name` is kept for database `db`.
+    pub fn contains(&self, db: i32, name: &[u8]) -> bool {
+        self.may_contain(name)
+            .is_some_and(|id| self.contains_id(db, id))
+    }
+
+    /// The id of `name` if some database may keep it; `None` (most names of a server, at
+    /// the cost of a hash and one cache line) if none does. No database is needed yet:
+    /// [`Self::contains_id`] answers for one.
+    #[inline]
+    pub fn may_contain(&self, name: &[u8]) -> Option<u64> {
+        let ids = self.ids.as_ref()?;
+        if self.total == 0 {
+            return None;
+        }
+        let id = ids.id(name);
+        self.filter.may_contain(id).then_some(id)
+    }
+
+    /// True if database `db` keeps the name of id `id` (from [`Self::may_contain`]).
+    pub fn contains_id(&self, db: i32, id: u64) -> bool {
+        self.by_db
+            .get(Self::slot(db))
+            .is_some_and(|set| set.get_key_value(&id).is_some())
     }
 
     /// Forgets `name`. A database index past [`MAX_DB_SETS`] shares its set with others,
@@ -180,7 +366,11 @@ impl NameSet {
         };
         let id = ids.id(name);
         if let Some(set) = self.by_db.get_mut(at) {
-            set.remove_entry(&id);
+            if set.remove_entry(&id).is_some() {
+                self.total -= 1;
+                self.filter.remove(id);
+                self.after_removal();
+            }
         }
     }
 
@@ -188,9 +378,15 @@ impl NameSet {
     pub fn clear_db(&mut self, db: i32) {
         if db < 0 {
             self.by_db = Vec::new();
+            self.filter = IdFilter::new();
+            self.total = 0;
         } else if Self::slot(db) != SHARED {
             if let Some(set) = self.by_db.get_mut(Self::slot(db)) {
-                *set = IdSet::default();
+                let gone = std::mem::take(set);
+                self.total -= gone.len();
+                self.filter
+                    .remove_all(gone.iter().map(|(&id, _)| id), gone.len());
+                self.after_removal();
             }
         }
     }
@@ -208,36 +404,44 @@ impl NameSet {
                 .filter_map(|&i| self.by_db.get(i))
                 .flat_map(|set| set.iter().map(|(&id, _)| id))
                 .collect();
+            let mut new = Vec::new();
             for i in [a, b] {
                 if let Some(set) = self.by_db.get_mut(i) {
                     for &id in &union {
-                        set.insert(id, ());
+                        if set.insert(id, ()).is_none() {
+                            new.push(id);
+                        }
                     }
                 }
             }
+            for id in new {
+                self.total += 1;
+                self.count(id);
+            }
             return;
         }
+        // The filter counts ids of every database together: a swap changes nothing there.
         self.by_db.swap(a, b);
     }
 
     /// Number of names kept.
     pub fn len(&self) -> usize {
-        self.by_db.iter().map(IdSet::len).sum()
+        self.total
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.total == 0
     }
 
-    /// Bytes held (an estimate: each set's tables of 8-byte ids and 1-byte tags, and the
-    /// shards' headers).
+    /// Bytes held (an estimate: each set's tables of 8-byte ids and 1-byte tags, the
+    /// shards' headers, the filter's cells).
     pub fn bytes(&self) -> usize {
         let tables: usize = self
             .by_db
             .iter()
             .map(|s| s.capacity() * 9 + s.shard_bytes())
             .sum();
-        tables + self.by_db.capacity() * std::mem::size_of::<IdSet>()
+        tables + self.by_db.capacity() * std::mem::size_of::<IdSet>() + self.filter.bytes()
     }
 }
 
@@ -330,7 +534,9 @@ mod tests {
         let alphabet = [0u8, 1, b'a', 0xff];
         for len in 0..=10u32 {
             for n in 0..4usize.pow(len.min(8)) {
-                let mut name: Vec<u8> = (0..len).map(|i| alphabet[(n >> (2 * (i % 8))) & 3]).collect();
+                let mut name: Vec<u8> = (0..len)
+                    .map(|i| alphabet[(n >> (2 * (i % 8))) & 3])
+                    .collect();
                 if len > 8 {
                     name.reverse();
                 }
@@ -342,6 +548,103 @@ mod tests {
             let len = rng.below(41) as usize;
             check((0..len).map(|_| rng.below(256) as u8).collect());
         }
+    }
+
+    /// Seeded random inserts, removals, flushes and swaps over a few databases against a
+    /// plain model: the filter never turns a kept name away (no false negative), the sets
+    /// stay exact, and the filter turns away most names never kept.
+    #[test]
+    fn the_filter_never_loses_a_kept_name() {
+        use crate::testutil::Rng;
+        use std::collections::HashSet;
+        let mut rng = Rng(23);
+        let mut s = NameSet::default();
+        let mut model: HashSet<(i32, u64)> = HashSet::new();
+        let name = |n: u64| format!("key:{n}").into_bytes();
+        for step in 0..300_000u64 {
+            let db = rng.below(4) as i32;
+            let n = rng.below(40_000) as u64;
+            match rng.below(1000) {
+                0 => {
+                    s.clear_db(db);
+                    model.retain(|&(d, _)| d != db);
+                }
+                1 => {
+                    let other = rng.below(4) as i32;
+                    s.swap_dbs(db, other);
+                    model = model
+                        .into_iter()
+                        .map(|(d, n)| match d {
+                            d if d == db => (other, n),
+                            d if d == other => (db, n),
+                            d => (d, n),
+                        })
+                        .collect();
+                }
+                2..=600 => {
+                    s.insert(db, &name(n));
+                    model.insert((db, n));
+                }
+                _ => {
+                    s.remove(db, &name(n));
+                    model.remove(&(db, n));
+                }
+            }
+            let probe = (rng.below(4) as i32, rng.below(40_000) as u64);
+            assert_eq!(
+                s.contains(probe.0, &name(probe.1)),
+                model.contains(&probe),
+                "step {step}"
+            );
+            assert_eq!(s.len(), model.len(), "step {step}");
+        }
+        for &(db, n) in &model {
+            assert!(s.contains(db, &name(n)));
+        }
+        let strangers = (0..100_000u64)
+            .filter(|n| s.may_contain(format!("other:{n}").as_bytes()).is_some())
+            .count();
+        assert!(
+            strangers < 10_000,
+            "{strangers} of 100000 strangers pass the filter"
+        );
+    }
+
+    /// Flushing a database too large to uncount now makes the filter give up ("maybe" for
+    /// every name), and it counts again once the names are few.
+    #[test]
+    fn the_filter_gives_up_and_comes_back() {
+        let mut s = NameSet::default();
+        let limit = FILTER_MAX_CELLS / FILTER_CELLS_PER_ID;
+        for n in 0..limit + 10 {
+            s.insert(1, format!("big:{n}").as_bytes());
+            s.insert(3, format!("big:{n}").as_bytes());
+        }
+        s.insert(0, b"small");
+        s.clear_db(1);
+        assert!(s.filter.given_up, "too many ids to uncount in one step");
+        assert!(
+            s.may_contain(b"other").is_some(),
+            "given up: maybe for every name"
+        );
+        assert!(s.contains(0, b"small"));
+        assert!(s.contains(3, b"big:1"));
+        assert!(!s.contains(0, b"other"));
+        assert!(!s.contains(1, b"big:1"));
+        s.clear_db(3);
+        // A few names: counted again at once.
+        assert!(!s.filter.given_up);
+        assert!(s.may_contain(b"small").is_some());
+        let strangers = (0..10_000)
+            .filter(|n| s.may_contain(format!("o:{n}").as_bytes()).is_some())
+            .count();
+        assert!(strangers < 100, "{strangers}");
+        // Past the largest size the filter stops growing and keeps every name.
+        for n in 0..limit * 2 {
+            s.insert(2, format!("huge:{n}").as_bytes());
+        }
+        assert_eq!(s.filter.cells.len(), FILTER_MAX_CELLS);
+        assert!((0..limit * 2).all(|n| s.contains(2, format!("huge:{n}").as_bytes())));
     }
 
     #[test]
