@@ -119,29 +119,34 @@ fn short_word(name: &[u8]) -> u64 {
 }
 
 /// Cells of [`IdFilter`] at least, and at most: a filter grows by counting every id again
-/// (in one step, a few ms at the most), so past the largest size it stops growing and
-/// answers "maybe" more often (the exact sets behind it stay exact).
+/// (in one step: at most 262,144 ids, a few ms), so past the largest size it stops growing
+/// and answers "maybe" more often (the exact sets behind it stay exact).
 const FILTER_MIN_CELLS: usize = 1 << 12;
 const FILTER_MAX_CELLS: usize = 1 << 21;
 /// Cells per id the filter keeps at least, below its largest size: with two cells an id,
 /// about 5% of other ids find both of theirs taken.
 const FILTER_CELLS_PER_ID: usize = 8;
+/// The most ids the filter counts anew, or uncounts, in one step.
+const FILTER_MAX_STEP: usize = FILTER_MAX_CELLS / FILTER_CELLS_PER_ID;
 
-/// A counting filter of ids in front of the exact sets: every id of every database counts
-/// once in two 8-bit cells of one 64-byte line, so "no such id" costs one cache line and a
-/// few instructions, where the sets cost a shard's header, its control bytes and the
-/// database's set. A name whose cells are both non-zero may be tracked (the sets decide); a
-/// name with a zero cell is not, in any database.
+/// A counting filter of ids in front of the exact sets. Every id of every database counts
+/// once in two cells of one 64-cell block; each cell has a bit, set while its count is not
+/// zero, and the bits are all a lookup reads: one 64-bit word, so "no such id" costs a
+/// few instructions and one cache line of an array of one byte per id (the sets would cost
+/// a shard's header, its control bytes and the database's set). An id whose two bits are
+/// set may be kept (the sets decide); any other is in no database.
 ///
 /// Counts only drop when an id leaves its set, so the filter always covers the sets: a
-/// cell at 255 stays there (it cannot tell how many ids it counts), and when the ids to
-/// uncount would take unbounded work (a large database flushed), the filter gives up
-/// and answers "maybe" for everything until it can count the remaining ids again within
-/// bounded work.
+/// count at 255 stays there (it no longer knows how many ids it holds), and when the ids
+/// to uncount are too many for one step (a large database flushed), the filter gives up
+/// and answers "maybe" for every id until the sets are small enough to count again.
 #[derive(Default)]
 pub struct IdFilter {
-    /// Empty while no id is counted (or the filter gave up); else a power of two.
-    cells: Vec<u8>,
+    /// One bit per cell: its count is not zero. Empty while no id is counted (or the
+    /// filter gave up); else a power of two of words.
+    bits: Vec<u64>,
+    /// The count of each cell (64 per word of `bits`), read only when ids come and go.
+    counts: Vec<u8>,
     /// The filter answers "maybe" for every id: it was given up.
     given_up: bool,
 }
@@ -149,19 +154,18 @@ pub struct IdFilter {
 impl IdFilter {
     pub const fn new() -> Self {
         IdFilter {
-            cells: Vec::new(),
+            bits: Vec::new(),
+            counts: Vec::new(),
             given_up: false,
         }
     }
 
-    /// The two cells of `id`: the low bits pick a 64-byte line and its first cell, six
-    /// high bits the second cell in the same line.
+    /// The block of `id` (its low bits) and its two cells there (two sets of six high
+    /// bits); the cells may be one.
     #[inline(always)]
-    fn cells_of(&self, id: u64) -> (usize, usize) {
-        let mask = self.cells.len().wrapping_sub(1);
-        let first = id as usize & mask;
-        let second = (first & !63) | ((id >> 52) as usize & 63);
-        (first, second & mask)
+    fn cells_of(&self, id: u64) -> (usize, u32, u32) {
+        let block = id as usize & self.bits.len().wrapping_sub(1);
+        (block, (id >> 52) as u32 & 63, (id >> 58) as u32)
     }
 
     /// False only if `id` is in none of the sets.
@@ -170,11 +174,11 @@ impl IdFilter {
         if self.given_up {
             return true;
         }
-        let (first, second) = self.cells_of(id);
-        matches!(
-            (self.cells.get(first), self.cells.get(second)),
-            (Some(&a), Some(&b)) if a != 0 && b != 0
-        )
+        let (block, first, second) = self.cells_of(id);
+        let wanted = 1u64 << first | 1u64 << second;
+        self.bits
+            .get(block)
+            .is_some_and(|&bits| bits & wanted == wanted)
     }
 
     /// The cells for `total` ids.
@@ -189,16 +193,18 @@ impl IdFilter {
     /// can count them again): then [`Self::recount`] them, else [`Self::add`] the new one.
     pub fn wants_recount(&self, total: usize) -> bool {
         if self.given_up {
-            total <= FILTER_MAX_CELLS / FILTER_CELLS_PER_ID
+            total <= FILTER_MAX_STEP
         } else {
-            self.cells.len() < Self::cells_for(total)
+            self.counts.len() < Self::cells_for(total)
         }
     }
 
     /// Counts every id of the sets (`total` of them) anew.
     pub fn recount(&mut self, total: usize, ids: impl Iterator<Item = u64>) {
+        let cells = Self::cells_for(total);
         self.given_up = false;
-        self.cells = vec![0; Self::cells_for(total)];
+        self.bits = vec![0; cells / 64];
+        self.counts = vec![0; cells];
         ids.for_each(|id| self.bump(id, true));
     }
 
@@ -217,10 +223,10 @@ impl IdFilter {
     }
 
     /// Uncounts the `leaving` ids of a set that is being emptied, or gives up if they are
-    /// too many to go through now.
+    /// too many to go through in one step.
     pub fn remove_all(&mut self, ids: impl Iterator<Item = u64>, leaving: usize) {
-        if leaving > FILTER_MAX_CELLS / FILTER_CELLS_PER_ID {
-            self.cells = Vec::new();
+        if leaving > FILTER_MAX_STEP {
+            *self = IdFilter::new();
             self.given_up = true;
         } else {
             ids.for_each(|id| self.remove(id));
@@ -228,21 +234,30 @@ impl IdFilter {
     }
 
     fn bump(&mut self, id: u64, up: bool) {
-        let (first, second) = self.cells_of(id);
-        for at in [first, second] {
-            if let Some(cell) = self.cells.get_mut(at) {
-                *cell = match (*cell, up) {
-                    (u8::MAX, _) => u8::MAX,
-                    (n, true) => n + 1,
-                    (n, false) => n.saturating_sub(1),
-                };
+        let (block, first, second) = self.cells_of(id);
+        for cell in [first, second] {
+            let at = block * 64 + cell as usize;
+            let Some(count) = self.counts.get_mut(at) else {
+                continue;
+            };
+            *count = match (*count, up) {
+                (u8::MAX, _) => u8::MAX,
+                (n, true) => n + 1,
+                (n, false) => n.saturating_sub(1),
+            };
+            if let Some(bits) = self.bits.get_mut(block) {
+                if *count == 0 {
+                    *bits &= !(1u64 << cell);
+                } else {
+                    *bits |= 1u64 << cell;
+                }
             }
         }
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.cells.capacity()
+        self.bits.capacity() * 8 + self.counts.capacity()
     }
 }
 
@@ -615,7 +630,7 @@ mod tests {
     #[test]
     fn the_filter_gives_up_and_comes_back() {
         let mut s = NameSet::default();
-        let limit = FILTER_MAX_CELLS / FILTER_CELLS_PER_ID;
+        let limit = FILTER_MAX_STEP;
         for n in 0..limit + 10 {
             s.insert(1, format!("big:{n}").as_bytes());
             s.insert(3, format!("big:{n}").as_bytes());
@@ -643,7 +658,7 @@ mod tests {
         for n in 0..limit * 2 {
             s.insert(2, format!("huge:{n}").as_bytes());
         }
-        assert_eq!(s.filter.cells.len(), FILTER_MAX_CELLS);
+        assert_eq!(s.filter.counts.len(), FILTER_MAX_CELLS);
         assert!((0..limit * 2).all(|n| s.contains(2, format!("huge:{n}").as_bytes())));
     }
 
