@@ -439,13 +439,18 @@ extern "C" fn on_keyspace_notification(
     if !tracked && !class.contains(NotifyEvent::GENERIC) && (hooks().owner_of)(key).is_none() {
         return raw::REDISMODULE_OK as c_int;
     }
-    keyspace_event(ctx, class, event, key, tracked)
+    // SAFETY: the callback's own context and event name, checked non-NULL above.
+    unsafe { keyspace_event(ctx, class, event, key, tracked) }
 }
 
 /// The keyspace events that may concern tally: on a tracked key (`tracked`), a derived
 /// key, or a generic event on any other.
+///
+/// # Safety
+/// `ctx` and `event` are the live context and the non-NULL, NUL-terminated event name of
+/// the keyspace callback this is called from.
 #[inline(never)]
-fn keyspace_event(
+unsafe fn keyspace_event(
     ctx: *mut raw::RedisModuleCtx,
     class: NotifyEvent,
     event: *const c_char,
@@ -457,8 +462,7 @@ fn keyspace_event(
     let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
     let hooks = hooks();
     let derived = !tracked && (hooks.owner_of)(key).is_some();
-    // SAFETY: the server passes a NUL-terminated event name valid for this call (checked
-    // non-NULL by the caller).
+    // SAFETY: a NUL-terminated event name valid for this call (the function's contract).
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
     // A key that arrives under a new name (or a new database) may be a tally object: the
     // families look, and from now on its events come here.
