@@ -210,10 +210,24 @@ fn the_quick_test_keeps_every_derived_name() {
         assert!(parsed.is_none() || may_be_part(&name), "{shown}");
     }
     assert!(derived > 1000, "only {derived} derived names drawn");
-    for name in [&b"host:12345"[..], b"counter:7", b"x|slot", b"", b"5", b"-1", b"a|meta0"] {
+    for name in [
+        &b"host:12345"[..],
+        b"counter:7",
+        b"x|slot",
+        b"",
+        b"5",
+        b"-1",
+        b"a|meta0",
+    ] {
         assert!(!may_be_part(name), "{}", String::from_utf8_lossy(name));
     }
-    for name in [&b"b|meta"[..], b"b|slot|0", b"b|slot|-3", b"|slot|9", b"b|slot|007"] {
+    for name in [
+        &b"b|meta"[..],
+        b"b|slot|0",
+        b"b|slot|-3",
+        b"|slot|9",
+        b"b|slot|007",
+    ] {
         assert!(may_be_part(name), "{}", String::from_utf8_lossy(name));
     }
     // Long numbers (read 8 digits at a time) and every byte value next to them.
