@@ -22,6 +22,10 @@
 #                  host); the memory figures and the expiry latency come with a full run
 #                  only
 #   BENCH_HOST_ROUNDS  alternating runs per server of the host tax rows (default 5)
+#   BENCH_HOST_IR  1: the host tax rows count instructions instead of timing: the three
+#                  servers run under valgrind's callgrind, and each row reports the
+#                  instructions per command (100,000 commands after a warm-up), which the
+#                  machine's load does not change (make bench-scale passes it on)
 #   REDIS_SERVER   server binary (default: redis-server on PATH)
 #   BENCH_MODULE   the tally module to measure (default: target/release/libtally.so), e.g. a
 #                  copy of an earlier build to compare with
@@ -111,6 +115,7 @@ RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
     --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE" \
     --loadmodule "$FLOOR" --enable-debug-command local
 HOST_PORTS=()
+HOST_NAMES=()
 cleanup() {
     "${CLI[@]}" shutdown nosave >/dev/null 2>&1 || true
     local port
@@ -535,10 +540,47 @@ start_host_server() {
         port=$((port + 1))
     done
     mkdir -p "$DIR/$name"
-    "$SERVER" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR/$name" \
-        --daemonize yes --pidfile "$DIR/$name/pid" --logfile "$DIR/$name/log" "$@"
+    local -a options=(--port "$port" --bind 127.0.0.1 --save "" --appendonly no
+        --dir "$DIR/$name" --pidfile "$DIR/$name/pid" --logfile "$DIR/$name/log" "$@")
+    if [ "${BENCH_HOST_IR:-0}" = 1 ]; then
+        # Not daemonized: callgrind_control finds the process valgrind started, not a fork.
+        valgrind --tool=callgrind --instr-atstart=no --log-file="$DIR/$name/valgrind.log" \
+            --callgrind-out-file="$DIR/$name/cg.%p" "$SERVER" "${options[@]}" &
+    else
+        "$SERVER" "${options[@]}" --daemonize yes
+    fi
     HOST_PORTS+=("$port")
-    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    HOST_NAMES+=("$name")
+    for _ in $(seq 600); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
+# host_ir_row LABEL COMMAND...: instructions per COMMAND (on keys that are not tally's) on
+# the three servers, run under callgrind (BENCH_HOST_IR=1): 500,000 commands uninstrumented
+# so nearly every key exists (a command that creates its key costs more, and how many do
+# would differ by chance between servers), then 100,000 counted.
+host_ir_row() {
+    local label=$1 i pid file n=100000
+    shift
+    local -a ir
+    for i in 0 1 2; do
+        redis-benchmark -h 127.0.0.1 -p "${HOST_PORTS[$i]}" -c "$CLIENTS" -P "$PIPELINE" \
+            -n 500000 -r 100000 "$@" >/dev/null
+        pid=$(cat "$DIR/${HOST_NAMES[$i]}/pid")
+        callgrind_control -z "$pid" >/dev/null
+        callgrind_control -i on "$pid" >/dev/null
+        redis-benchmark -h 127.0.0.1 -p "${HOST_PORTS[$i]}" -c "$CLIENTS" -P "$PIPELINE" \
+            -n "$n" -r 100000 "$@" >/dev/null
+        callgrind_control -i off "$pid" >/dev/null
+        callgrind_control -d "$label" "$pid" >/dev/null
+        sleep 1
+        file=$(ls -t "$DIR/${HOST_NAMES[$i]}"/cg.* | head -1)
+        ir[i]=$(awk -v n="$n" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$file")
+    done
+    printf '%-50s %8s %8s %8s  %s\n' "host tax: $label, instructions per command" \
+        "${ir[0]}" "${ir[1]}" "${ir[2]}" \
+        "$(awk -v e="${ir[1]}" -v t="${ir[2]}" -v z="${ir[0]}" 'BEGIN {
+            printf "tally / empty subscriber %.3f%s, empty subscriber / no module %.3f",
+                t / e, (t / e <= 1.05 ? " <=1.05 ok" : " <=1.05 MISS"), e / z }')"
 }
 
 # on_server PORT FUNCTION...: runs FUNCTION with cli/redis-benchmark pointed at PORT.
@@ -625,6 +667,12 @@ host_fixtures_servers() {
 }
 
 host_rows() {
+    if [ "${BENCH_HOST_IR:-0}" = 1 ]; then
+        printf '%-50s %8s %8s %8s\n' "(callgrind; 100,000 commands)" "none" "empty" "tally"
+        host_ir_row "HSET other keys" HSET host:__rand_int__ f v
+        host_ir_row "SET other keys" SET host:s:__rand_int__ v
+        return
+    fi
     host_row "HSET other keys" hset HSET host:__rand_int__ f v
     host_row "SET other keys" set SET host:s:__rand_int__ v
 }

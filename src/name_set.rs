@@ -61,21 +61,27 @@ impl Default for NameIds {
 impl NameIds {
     /// The id of `name`: a multiply-rotate hash over 8-byte words (a few ns for a usual
     /// key name, where SipHash takes several times as long), finished by a full mix so
-    /// every bit of the id depends on every byte.
+    /// every bit of the id depends on every byte. Every keyspace event of the server hashes
+    /// its key name here, so the bytes are read as whole words: the last, partial word is
+    /// the name's last 8 bytes (overlapping the words before), and a shorter name is read
+    /// whole by [`short_word`]; with the length mixed in, two names of one length that
+    /// differ in any byte differ in some word.
     pub fn id(&self, name: &[u8]) -> u64 {
         const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut h = self.seed.0 ^ (name.len() as u64).wrapping_mul(K);
+        let len = name.len();
+        let mut h = self.seed.0 ^ (len as u64).wrapping_mul(K);
         let mut words = name.chunks_exact(8);
         for word in &mut words {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+            h = (h.rotate_left(23) ^ word_at(word, 0)).wrapping_mul(K);
         }
-        let mut tail = [0u8; 8];
-        for (t, &b) in tail.iter_mut().zip(words.remainder()) {
-            *t = b;
-        }
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(tail) ^ self.seed.1).wrapping_mul(K);
+        let last = if words.remainder().is_empty() {
+            0
+        } else if len >= 8 {
+            word_at(name, len - 8)
+        } else {
+            short_word(name)
+        };
+        h = (h.rotate_left(23) ^ last ^ self.seed.1).wrapping_mul(K);
         // fmix64 of MurmurHash3: tables read the low bits, their tags the high ones.
         h ^= h >> 33;
         h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
@@ -85,21 +91,207 @@ impl NameIds {
     }
 }
 
+/// The 8 bytes of `bytes` at `at`, little-endian (0 past the end: never, as called).
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    bytes
+        .get(at..at + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// A name of 1 to 7 bytes as one word: its first and last 4 bytes (overlapping) if it has
+/// 4 or more, else its first, middle and last byte; with the length, that is all of it.
+#[inline(always)]
+fn short_word(name: &[u8]) -> u64 {
+    let len = name.len();
+    let half = |at: usize| {
+        name.get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    if len >= 4 {
+        u64::from(half(0)) | u64::from(half(len - 4)) << 32
+    } else {
+        let byte = |at: usize| u64::from(name.get(at).copied().unwrap_or(0));
+        byte(0) | byte(len / 2) << 8 | byte(len.saturating_sub(1)) << 16
+    }
+}
+
+/// Cells of [`IdFilter`] at least, and at most: a filter grows by counting every id again
+/// (in one step: at most 262,144 ids, a few ms), so past the largest size it stops growing
+/// and answers "maybe" more often (the exact sets behind it stay exact).
+const FILTER_MIN_CELLS: usize = 1 << 12;
+const FILTER_MAX_CELLS: usize = 1 << 21;
+/// Cells per id the filter keeps at least, below its largest size: with two cells an id,
+/// about 5% of other ids find both of theirs taken.
+const FILTER_CELLS_PER_ID: usize = 8;
+/// The most ids the filter counts anew, or uncounts, in one step.
+const FILTER_MAX_STEP: usize = FILTER_MAX_CELLS / FILTER_CELLS_PER_ID;
+
+/// A counting filter of ids in front of the exact sets. Every id of every database counts
+/// once in two cells of one 64-cell block; each cell has a bit, set while its count is not
+/// zero, and the bits are all a lookup reads: one 64-bit word, so "no such id" costs a
+/// few instructions and one cache line of an array of one byte per id (the sets would cost
+/// a shard's header, its control bytes and the database's set). An id whose two bits are
+/// set may be kept (the sets decide); any other is in no database.
+///
+/// Counts only drop when an id leaves its set, so the filter always covers the sets: a
+/// count at 255 stays there (it no longer knows how many ids it holds), and when the ids
+/// to uncount are too many for one step (a large database flushed), the filter gives up
+/// and answers "maybe" for every id until the sets are small enough to count again.
+#[derive(Default)]
+pub struct IdFilter {
+    /// One bit per cell: its count is not zero. Empty while no id is counted (or the
+    /// filter gave up); else a power of two of words.
+    bits: Vec<u64>,
+    /// The count of each cell (64 per word of `bits`), read only when ids come and go.
+    counts: Vec<u8>,
+    /// The filter answers "maybe" for every id: it was given up.
+    given_up: bool,
+}
+
+impl IdFilter {
+    pub const fn new() -> Self {
+        IdFilter {
+            bits: Vec::new(),
+            counts: Vec::new(),
+            given_up: false,
+        }
+    }
+
+    /// The block of `id` (its low bits) and its two cells there (two sets of six high
+    /// bits); the cells may be one.
+    #[inline(always)]
+    fn cells_of(&self, id: u64) -> (usize, u32, u32) {
+        let block = id as usize & self.bits.len().wrapping_sub(1);
+        (block, (id >> 52) as u32 & 63, (id >> 58) as u32)
+    }
+
+    /// False only if `id` is in none of the sets.
+    #[inline(always)]
+    pub fn may_contain(&self, id: u64) -> bool {
+        if self.given_up {
+            return true;
+        }
+        let (block, first, second) = self.cells_of(id);
+        let wanted = 1u64 << first | 1u64 << second;
+        self.bits
+            .get(block)
+            .is_some_and(|&bits| bits & wanted == wanted)
+    }
+
+    /// The cells for `total` ids.
+    fn cells_for(total: usize) -> usize {
+        total
+            .saturating_mul(FILTER_CELLS_PER_ID)
+            .next_power_of_two()
+            .clamp(FILTER_MIN_CELLS, FILTER_MAX_CELLS)
+    }
+
+    /// True if the sets, now with `total` ids, want a larger filter (or a given-up filter
+    /// can count them again): then [`Self::recount`] them, else [`Self::add`] the new one.
+    pub fn wants_recount(&self, total: usize) -> bool {
+        if self.given_up {
+            total <= FILTER_MAX_STEP
+        } else {
+            self.counts.len() < Self::cells_for(total)
+        }
+    }
+
+    /// Counts every id of the sets (`total` of them) anew.
+    pub fn recount(&mut self, total: usize, ids: impl Iterator<Item = u64>) {
+        let cells = Self::cells_for(total);
+        self.given_up = false;
+        self.bits = vec![0; cells / 64];
+        self.counts = vec![0; cells];
+        ids.for_each(|id| self.bump(id, true));
+    }
+
+    /// Counts an id that joined its set.
+    pub fn add(&mut self, id: u64) {
+        if !self.given_up {
+            self.bump(id, true);
+        }
+    }
+
+    /// Uncounts an id that left its set.
+    pub fn remove(&mut self, id: u64) {
+        if !self.given_up {
+            self.bump(id, false);
+        }
+    }
+
+    /// Uncounts the `leaving` ids of a set that is being emptied, or gives up if they are
+    /// too many to go through in one step.
+    pub fn remove_all(&mut self, ids: impl Iterator<Item = u64>, leaving: usize) {
+        if leaving > FILTER_MAX_STEP {
+            *self = IdFilter::new();
+            self.given_up = true;
+        } else {
+            ids.for_each(|id| self.remove(id));
+        }
+    }
+
+    fn bump(&mut self, id: u64, up: bool) {
+        let (block, first, second) = self.cells_of(id);
+        for cell in [first, second] {
+            let at = block * 64 + cell as usize;
+            let Some(count) = self.counts.get_mut(at) else {
+                continue;
+            };
+            *count = match (*count, up) {
+                (u8::MAX, _) => u8::MAX,
+                (n, true) => n + 1,
+                (n, false) => n.saturating_sub(1),
+            };
+            if let Some(bits) = self.bits.get_mut(block) {
+                if *count == 0 {
+                    *bits &= !(1u64 << cell);
+                } else {
+                    *bits |= 1u64 << cell;
+                }
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bits.capacity() * 8 + self.counts.capacity()
+    }
+}
+
 /// Databases with an index above this share the last set (a superset stays correct).
 const MAX_DB_SETS: usize = 1 << 12;
 /// The set that databases past the others share.
 const SHARED: usize = MAX_DB_SETS - 1;
 
-#[derive(Default)]
 pub struct NameSet {
     /// Per database index, the ids of its names.
     by_db: Vec<IdSet>,
-    ids: NameIds,
+    /// Chosen at the first insert (no name has an id before): so an empty set is built in
+    /// a `const`, and the keyspace callback's thread-local needs no lazy start.
+    ids: Option<NameIds>,
+    /// The ids of every database, asked first.
+    filter: IdFilter,
+    /// How many ids the sets hold, all databases together.
+    total: usize,
+}
+
+impl Default for NameSet {
+    fn default() -> Self {
+        NameSet::new()
+    }
 }
 
 impl NameSet {
-    fn id(&self, name: &[u8]) -> u64 {
-        self.ids.id(name)
+    pub const fn new() -> Self {
+        NameSet {
+            by_db: Vec::new(),
+            ids: None,
+            filter: IdFilter::new(),
+            total: 0,
+        }
     }
 
     /// The set of database `db`: its own, or the shared last one.
@@ -108,21 +300,73 @@ impl NameSet {
     }
 
     pub fn insert(&mut self, db: i32, name: &[u8]) {
-        let id = self.id(name);
+        let id = self.ids.get_or_insert_with(NameIds::default).id(name);
         let at = Self::slot(db);
         if self.by_db.len() <= at {
             self.by_db.resize_with(at + 1, IdSet::default);
         }
         if let Some(set) = self.by_db.get_mut(at) {
-            set.insert(id, ());
+            if set.insert(id, ()).is_none() {
+                self.total += 1;
+                self.count(id);
+            }
         }
     }
 
-    pub fn contains(&self, db: i32, name: &[u8]) -> bool {
-        match self.by_db.get(Self::slot(db)) {
-            Some(set) if !set.is_empty() => set.get_key_value(&self.id(name)).is_some(),
-            _ => false,
+    /// Counts an id new to its set in the filter, or every id anew when the filter is to
+    /// grow (or count again after giving up).
+    fn count(&mut self, id: u64) {
+        if self.filter.wants_recount(self.total) {
+            self.recount();
+        } else {
+            self.filter.add(id);
         }
+    }
+
+    fn recount(&mut self) {
+        let NameSet {
+            by_db,
+            filter,
+            total,
+            ..
+        } = self;
+        filter.recount(
+            *total,
+            by_db.iter().flat_map(|set| set.iter().map(|(&id, _)| id)),
+        );
+    }
+
+    /// After ids left: a filter that gave up counts again once the ids are few enough.
+    fn after_removal(&mut self) {
+        if self.filter.wants_recount(self.total) {
+            self.recount();
+        }
+    }
+
+    /// True if `name` is kept for database `db`.
+    pub fn contains(&self, db: i32, name: &[u8]) -> bool {
+        self.may_contain(name)
+            .is_some_and(|id| self.contains_id(db, id))
+    }
+
+    /// The id of `name` if some database may keep it; `None` (most names of a server, at
+    /// the cost of a hash and one cache line) if none does. No database is needed yet:
+    /// [`Self::contains_id`] answers for one.
+    #[inline]
+    pub fn may_contain(&self, name: &[u8]) -> Option<u64> {
+        let ids = self.ids.as_ref()?;
+        if self.total == 0 {
+            return None;
+        }
+        let id = ids.id(name);
+        self.filter.may_contain(id).then_some(id)
+    }
+
+    /// True if database `db` keeps the name of id `id` (from [`Self::may_contain`]).
+    pub fn contains_id(&self, db: i32, id: u64) -> bool {
+        self.by_db
+            .get(Self::slot(db))
+            .is_some_and(|set| set.get_key_value(&id).is_some())
     }
 
     /// Forgets `name`. A database index past [`MAX_DB_SETS`] shares its set with others,
@@ -132,9 +376,16 @@ impl NameSet {
         if at == SHARED {
             return;
         }
-        let id = self.id(name);
+        let Some(ids) = &self.ids else {
+            return;
+        };
+        let id = ids.id(name);
         if let Some(set) = self.by_db.get_mut(at) {
-            set.remove_entry(&id);
+            if set.remove_entry(&id).is_some() {
+                self.total -= 1;
+                self.filter.remove(id);
+                self.after_removal();
+            }
         }
     }
 
@@ -142,9 +393,15 @@ impl NameSet {
     pub fn clear_db(&mut self, db: i32) {
         if db < 0 {
             self.by_db = Vec::new();
+            self.filter = IdFilter::new();
+            self.total = 0;
         } else if Self::slot(db) != SHARED {
             if let Some(set) = self.by_db.get_mut(Self::slot(db)) {
-                *set = IdSet::default();
+                let gone = std::mem::take(set);
+                self.total -= gone.len();
+                self.filter
+                    .remove_all(gone.iter().map(|(&id, _)| id), gone.len());
+                self.after_removal();
             }
         }
     }
@@ -162,36 +419,44 @@ impl NameSet {
                 .filter_map(|&i| self.by_db.get(i))
                 .flat_map(|set| set.iter().map(|(&id, _)| id))
                 .collect();
+            let mut new = Vec::new();
             for i in [a, b] {
                 if let Some(set) = self.by_db.get_mut(i) {
                     for &id in &union {
-                        set.insert(id, ());
+                        if set.insert(id, ()).is_none() {
+                            new.push(id);
+                        }
                     }
                 }
             }
+            for id in new {
+                self.total += 1;
+                self.count(id);
+            }
             return;
         }
+        // The filter counts ids of every database together: a swap changes nothing there.
         self.by_db.swap(a, b);
     }
 
     /// Number of names kept.
     pub fn len(&self) -> usize {
-        self.by_db.iter().map(IdSet::len).sum()
+        self.total
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.total == 0
     }
 
-    /// Bytes held (an estimate: each set's tables of 8-byte ids and 1-byte tags, and the
-    /// shards' headers).
+    /// Bytes held (an estimate: each set's tables of 8-byte ids and 1-byte tags, the
+    /// shards' headers, the filter's cells).
     pub fn bytes(&self) -> usize {
         let tables: usize = self
             .by_db
             .iter()
             .map(|s| s.capacity() * 9 + s.shard_bytes())
             .sum();
-        tables + self.by_db.capacity() * std::mem::size_of::<IdSet>()
+        tables + self.by_db.capacity() * std::mem::size_of::<IdSet>() + self.filter.bytes()
     }
 }
 
@@ -266,6 +531,135 @@ mod tests {
             s.contains(far, b"b"),
             "only a full flush empties the shared set"
         );
+    }
+
+    /// Every name of up to 10 bytes over a small alphabet, and seeded random names up to
+    /// 40 bytes, get distinct ids: the words read overlap, but no byte is left out.
+    #[test]
+    fn short_and_overlapping_names_get_distinct_ids() {
+        use crate::testutil::Rng;
+        use std::collections::HashMap;
+        let ids = NameIds::default();
+        let mut seen: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut check = |name: Vec<u8>| {
+            if let Some(other) = seen.insert(ids.id(&name), name.clone()) {
+                assert_eq!(other, name, "two names share an id");
+            }
+        };
+        let alphabet = [0u8, 1, b'a', 0xff];
+        for len in 0..=10u32 {
+            for n in 0..4usize.pow(len.min(8)) {
+                let mut name: Vec<u8> = (0..len)
+                    .map(|i| alphabet[(n >> (2 * (i % 8))) & 3])
+                    .collect();
+                if len > 8 {
+                    name.reverse();
+                }
+                check(name);
+            }
+        }
+        let mut rng = Rng(5);
+        for _ in 0..100_000 {
+            let len = rng.below(41) as usize;
+            check((0..len).map(|_| rng.below(256) as u8).collect());
+        }
+    }
+
+    /// Seeded random inserts, removals, flushes and swaps over a few databases against a
+    /// plain model: the filter never turns a kept name away (no false negative), the sets
+    /// stay exact, and the filter turns away most names never kept.
+    #[test]
+    fn the_filter_never_loses_a_kept_name() {
+        use crate::testutil::Rng;
+        use std::collections::HashSet;
+        let mut rng = Rng(23);
+        let mut s = NameSet::default();
+        let mut model: HashSet<(i32, u64)> = HashSet::new();
+        let name = |n: u64| format!("key:{n}").into_bytes();
+        for step in 0..300_000u64 {
+            let db = rng.below(4) as i32;
+            let n = rng.below(40_000) as u64;
+            match rng.below(1000) {
+                0 => {
+                    s.clear_db(db);
+                    model.retain(|&(d, _)| d != db);
+                }
+                1 => {
+                    let other = rng.below(4) as i32;
+                    s.swap_dbs(db, other);
+                    model = model
+                        .into_iter()
+                        .map(|(d, n)| match d {
+                            d if d == db => (other, n),
+                            d if d == other => (db, n),
+                            d => (d, n),
+                        })
+                        .collect();
+                }
+                2..=600 => {
+                    s.insert(db, &name(n));
+                    model.insert((db, n));
+                }
+                _ => {
+                    s.remove(db, &name(n));
+                    model.remove(&(db, n));
+                }
+            }
+            let probe = (rng.below(4) as i32, rng.below(40_000) as u64);
+            assert_eq!(
+                s.contains(probe.0, &name(probe.1)),
+                model.contains(&probe),
+                "step {step}"
+            );
+            assert_eq!(s.len(), model.len(), "step {step}");
+        }
+        for &(db, n) in &model {
+            assert!(s.contains(db, &name(n)));
+        }
+        let strangers = (0..100_000u64)
+            .filter(|n| s.may_contain(format!("other:{n}").as_bytes()).is_some())
+            .count();
+        assert!(
+            strangers < 10_000,
+            "{strangers} of 100000 strangers pass the filter"
+        );
+    }
+
+    /// Flushing a database too large to uncount now makes the filter give up ("maybe" for
+    /// every name), and it counts again once the names are few.
+    #[test]
+    fn the_filter_gives_up_and_comes_back() {
+        let mut s = NameSet::default();
+        let limit = FILTER_MAX_STEP;
+        for n in 0..limit + 10 {
+            s.insert(1, format!("big:{n}").as_bytes());
+            s.insert(3, format!("big:{n}").as_bytes());
+        }
+        s.insert(0, b"small");
+        s.clear_db(1);
+        assert!(s.filter.given_up, "too many ids to uncount in one step");
+        assert!(
+            s.may_contain(b"other").is_some(),
+            "given up: maybe for every name"
+        );
+        assert!(s.contains(0, b"small"));
+        assert!(s.contains(3, b"big:1"));
+        assert!(!s.contains(0, b"other"));
+        assert!(!s.contains(1, b"big:1"));
+        s.clear_db(3);
+        // A few names: counted again at once.
+        assert!(!s.filter.given_up);
+        assert!(s.may_contain(b"small").is_some());
+        let strangers = (0..10_000)
+            .filter(|n| s.may_contain(format!("o:{n}").as_bytes()).is_some())
+            .count();
+        assert!(strangers < 100, "{strangers}");
+        // Past the largest size the filter stops growing and keeps every name.
+        for n in 0..limit * 2 {
+            s.insert(2, format!("huge:{n}").as_bytes());
+        }
+        assert_eq!(s.filter.counts.len(), FILTER_MAX_CELLS);
+        assert!((0..limit * 2).all(|n| s.contains(2, format!("huge:{n}").as_bytes())));
     }
 
     #[test]

@@ -335,7 +335,7 @@ thread_local! {
     /// existed or was opened for writing (a derived key as its object), and every key that
     /// arrived under a new name, until it is deleted, expired, evicted, renamed or moved
     /// away, or its database flushed. The keyspace callback looks here first.
-    static TRACKED: RefCell<NameSet> = RefCell::new(NameSet::default());
+    static TRACKED: RefCell<NameSet> = const { RefCell::new(NameSet::new()) };
 }
 
 /// Runs `f` on the tracked names. The borrow never nests (`f` calls nothing back), so it
@@ -348,10 +348,16 @@ fn with_tracked(f: impl FnOnce(&mut NameSet)) {
     });
 }
 
-/// True if events on `name` in `db` must reach the families (also when the set is busy,
-/// which it never is here: the long way is always correct).
-fn is_tracked(db: c_int, name: &[u8]) -> bool {
-    TRACKED.with(|t| t.try_borrow().map_or(true, |t| t.contains(db, name)))
+/// True if events on `name` in the database `db()` must reach the families (also when the
+/// set is busy, which it never is here: the long way is always correct). Most names are
+/// turned away by the filter of all databases, before `db` is asked.
+fn is_tracked(db: impl FnOnce() -> c_int, name: &[u8]) -> bool {
+    TRACKED.with(|t| {
+        t.try_borrow().map_or(true, |t| {
+            t.may_contain(name)
+                .is_some_and(|id| t.contains_id(db(), id))
+        })
+    })
 }
 
 /// tally opened `name` in `db` (or it arrived there): its keyspace events must reach
@@ -395,22 +401,28 @@ pub struct Hooks {
     pub info: fn() -> Vec<(&'static CStr, i64)>,
 }
 
+impl Hooks {
+    /// Hooks that do nothing (before [`register_hooks`]).
+    const NONE: Hooks = Hooks {
+        keyspace_event: |_, _, _, _| {},
+        owner_of: |_| None,
+        flushed: |_| {},
+        swapped: |_, _| {},
+        loading: |_| {},
+        info: Vec::new,
+    };
+}
+
 impl Default for Hooks {
     fn default() -> Self {
-        Hooks {
-            keyspace_event: |_, _, _, _| {},
-            owner_of: |_| None,
-            flushed: |_| {},
-            swapped: |_, _| {},
-            loading: |_| {},
-            info: Vec::new,
-        }
+        Hooks::NONE
     }
 }
 
 thread_local! {
-    // Hooks run on Redis's main thread.
-    static HOOKS: Cell<Hooks> = Cell::new(Hooks::default());
+    // Hooks run on Redis's main thread. Built in a `const`: every keyspace event reads it,
+    // and a lazily started thread-local checks its state on each read.
+    static HOOKS: Cell<Hooks> = const { Cell::new(Hooks::NONE) };
 }
 
 fn hooks() -> Hooks {
@@ -483,30 +495,54 @@ extern "C" fn info_func(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_
 }
 
 /// Every keyspace event of the subscribed classes on the whole server comes here, so an
-/// event on a key that is not tally's must cost next to nothing: one lookup of its name
-/// among the tracked ones, before any allocation, string conversion or key open.
+/// event on a key that is not tally's must cost next to nothing: the cheapest answers come
+/// first (the tracked names' filter: a hash and one cache line; the database only then;
+/// the derived-name test, which reads the name's end), before any allocation, string
+/// conversion or key open. Everything else is in [`keyspace_event`].
 extern "C" fn on_keyspace_notification(
     ctx: *mut raw::RedisModuleCtx,
     class: c_int,
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    let done = raw::REDISMODULE_OK as c_int;
     if event.is_null() {
-        return done;
+        return raw::REDISMODULE_OK as c_int;
     }
     // SAFETY: the server lends the key name for this call.
     let key = unsafe { borrowed_bytes(key) };
     // SAFETY: the live context of this callback, set to the event's database.
+    let db = || unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let tracked = is_tracked(db, key);
+    let class = NotifyEvent::from_bits_truncate(class);
+    // A generic event (DEL, RENAME, RESTORE ...) on another key may bring a tally object
+    // under a new name: those are read further on.
+    if !tracked && !class.contains(NotifyEvent::GENERIC) && (hooks().owner_of)(key).is_none() {
+        return raw::REDISMODULE_OK as c_int;
+    }
+    // SAFETY: the callback's own context and event name, checked non-NULL above.
+    unsafe { keyspace_event(ctx, class, event, key, tracked) }
+}
+
+/// The keyspace events that may concern tally: on a tracked key (`tracked`), a derived
+/// key, or a generic event on any other.
+///
+/// # Safety
+/// `ctx` and `event` are the live context and the non-NULL, NUL-terminated event name of
+/// the keyspace callback this is called from.
+#[inline(never)]
+unsafe fn keyspace_event(
+    ctx: *mut raw::RedisModuleCtx,
+    class: NotifyEvent,
+    event: *const c_char,
+    key: &[u8],
+    tracked: bool,
+) -> c_int {
+    let done = raw::REDISMODULE_OK as c_int;
+    // SAFETY: the live context of this callback, set to the event's database.
     let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
     let hooks = hooks();
-    let tracked = is_tracked(db, key);
     let derived = !tracked && (hooks.owner_of)(key).is_some();
-    let class = NotifyEvent::from_bits_truncate(class);
-    if !tracked && !derived && !class.contains(NotifyEvent::GENERIC) {
-        return done;
-    }
-    // SAFETY: the server passes a NUL-terminated event name valid for this call.
+    // SAFETY: a NUL-terminated event name valid for this call (the function's contract).
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
     // A key that arrives under a new name (or a new database) may be a tally object: the
     // families look, and from now on its events come here.

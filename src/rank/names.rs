@@ -65,7 +65,47 @@ pub fn base_of_slot(name: &[u8]) -> Option<&[u8]> {
 
 /// The leaderboard a derived key (meta or slot hash) belongs to.
 pub fn base_of_part(name: &[u8]) -> Option<&[u8]> {
+    if !may_be_part(name) {
+        return None;
+    }
     base_of_meta(name).or_else(|| base_of_slot(name))
+}
+
+/// False only for names that are no derived key: a derived name ends in `|meta`, or in
+/// `|slot|` and a slot number (digits, perhaps after `-`). Every keyspace event of the
+/// server on a key tally does not track asks, so the name is read from its end: one
+/// comparison for a name ending in neither a digit nor `a`, its digits for `user:1234`.
+pub fn may_be_part(name: &[u8]) -> bool {
+    let digits = trailing_digits(name);
+    if digits == 0 {
+        return name.ends_with(META_SUFFIX);
+    }
+    let head = name.get(..name.len() - digits).unwrap_or_default();
+    let head = head.strip_suffix(b"-").unwrap_or(head);
+    head.ends_with(SLOT_INFIX)
+}
+
+/// How many ASCII digits `name` ends with, read 8 bytes at a time (key names often end in
+/// a long number, such as a zero-padded id).
+fn trailing_digits(name: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut digits = 0;
+    let mut rest = name;
+    while let Some((head, word)) = rest.split_last_chunk::<8>() {
+        // Big-endian: the name's last byte is the word's lowest. A byte is a digit when
+        // neither `b - '0'` nor `b + (0x80 - 0x3a)` sets its high bit (nor is it set
+        // already); a borrow or carry only runs upwards, from the end of the name, so the
+        // lowest flagged byte is the last non-digit.
+        let w = u64::from_be_bytes(*word);
+        let flagged =
+            (w.wrapping_sub(ONES * 0x30) | w.wrapping_add(ONES * 0x46) | w) & (ONES * 0x80);
+        if flagged != 0 {
+            return digits + (flagged.trailing_zeros() / 8) as usize;
+        }
+        digits += 8;
+        rest = head;
+    }
+    digits + rest.iter().rev().take_while(|b| b.is_ascii_digit()).count()
 }
 
 /// True if `key` has a hash tag as Redis Cluster reads it (the first `{` followed later by

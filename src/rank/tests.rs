@@ -187,6 +187,65 @@ fn derived_names_and_hash_tags() {
     assert!(has_hash_tag(b"a{{}b}"));
 }
 
+/// The quick test in front of the parse turns away no derived name: seeded random names
+/// built from the pieces of derived names (and of usual key names) get the answer of the
+/// full parse.
+#[test]
+fn the_quick_test_keeps_every_derived_name() {
+    let pieces: [&[u8]; 12] = [
+        b"|", b"slot", b"|slot|", b"|meta", b"meta", b"-", b"0", b"7", b"12", b"a", b"user:",
+        b"{t}",
+    ];
+    let mut rng = Rng(11);
+    let mut derived = 0;
+    for _ in 0..200_000 {
+        let mut name = Vec::new();
+        for _ in 0..rng.below(7) {
+            name.extend_from_slice(pieces[rng.below(pieces.len() as i64) as usize]);
+        }
+        let parsed = base_of_meta(&name).or_else(|| base_of_slot(&name));
+        derived += usize::from(parsed.is_some());
+        let shown = String::from_utf8_lossy(&name);
+        assert_eq!(base_of_part(&name), parsed, "{shown}");
+        assert!(parsed.is_none() || may_be_part(&name), "{shown}");
+    }
+    assert!(derived > 1000, "only {derived} derived names drawn");
+    for name in [
+        &b"host:12345"[..],
+        b"counter:7",
+        b"x|slot",
+        b"",
+        b"5",
+        b"-1",
+        b"a|meta0",
+    ] {
+        assert!(!may_be_part(name), "{}", String::from_utf8_lossy(name));
+    }
+    for name in [
+        &b"b|meta"[..],
+        b"b|slot|0",
+        b"b|slot|-3",
+        b"|slot|9",
+        b"b|slot|007",
+    ] {
+        assert!(may_be_part(name), "{}", String::from_utf8_lossy(name));
+    }
+    // Long numbers (read 8 digits at a time) and every byte value next to them.
+    for digits in 0..30 {
+        for byte in 0..=255u8 {
+            for tail in [&b""[..], b"9", b"123456789"] {
+                let mut name = b"b|slot|".to_vec();
+                name.extend(std::iter::repeat_n(b'4', digits));
+                name.push(byte);
+                name.extend_from_slice(tail);
+                let parsed = base_of_meta(&name).or_else(|| base_of_slot(&name));
+                assert_eq!(base_of_part(&name), parsed, "{:?}", name);
+                assert!(parsed.is_none() || may_be_part(&name));
+            }
+        }
+    }
+}
+
 #[test]
 fn sub_windows() {
     let meta = Meta::new(86_400_000, 3_600_000);

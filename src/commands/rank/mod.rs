@@ -78,12 +78,9 @@ use state::Seen;
 use transit::Transit;
 
 /// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
-/// keyspace event of the server on a key tally does not track: a name without `|` is
-/// answered by one `memchr`.
+/// keyspace event of the server on a key tally does not track: most names are turned
+/// away by their last bytes (`crate::rank::may_be_part`).
 fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
-    if !name.contains(&b'|') {
-        return None;
-    }
     crate::rank::base_of_part(name)
 }
 
