@@ -135,6 +135,21 @@ pub fn value_text(v: &Value) -> Option<String> {
     }
 }
 
+/// `[member, total, ...]` pairs of a flat reply: `TSRANK.TOP ... WITHSCORES` in RESP2,
+/// `ZREVRANGE ... WITHSCORES` (a score such as `5` or `5.0` reads as the integer 5).
+pub fn member_totals(v: &Value) -> Vec<(String, i64)> {
+    let Value::Array(items) = v else {
+        panic!("not an array: {v:?}")
+    };
+    items
+        .chunks(2)
+        .map(|c| {
+            let total: f64 = value_text(&c[1]).expect("score").parse().expect("number");
+            (value_text(&c[0]).expect("member"), total as i64)
+        })
+        .collect()
+}
+
 /// Field/value pairs of a map reply, in server order: a RESP3 `Value::Map` or
 /// the RESP2 flat array `[k1, v1, k2, v2, ...]`.
 pub fn map_pairs(v: &Value) -> Vec<(String, Value)> {

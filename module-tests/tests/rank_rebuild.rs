@@ -82,21 +82,6 @@ fn rem(model: &mut RankModel, members: &[String], wins: [(i64, i64); 2]) -> [i64
     had
 }
 
-/// Flat RESP2 `[member, total, ...]` as pairs.
-fn pairs(v: &Value) -> Vec<(String, i64)> {
-    let Value::Array(items) = v else {
-        panic!("not an array: {v:?}")
-    };
-    items
-        .chunks(2)
-        .map(|c| {
-            let member = value_text(&c[0]).expect("member");
-            let total = value_text(&c[1]).expect("total").parse().expect("integer");
-            (member, total)
-        })
-        .collect()
-}
-
 /// Writes `count(i)` for member `m{i}`, `i` in `0..n`, at `at`, in pipelined INCRBYs.
 fn fill(srv: &Server, model: &mut RankModel, n: i64, at: i64, count: impl Fn(i64) -> i64) {
     let mut conn = srv.conn();
@@ -320,7 +305,7 @@ fn writes_during_a_rebuild_in_steps_equal_the_model(kind: &ServerKind) {
         }
         let (from, to) = window(before);
         let totals: BTreeMap<String, i64> = model.totals(from, to);
-        assert_eq!(pairs(&top), RankModel::ranked(&totals), "{k}: TOP");
+        assert_eq!(member_totals(&top), RankModel::ranked(&totals), "{k}: TOP");
         for (i, got) in scores.iter().enumerate() {
             let want = totals.get(&format!("m{}", i * 97)).copied().unwrap_or(0);
             let want = if want > 0 { v_int(want) } else { v_nil() };
@@ -431,6 +416,6 @@ fn a_rebuild_in_steps_starts_only_from_a_caller_who_may_write_every_slot(kind: &
     model.add(hour, "m3", 1);
     let totals = model.totals(old, hour);
     let top = srv.cmd_value(&["TSRANK.TOP", "{a}", "5000", "WITHSCORES"]);
-    assert_eq!(pairs(&top), RankModel::ranked(&totals), "{k}: TOP");
+    assert_eq!(member_totals(&top), RankModel::ranked(&totals), "{k}: TOP");
     srv.assert_alive();
 }

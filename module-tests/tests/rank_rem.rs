@@ -17,20 +17,6 @@ const DAY: i64 = 86_400_000;
 const BELOW_ZERO: &str = "ERR count would go below zero";
 const OUTSIDE: &str = "ERR timestamp is outside the kept range";
 
-/// Flat `[member, total, ...]` (RESP2 WITHSCORES) as pairs.
-fn pairs(v: &Value) -> Vec<(String, i64)> {
-    let Value::Array(items) = v else {
-        panic!("not an array: {v:?}")
-    };
-    items
-        .chunks(2)
-        .map(|c| {
-            let total: f64 = value_text(&c[1]).expect("score").parse().expect("number");
-            (value_text(&c[0]).expect("member"), total as i64)
-        })
-        .collect()
-}
-
 /// Keys matching `pattern`, sorted.
 fn keys(srv: &Server, pattern: &str) -> Vec<String> {
     let Value::Array(items) = srv.cmd_value(&["KEYS", pattern]) else {
@@ -74,7 +60,7 @@ fn assert_no_zeros(srv: &Server, board: &str, what: &str) {
         }
     }
     if exists(srv, board) {
-        for (m, t) in pairs(&srv.cmd_value(&["ZRANGE", board, "0", "-1", "WITHSCORES"])) {
+        for (m, t) in member_totals(&srv.cmd_value(&["ZRANGE", board, "0", "-1", "WITHSCORES"])) {
             assert!(t > 0, "{what}: {board} {m}={t}");
         }
     }
@@ -177,7 +163,7 @@ fn model_random_traffic_with_unlikes_and_removals(kind: &ServerKind) {
             assert_eq!(server_ms(&primary) / DAY, cur, "ran across a day edge");
             let ranked = RankModel::ranked(&model.totals(window.0, window.1));
             let top = primary.cmd_value(&["TSRANK.TOP", board, "100", "WITHSCORES"]);
-            assert_eq!(pairs(&top), ranked, "{k} {board} round {round} TOP");
+            assert_eq!(member_totals(&top), ranked, "{k} {board} round {round} TOP");
             for days in [1i64, 3, 10] {
                 let v = primary.cmd_value(&[
                     "TSRANK.TOP",
@@ -188,7 +174,7 @@ fn model_random_traffic_with_unlikes_and_removals(kind: &ServerKind) {
                     &format!("{days}d"),
                 ]);
                 let want = RankModel::ranked(&model.totals(cur - days + 1, cur));
-                assert_eq!(pairs(&v), want, "{k} {board} WINDOW {days}d");
+                assert_eq!(member_totals(&v), want, "{k} {board} WINDOW {days}d");
             }
             for i in 0..12 {
                 let m = format!("m{i}");
@@ -479,7 +465,7 @@ fn rem_and_unlikes_while_a_large_slot_is_subtracted_stay_exact(kind: &ServerKind
         "{k}"
     );
     if server_ms(&srv) / 1000 <= later / 1000 + 1 {
-        let top = pairs(&srv.cmd_value(&["TSRANK.TOP", "big", "1000", "WITHSCORES"]));
+        let top = member_totals(&srv.cmd_value(&["TSRANK.TOP", "big", "1000", "WITHSCORES"]));
         assert_eq!(top.len(), 98, "{k}");
         assert!(
             top.iter().all(|(m, t)| *t == 5 && m != "m0" && m != "m1"),

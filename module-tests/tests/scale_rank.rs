@@ -48,19 +48,26 @@ fn fill(srv: &Server, key: &str, n: usize, at: i64, count: impl Fn(usize) -> i64
     }
 }
 
-/// Flat RESP2 `[member, total, ...]` as pairs.
-fn pairs(v: &Value) -> Vec<(String, i64)> {
-    let Value::Array(items) = v else {
-        panic!("not an array: {v:?}")
-    };
-    items
-        .chunks(2)
-        .map(|c| {
-            let member = value_text(&c[0]).expect("member");
-            let total = value_text(&c[1]).expect("total").parse().expect("integer");
-            (member, total)
-        })
-        .collect()
+/// One seeded `TSRANK.INCRBY key <1-4> m<i> AT at` of one of `n + 50` members (50 of them
+/// new), added to `model`.
+fn increment_at_random(
+    srv: &Server,
+    key: &str,
+    at: i64,
+    n: usize,
+    rng: &mut Rng,
+    model: &mut RankModel,
+) {
+    let member = format!("m{}", rng.below(n as i64 + 50));
+    let by = 1 + rng.below(4);
+    let (by_text, at_text) = (by.to_string(), at.to_string());
+    let reply = srv.cmd_value(&["TSRANK.INCRBY", key, &by_text, &member, "AT", &at_text]);
+    assert!(
+        matches!(reply, Value::Int(_)),
+        "{}: {reply:?}",
+        srv.kind().name
+    );
+    model.add(at / 1000, &member, by);
 }
 
 /// The replies of TOP, SCORE, RANK and INFO `members` of `key` for `member`.
@@ -73,7 +80,7 @@ struct Read {
 }
 
 fn read(srv: &Server, key: &str, member: &str) -> Read {
-    let top = pairs(&srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES"]));
+    let top = member_totals(&srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES"]));
     let score = srv.cmd_value(&["TSRANK.SCORE", key, member]);
     let rank = srv.cmd_value(&["TSRANK.RANK", key, member]);
     let info = map_pairs(&srv.cmd_value(&["TSRANK.INFO", key]));
@@ -209,7 +216,7 @@ fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
         }
         assert_eq!(got, want, "{k}");
         assert_eq!(gone_score, gone.score, "{k}: SCORE of an expired member");
-        assert_eq!(pairs(&sub), want.top, "{k}: TOP WINDOW 2s");
+        assert_eq!(member_totals(&sub), want.top, "{k}: TOP WINDOW 2s");
         assert_eq!(history, history_want, "{k}: HISTORY");
         reads_during_expiry += 1;
         pending_seen |= pending && zcard > rows.len() as i64;
@@ -359,18 +366,7 @@ fn replies_equal_the_model_while_large_slots_leave_in_turn(kind: &ServerKind) {
         if at >= end {
             break;
         }
-        let member = format!("m{}", rng.below(n as i64 + 50));
-        let by = 1 + rng.below(4);
-        let reply = srv.cmd_value(&[
-            "TSRANK.INCRBY",
-            "{ws}",
-            &by.to_string(),
-            &member,
-            "AT",
-            &at.to_string(),
-        ]);
-        assert!(matches!(reply, Value::Int(_)), "{k}: {reply:?}");
-        model.add(at / 1000, &member, by);
+        increment_at_random(&srv, "{ws}", at, n, &mut rng, &mut model);
         let probe = format!("m{}", rng.below(n as i64 + 50));
         let before = server_ms(&srv) / 1000;
         let pending = [first, first + 1]
@@ -555,18 +551,7 @@ fn replica_replies_equal_the_model_while_a_large_slot_leaves(kind: &ServerKind) 
         if at >= end {
             break;
         }
-        let member = format!("m{}", rng.below(n as i64 + 50));
-        let by = 1 + rng.below(4);
-        let reply = srv.cmd_value(&[
-            "TSRANK.INCRBY",
-            "{rm}",
-            &by.to_string(),
-            &member,
-            "AT",
-            &at.to_string(),
-        ]);
-        assert!(matches!(reply, Value::Int(_)), "{k}: {reply:?}");
-        model.add(at / 1000, &member, by);
+        increment_at_random(&srv, "{rm}", at, n, &mut rng, &mut model);
         assert_eq!(srv.cmd_value(&["WAIT", "1", "1000"]), v_int(1), "{k}: WAIT");
         let probe = format!("m{}", rng.below(n as i64 + 50));
         let before = server_ms(&replica) / 1000;

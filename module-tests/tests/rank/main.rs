@@ -33,21 +33,6 @@ mod replies;
 
 // ================================================================= helpers
 
-/// Flat `[member, total, ...]` reply (RESP2 WITHSCORES) or ZREVRANGE WITHSCORES as pairs.
-fn pairs(v: &Value) -> Vec<(String, i64)> {
-    let Value::Array(items) = v else {
-        panic!("not an array: {v:?}")
-    };
-    items
-        .chunks(2)
-        .map(|c| {
-            let total = value_text(&c[1]).expect("score");
-            let total: f64 = total.parse().expect("number");
-            (value_text(&c[0]).expect("member"), total as i64)
-        })
-        .collect()
-}
-
 fn members(v: &Value) -> Vec<String> {
     let Value::Array(items) = v else {
         panic!("not an array: {v:?}")

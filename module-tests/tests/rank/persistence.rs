@@ -154,7 +154,7 @@ fn del_unlink_expire_rename_carry_derived_keys(kind: &ServerKind) {
     fill("r1");
     assert_eq!(srv.cmd_value(&["RENAME", "r1", "r2"]), v_ok());
     assert_eq!(
-        pairs(&srv.cmd_value(&["TSRANK.TOP", "r2", "10", "WITHSCORES"])),
+        member_totals(&srv.cmd_value(&["TSRANK.TOP", "r2", "10", "WITHSCORES"])),
         vec![("b".into(), 3), ("a".into(), 3)]
     );
     assert!(gone("r1*"), "{k} RENAME source: {:?}", keys(&srv, "r1*"));
