@@ -237,11 +237,17 @@ fn quarantined_view(
     Ok(Some(totals))
 }
 
+/// `member`'s count in a slot hash: values that are not positive integers (a user's
+/// edits) count as nothing.
+pub(super) fn count_in(slot: &Key, member: &RStr) -> i64 {
+    slot.hget_i64_str(member).flatten().unwrap_or(0).max(0)
+}
+
 /// `member`'s counts in the slots still being subtracted.
 pub(super) fn pending_in(pending: &[Key], member: &RStr) -> i64 {
     pending
         .iter()
-        .map(|slot| slot.hget_i64_str(member).flatten().unwrap_or(0).max(0))
+        .map(|slot| count_in(slot, member))
         .fold(0i64, i64::saturating_add)
 }
 

@@ -35,6 +35,7 @@ use crate::server::monotonic_us;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
+use super::board::count_in;
 use super::state::{self, Next, NextScan};
 
 /// An oldest slot hash with more members than this gets next totals; with fewer, a read
@@ -61,11 +62,6 @@ fn value_of(zset: &Key, slot: &Key, member: &[u8], count: Option<i64>) -> i64 {
     };
     let total = zset.zscore(&m).map_or(0, score_to_total);
     total.saturating_sub(count.unwrap_or_else(|| count_in(slot, &m)))
-}
-
-/// `member`'s count in `slot` (0 if absent or not a positive integer).
-fn count_in(slot: &Key, member: &RStr) -> i64 {
-    slot.hget_i64_str(member).flatten().unwrap_or(0).max(0)
 }
 
 /// The timer's visit of a board that is not quarantined and has nothing left to subtract:

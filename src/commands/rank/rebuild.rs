@@ -33,6 +33,7 @@ use crate::store::acl::Acl;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
+use super::board::count_in;
 use super::drain::Batch;
 use super::jobs::has_jobs;
 use super::parts::mark_edited;
@@ -108,15 +109,6 @@ pub(super) fn open_stored(
         }
     }
     Ok(stored)
-}
-
-/// `member`'s count in a slot hash: values that are not positive integers (a user's
-/// edits) count as nothing, as in the one-pass repair.
-pub(super) fn count_in(slot: &Key, member: &RStr) -> i64 {
-    match slot.hget_i64_str(member) {
-        Some(Some(count)) if count > 0 => count,
-        _ => 0,
-    }
 }
 
 /// `member`'s counts summed over `stored`: over every slot, and over the slots up to

@@ -18,7 +18,7 @@ use crate::server::{command_now_ms, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 
-use super::board::pending_in;
+use super::board::count_in;
 use super::check_cluster;
 use super::jobs::{flush_jobs, has_jobs};
 use super::meta;
@@ -211,7 +211,7 @@ fn remove(
         if rebuilding {
             let live = (target.slots.iter())
                 .filter(|(_, index, _)| pending_end.is_none_or(|end| *index > end))
-                .map(|(_, _, slot)| rebuild::count_in(slot, member))
+                .map(|(_, _, slot)| count_in(slot, member))
                 .fold(0i64, i64::saturating_add);
             removed += i64::from(live > 0);
         }
@@ -221,7 +221,7 @@ fn remove(
         let total = score_to_total(score).max(0);
         let pending_count = pending
             .iter()
-            .map(|slot| pending_in(std::slice::from_ref(*slot), member))
+            .map(|slot| count_in(slot, member))
             .fold(0i64, i64::saturating_add);
         if !rebuilding && total.saturating_sub(pending_count) > 0 {
             removed += 1;
