@@ -251,8 +251,9 @@ fn tick(ctx: &Context, _: ()) {
     arm(ctx, next);
 }
 
-/// Records the duration of the tick that began at `started` (for `INFO tally`).
-fn record_tick(started: u64) {
+/// Records the duration of the tick that began at `started` (for `INFO tally`): this
+/// timer's ticks, and those of a replica's leaderboard timer.
+pub(crate) fn record_tick(started: u64) {
     let elapsed = monotonic_us().saturating_sub(started);
     with_schedule(|s| {
         s.stats.last_tick_us = elapsed;

@@ -172,58 +172,95 @@ fn big_slot_board(srv: &Server, key: &str) -> BigSlot {
     }
 }
 
+/// Writes `early` 7 and `m7` 2 into the slot after the big one of [`big_slot_board`]:
+/// that slot leaves the window a second after the big one, while the big one is still
+/// being subtracted. The model of the window while both are in it, from `rows` (the
+/// model once both have left).
+fn add_early_slot(srv: &Server, key: &str, big: i64, rows: &[(String, i64)]) -> Vec<(String, i64)> {
+    let at = ((big + 1) * 1000).to_string();
+    let reply = srv.cmd_value(&["TSRANK.INCRBY", key, "7", "early", "2", "m7", "AT", &at]);
+    assert!(matches!(reply, Value::Array(_)), "{reply:?}");
+    let mut model: BTreeMap<String, i64> = rows.iter().cloned().collect();
+    model.insert("early".into(), 7);
+    *model.entry("m7".into()).or_default() += 2;
+    RankModel::ranked(&model)
+}
+
 per_server!(one_kind_at_a_time: reads_stay_fast_while_a_big_slot_expires);
-/// `WINDOW 4s SLOT 1s`, 100k members in one slot, 50 of them and `late` written again
-/// three slots later; a tiny expiry budget. For the second after the big slot leaves the
-/// window, while its subtraction is still running, TOP, TOP ... WINDOW, SCORE, RANK, INFO
-/// and HISTORY answer the model of the new window, each within 10 ms (they walked the
-/// members of the expiring slot, 50-400 ms here, until the board kept its totals without
-/// that slot ready before it left).
+/// `WINDOW 4s SLOT 1s`, 100k members in one slot, `early` and one of them in the next
+/// slot, 50 of them and `late` three slots after the big one; a tiny expiry budget. For
+/// the two seconds after the big slot leaves the window, while its subtraction is still
+/// running, TOP, TOP ... WINDOW, SCORE, RANK, INFO and HISTORY answer the model of the new
+/// window, each within 10 ms: first with `early`'s slot in the window, then, once that
+/// slot has left too, without it. (They walked the members of the expiring slot, 50-400
+/// ms here, until the board kept its totals without that slot ready before it left; and
+/// again once a second slot left while the big one was subtracted, until the reads
+/// corrected only that second slot's counts.)
 fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
     let BigSlot { big, next, rows } = big_slot_board(&srv, "{bd}");
-    let want = expected(&rows, "m7");
-    let gone = expected(&rows, "m5000");
+    let with_early = add_early_slot(&srv, "{bd}", big, &rows);
     let big_slot = format!("{{bd}}|slot|{big}");
-    // The big slot leaves at (big + 4) s; the next one a second later.
+    // The big slot leaves at (big + 4) s, `early`'s a second later, `next`'s at (big + 7) s.
     let leaves = (big + 4) * 1000;
-    let next_leaves = leaves + 1000;
+    let (early_leaves, stop) = (leaves + 1000, leaves + 2000);
     while server_ms(&srv) < leaves - 300 {
         std::thread::sleep(Duration::from_millis(20));
     }
     watch_slow_commands(&srv);
-    let (mut reads_during_expiry, mut pending_seen) = (0, false);
-    let history_want = Value::Array(vec![Value::Array(vec![v_int(next), v_int(1)])]);
+    let mut reads = [0, 0];
+    let mut pending_seen = [false, false];
+    let next_row = Value::Array(vec![v_int(next), v_int(1)]);
+    let early_row = Value::Array(vec![v_int((big + 1) * 1000), v_int(2)]);
     loop {
         let before = server_ms(&srv);
-        if before >= next_leaves {
+        if before >= stop {
             break;
         }
         if before < leaves {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         }
+        let phase = usize::from(before >= early_leaves);
         let pending = srv.query::<i64, _>(&["EXISTS", &big_slot]) == 1;
         let zcard = srv.query::<i64, _>(&["ZCARD", "{bd}"]);
         let got = read(&srv, "{bd}", "m7");
         let gone_score = srv.cmd_value(&["TSRANK.SCORE", "{bd}", "m5000"]);
         let sub = srv.cmd_value(&["TSRANK.TOP", "{bd}", "10", "WITHSCORES", "WINDOW", "2s"]);
         let history = srv.cmd_value(&["TSRANK.HISTORY", "{bd}", "m7"]);
-        // The model holds until the slot of `next` leaves the 2 s sub-window.
-        if server_ms(&srv) >= next_leaves {
-            break;
+        let after = server_ms(&srv);
+        if after >= stop || usize::from(after >= early_leaves) != phase {
+            continue;
         }
-        assert_eq!(got, want, "{k}");
-        assert_eq!(gone_score, gone.score, "{k}: SCORE of an expired member");
-        assert_eq!(member_totals(&sub), want.top, "{k}: TOP WINDOW 2s");
-        assert_eq!(history, history_want, "{k}: HISTORY");
-        reads_during_expiry += 1;
-        pending_seen |= pending && zcard > rows.len() as i64;
+        // The 2 s sub-window holds `next`'s slot until `early`'s leaves the window.
+        let (model, sub_top, history_want) = match phase {
+            0 => (
+                &with_early,
+                expected(&rows, "m7").top,
+                vec![early_row.clone(), next_row.clone()],
+            ),
+            _ => (&rows, Vec::new(), vec![next_row.clone()]),
+        };
+        let want = expected(model, "m7");
+        assert_eq!(got, want, "{k}: phase {phase}");
+        assert_eq!(gone_score, Value::Nil, "{k}: SCORE of an expired member");
+        assert_eq!(
+            member_totals(&sub),
+            sub_top,
+            "{k}: TOP WINDOW 2s, phase {phase}"
+        );
+        assert_eq!(
+            history,
+            Value::Array(history_want),
+            "{k}: HISTORY, phase {phase}"
+        );
+        reads[phase] += 1;
+        pending_seen[phase] |= pending && zcard > model.len() as i64;
     }
     assert!(
-        pending_seen && reads_during_expiry > 0,
-        "{k}: no read saw the expiry in progress ({reads_during_expiry} reads)"
+        pending_seen == [true, true],
+        "{k}: no read saw the expiry in progress in each phase ({reads:?} reads)"
     );
     assert_nothing_slow(&srv, k);
     srv.assert_alive();
@@ -580,23 +617,24 @@ per_server!(one_kind_at_a_time: replica_reads_stay_fast_while_a_big_slot_expires
 /// The case of [`reads_stay_fast_while_a_big_slot_expires`], read on a replica: while the
 /// primary's timer subtracts the 100k-member slot that left the window (replicated as
 /// effects), TOP, SCORE, RANK and INFO on the replica answer the model of the new window,
-/// each within 10 ms of the replica's time (they walked the slot, 100-400 ms here, until
-/// the replica kept its own totals without that slot, in step with the primary's effects).
+/// each within 10 ms of the replica's time, before and after `early`'s slot leaves too
+/// (they walked the slot, 100-400 ms here, until the replica kept its own totals without
+/// that slot, in step with the primary's effects).
 fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let (srv, replica) = start_with_replica(kind);
     let k = &kind.name;
     let BigSlot { big, rows, .. } = big_slot_board(&srv, "{br}");
-    let want = expected(&rows, "m7");
+    let with_early = add_early_slot(&srv, "{br}", big, &rows);
     let big_slot = format!("{{br}}|slot|{big}");
-    // The big slot leaves at (big + 4) s; the model holds until the slot of `next` leaves
-    // at (big + 7) s. A replica's read walked the slot: give it two seconds of reads.
+    // The big slot leaves at (big + 4) s, `early`'s a second later.
     let leaves = (big + 4) * 1000;
-    let (stop, model_ends) = (leaves + 2000, leaves + 3000);
+    let (early_leaves, stop) = (leaves + 1000, leaves + 2000);
     while server_ms(&replica) < leaves - 300 {
         std::thread::sleep(Duration::from_millis(20));
     }
     watch_slow_commands(&replica);
-    let (mut reads, mut pending_seen) = (0, false);
+    let mut reads = [0, 0];
+    let mut pending_seen = [false, false];
     loop {
         let before = server_ms(&replica);
         if before >= stop {
@@ -606,19 +644,22 @@ fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         }
+        let phase = usize::from(before >= early_leaves);
         let pending = replica.query::<i64, _>(&["EXISTS", &big_slot]) == 1;
         let zcard = replica.query::<i64, _>(&["ZCARD", "{br}"]);
         let got = read(&replica, "{br}", "m7");
-        if server_ms(&replica) >= model_ends {
-            break;
+        let after = server_ms(&replica);
+        if after >= stop || usize::from(after >= early_leaves) != phase {
+            continue;
         }
-        assert_eq!(got, want, "{k}: replica");
-        reads += 1;
-        pending_seen |= pending && zcard > rows.len() as i64;
+        let model = if phase == 0 { &with_early } else { &rows };
+        assert_eq!(got, expected(model, "m7"), "{k}: replica, phase {phase}");
+        reads[phase] += 1;
+        pending_seen[phase] |= pending && zcard > model.len() as i64;
     }
     assert!(
-        pending_seen && reads > 0,
-        "{k}: no replica read saw the expiry in progress ({reads} reads)"
+        pending_seen == [true, true],
+        "{k}: no replica read saw the expiry in progress in each phase ({reads:?} reads)"
     );
     assert_nothing_slow(&replica, k);
     replica.assert_alive();

@@ -29,6 +29,9 @@ use super::state::{self, Seen};
 use super::transit::Transit;
 use super::view;
 
+/// Rows of the next totals copied at a time by a walk over them.
+const NEXT_WALK_PAGE: usize = 256;
+
 /// A leaderboard opened by a command.
 pub(super) struct Board {
     pub(super) zset: Key,
@@ -40,8 +43,9 @@ pub(super) struct Board {
     /// A quarantined board's window totals, computed from its slot hashes (its view): its
     /// sorted set may have been edited, the slots are what tally counted.
     pub(super) view: Option<Rc<Totals>>,
-    /// The board answers from its next totals: one large slot that left the window is
-    /// being subtracted, and they leave it out (see `next`).
+    /// The board answers from its next totals: the large oldest slot that left the window
+    /// is being subtracted, and they leave it out (see `next`). Any later slots that left
+    /// the window too are in `pending`, corrected member by member as the reads pass.
     pub(super) from_next: bool,
     pub(super) db: c_int,
 }
@@ -136,18 +140,20 @@ impl Board {
             Some(_) => Vec::new(),
             None => open_pending(ctx, acl, &base, &meta, now, transit)?,
         };
-        // One large slot being subtracted: its next totals answer (see `next`), on a
+        // A large oldest slot being subtracted: its next totals answer (see `next`), on a
         // primary as on a replica (which follows the primary's effects: `replica`), once
-        // the members changed since they were last set are set again from the keys.
-        let from_next = match pending.as_slice() {
-            [(index, _)] if !quarantined && state::with(|s| s.has_nexts()) => {
+        // the members changed since they were last set are set again from the keys. The
+        // slots that left the window after it are still counted in them: they stay
+        // pending, corrected by the reads.
+        let from_next = match pending.first() {
+            Some((index, _)) if !quarantined && state::with(|s| s.has_nexts()) => {
                 next::settle(ctx, db, &base, None);
                 state::with(|s| s.ready_next(db, &base, *index).is_some())
             }
             _ => false,
         };
         if from_next {
-            pending.clear();
+            pending.remove(0);
         }
         Ok(Board {
             zset,
@@ -176,17 +182,50 @@ impl Board {
         if let Some(totals) = &self.view {
             return totals.get(member);
         }
-        if let Some(total) = self.with_next(|next| next.get(member)) {
-            return total;
-        }
+        let raw = self.raw_total(member);
         let Some(member) = RStr::new(member) else {
             return 0;
         };
-        let raw = self.zset.zscore(&member).map_or(0, score_to_total);
         if self.pending.is_empty() || raw <= 0 {
             return raw;
         }
         raw.saturating_sub(pending_in(&self.pending, &member))
+    }
+
+    /// `member`'s total before the pending slots are corrected: in the next totals when
+    /// the board answers from them, else in the sorted set (0 if absent).
+    pub(super) fn raw_total(&self, member: &[u8]) -> i64 {
+        if let Some(total) = self.with_next(|next| next.get(member)) {
+            return total;
+        }
+        RStr::new(member)
+            .and_then(|m| self.zset.zscore(&m))
+            .map_or(0, score_to_total)
+    }
+
+    /// The reverse walk of the totals before the pending slots are corrected, as
+    /// `(member, raw total)` (see [`Board::raw_total`]).
+    pub(super) fn raw_walk(&mut self) -> Box<dyn Iterator<Item = (Vec<u8>, i64)> + '_> {
+        if !self.from_next {
+            return Box::new(walk(&mut self.zset));
+        }
+        // A page at a time: the walk's caller reads keys between two rows, and the state
+        // is never held while the server is called.
+        let (db, base) = (self.db, &self.base);
+        let mut offset = 0usize;
+        let mut page = std::collections::VecDeque::new();
+        Box::new(std::iter::from_fn(move || {
+            if page.is_empty() {
+                state::with(|s| {
+                    if let Some(next) = s.next(db, base) {
+                        let rows = next.totals.top(offset, NEXT_WALK_PAGE);
+                        page.extend(rows.map(|(m, t)| (m.to_vec(), t)));
+                    }
+                });
+                offset = offset.saturating_add(page.len());
+            }
+            page.pop_front()
+        }))
     }
 
     /// The reverse walk of the sorted set as `(member, raw total)`, the member as the

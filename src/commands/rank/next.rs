@@ -5,7 +5,8 @@
 //! has subtracted them, in steps. Reads meanwhile answer from these totals: for every
 //! member, its sorted-set total less its count in that slot, which is its exact window
 //! total at every moment of the subtraction (the timer removes a member's count from the
-//! slot hash in the step that subtracts it). They are kept only while the oldest slot
+//! slot hash in the step that subtracts it; slots that leave the window after it are
+//! still counted in them, and the reads correct those: `board`). They are kept only while the oldest slot
 //! hash holds more than [`BIG_SLOT`] members; below, reads correct the few pending counts
 //! themselves.
 //!

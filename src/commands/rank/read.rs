@@ -19,7 +19,7 @@ use crate::store::acl::Acl;
 use crate::store::{KeyKind, RStr};
 use crate::window::slot_start;
 
-use super::board::{pending_in, walk, window_totals, Board};
+use super::board::{pending_in, window_totals, Board};
 use super::check_cluster;
 use super::transit::Transit;
 
@@ -75,19 +75,22 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     } else if let Some(totals) = &board.view {
         let rows = totals.top(offset, count);
         rows.map(|(m, t)| (m.to_vec(), t)).collect()
-    } else if let Some(rows) = board.with_next(|next| {
-        let rows = next.top(offset, count);
-        rows.map(|(m, t)| (m.to_vec(), t)).collect()
-    }) {
+    } else if let Some(rows) = board
+        .with_next(|next| {
+            let rows = next.top(offset, count);
+            rows.map(|(m, t)| (m.to_vec(), t)).collect()
+        })
+        .filter(|_| board.pending.is_empty())
+    {
         rows
     } else {
         let want = offset.saturating_add(count).min(board.zset.len());
-        let (zset, pending) = (&mut board.zset, &board.pending);
+        let pending = std::mem::take(&mut board.pending);
         let adjust = |member: &[u8], raw: i64| match RStr::new(member) {
-            Some(m) => raw.saturating_sub(pending_in(pending, &m)),
+            Some(m) => raw.saturating_sub(pending_in(&pending, &m)),
             None => raw,
         };
-        top_adjusted(walk(zset), want, adjust)
+        top_adjusted(board.raw_walk(), want, adjust)
             .into_iter()
             .skip(offset)
             .collect()
@@ -222,23 +225,23 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     if let Some(totals) = &board.view {
         return Ok(Reply::Int(totals.rank(total, member) as i64));
     }
-    if let Some(rank) = board.with_next(|next| next.rank(member)) {
-        return Ok(rank.map_or(Reply::Nil, |rank| Reply::Int(rank as i64)));
-    }
     if board.pending.is_empty() {
+        if let Some(rank) = board.with_next(|next| next.rank(member)) {
+            return Ok(rank.map_or(Reply::Nil, |rank| Reply::Int(rank as i64)));
+        }
         // Exact sorted set: ZREVRANK is O(log n).
         let args: [&[u8]; 2] = [name.as_slice(), member];
         if let Ok(RedisValue::Integer(rank)) = ctx.call("ZREVRANK", &args[..]) {
             return Ok(Reply::Int(rank));
         }
     }
-    let (zset, pending) = (&mut board.zset, &board.pending);
+    let pending = std::mem::take(&mut board.pending);
     let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
-        Some(m) => raw.saturating_sub(pending_in(pending, &m)),
+        Some(m) => raw.saturating_sub(pending_in(&pending, &m)),
         None => raw,
     };
     Ok(Reply::Int(rank_adjusted(
-        walk(zset),
+        board.raw_walk(),
         (total, member),
         adjust,
     )))
@@ -272,8 +275,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
             });
         }
         for member in seen.keys() {
-            let in_zset = RStr::new(member).is_some_and(|m| board.zset.zscore(&m).is_some());
-            if in_zset && board.total_of(member) <= 0 {
+            if board.raw_total(member) > 0 && board.total_of(member) <= 0 {
                 members -= 1;
             }
         }

@@ -43,7 +43,7 @@ use redis_module::{Context, ContextFlags};
 
 use crate::config;
 use crate::due_queue::{DueQueue, Popped};
-use crate::expiry::Visit;
+use crate::expiry::{self, Visit};
 use crate::rank::{base_of_meta, base_of_part, base_of_slot, meta_key, slot_key};
 use crate::server::{
     has_command_filter, is_acting_primary, monotonic_us, now_ms, set_command_filter, DbGuard,
@@ -306,7 +306,8 @@ fn tick(ctx: &Context, generation: u64) {
         set_command_filter(ctx, None);
         return;
     }
-    let deadline = monotonic_us().saturating_add(config::expire_budget_us().max(1) as u64);
+    let started = monotonic_us();
+    let deadline = started.saturating_add(config::expire_budget_us().max(1) as u64);
     let now = now_ms();
     let guard = DbGuard::new(ctx);
     let mut first = true;
@@ -331,6 +332,7 @@ fn tick(ctx: &Context, generation: u64) {
     }
     drop(guard);
     let freeing = state::with(|s| s.free_discarded(FREED_PER_TICK));
+    expiry::record_tick(started);
     // The filter exactly while some board has next totals (they were made in this tick,
     // before any command could change them).
     let needed = state::with(|s| s.has_nexts());
