@@ -10,6 +10,16 @@ CARGO   ?= cargo
 # Redis 7.0 (Debian's), Redis 8.2 and Valkey 9.
 TALLY_SERVERS ?= redis=$(shell command -v redis-server || echo /usr/bin/redis-server),redis8=$(CURDIR)/$(REDIS8),valkey=$(CURDIR)/$(VALKEY)
 TEST_THREADS ?= 2
+# The module-tests binaries, named as cargo finds them (tests/<name>.rs, tests/<name>/main.rs).
+MODULE_TESTS := $(sort $(basename $(notdir $(wildcard module-tests/tests/*.rs))) \
+	$(patsubst module-tests/tests/%/main.rs,%,$(wildcard module-tests/tests/*/main.rs)))
+# Binaries whose cases mostly wait (replicas, clusters, restarts, tiny slots expiring) and
+# time nothing: they run WAIT_TEST_THREADS cases at once, on their own. Every other binary
+# (new ones too) runs TEST_THREADS at once, after them, so the latency bounds are
+# measured on a machine the suite does not crowd.
+WAIT_TESTS := cluster command_docs counter doc_examples faults harness_smoke limit mlimit \
+	mlimit_cluster notify rank_eviction rank_history replication safety_rank stats
+WAIT_TEST_THREADS ?= 6
 
 .PHONY: all deps build run test test-long soak unit-test module-test python-test lint bench bench-scale memcheck clean
 
@@ -29,15 +39,29 @@ run: build
 	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
 
 ## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
-## then the Python client's tests.
+## then the Python client's tests (~10 minutes on 2 cores). The large cases run at a size
+## that still shows what they guard (make test-long runs them at full size).
 test: unit-test module-test python-test
 
 unit-test: deps
 	$(CARGO) test -p tally --lib
 
+# $(call module_tests,VARS): every module-tests binary with VARS set, the WAIT_TESTS first;
+# all of them run even when one fails, and the recipe fails if any did.
+define module_tests
+status=0; \
+$(1) TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+	$(CARGO) test --release -p module-tests --no-fail-fast $(addprefix --test ,$(WAIT_TESTS)) \
+	-- --test-threads=$(WAIT_TEST_THREADS) || status=1; \
+$(1) TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+	$(CARGO) test --release -p module-tests --no-fail-fast \
+	$(addprefix --test ,$(filter-out $(WAIT_TESTS),$(MODULE_TESTS))) \
+	-- --test-threads=$(TEST_THREADS) || status=1; \
+exit $$status
+endef
+
 module-test: build
-	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
-		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
+	$(call module_tests,)
 
 ## make python-test: the Python client (clients/python) installed with its test extras into a
 ## venv under .tools/, its pytest suite run against every server of TALLY_SERVERS (~1 minute).
@@ -48,13 +72,16 @@ python-test: build
 	cd clients/python && TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		$(CURDIR)/$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider
 
-## make test-long: the same suites with long soak variants (TALLY_LONG=1): more proptest
-## cases, ten times more fuzz vectors, longer writer phases around cluster resharding, the
-## fault fuzzer's large-object mode at 300k members / slots (thousands in make test).
+## make test-long: the same suites with long soak variants and full sizes (TALLY_LONG=1):
+## more proptest cases, ten times more fuzz vectors and fault-fuzz batches (1500 per family
+## and server, 100 in make test), longer writer phases around cluster resharding, the fault
+## fuzzer's large-object mode at 300k members / slots (thousands in make test), a
+## 1M-member slot expiring under PINGs (200k), 1M counters in the cache memory cases (100k,
+## and 30k under maxmemory), 1M-member boards in scale_rank (100k) and 2M counters in
+## scale_schedule (250k).
 test-long: build
 	TALLY_LONG=1 $(CARGO) test -p tally --lib
-	TALLY_LONG=1 TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
-		$(CARGO) test --release -p module-tests --no-fail-fast -- --test-threads=$(TEST_THREADS)
+	$(call module_tests,TALLY_LONG=1)
 
 ## make soak: fuzzers and fault scenarios in a loop with fresh random seeds for
 ## SOAK_MINUTES (default 30); failures keep their seed and server logs in target/soak/.

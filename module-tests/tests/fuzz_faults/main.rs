@@ -41,7 +41,7 @@
 //! Seed: `TALLY_FUZZ_SEED` (printed). The seed fixes every random choice (keys,
 //! commands, faults, sleeps); which slots exist when a fault picks one, and what expiry
 //! did meanwhile, follow the clock, so a replay takes the same decisions in a slightly
-//! different world. `TALLY_LONG=1` runs ten times more batches.
+//! different world. `make test` runs 100 batches per family and server, `TALLY_LONG=1` 1500.
 //!
 //! Files: `family.rs` (the families' commands), `faults.rs`, `checks.rs`; this file holds
 //! the settings, the fuzzer's state and the driver. `large.rs`: the large-object mode
@@ -339,7 +339,7 @@ fn spawn_pinger(
 }
 
 fn fuzz_faults(kind: &ServerKind, family: Family) {
-    let batches = if long_run() { 1500 } else { 150 };
+    let batches = if long_run() { 1500 } else { 100 };
     let seed = base_seed() ^ ((family as u64 + 1) << 16) ^ (kind.name.len() as u64) << 8;
     eprintln!(
         "fault fuzz {family:?} on {}: seed {seed} (TALLY_FUZZ_SEED={}), {batches} batches",

@@ -4,7 +4,8 @@
 //!   against a reference model: TOP (count, OFFSET, WITHSCORES, WINDOW), SCORE, RANK, ties
 //!   ordered as `ZREVRANGE` orders them, and `ZREVRANGE key 0 -1` equal to TOP;
 //! * real-time expiry with tiny slots, exact at every moment;
-//! * a million-member slot expiring while another client PINGs (latency measured);
+//! * a slot of 200k members (`TALLY_LONG=1`: a million) expiring while another client PINGs
+//!   (latency measured);
 //! * replica equality, AOF/RDB reload equality, expiry resuming after restart and after
 //!   promotion; DEL/UNLINK/EXPIRE/RENAME of the main key; errors with exact texts; RESP2
 //!   and RESP3 shapes; ACL on derived keys; hash tags in cluster mode.
