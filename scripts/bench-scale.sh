@@ -5,7 +5,9 @@
 # For each scale (100k, 1M, 10M objects), one family at a time on a flushed server:
 #   * per-op server time (INFO commandstats usec / calls, redis-benchmark -c 50 -P 16 over
 #     random keys of the whole population, best of BENCH_ROUNDS) of TSCOUNTER.INCR and
-#     TSCOUNTER.SUM over N counters next to HINCRBY / HGET over N hashes, of STATS.ADD over
+#     TSCOUNTER.SUM over N counters next to HINCRBY / HGET over N hashes (and INCR next to
+#     its native floor: HMGET of the 9 fields it reads + HSET of the 8 it writes, on copies
+#     of the counters), of STATS.ADD over
 #     N STATS keys next to HINCRBY, of TSRANK.INCRBY on a board of N members next to
 #     ZINCRBY on a sorted set of N members;
 #   * memory per object: the data (used_memory grown by loading the objects) and the
@@ -168,6 +170,23 @@ scale_counters() {
     mem_line "objects the scan scheduled again (tally_tracked_objects)" "$(info_field tally tally_tracked_objects)"
     mem_line "longest command (SLOWLOG, >10 ms): us, command" "$(longest_command)"
     mem_line "longest timer tick until now (tally_max_tick_us)" "$scan_tick us"
+    # Last (its copies are counters too, and would count in the memory above): the native
+    # floor at this key count: a client doing INCR's hash work itself (the
+    # module API has no HINCRBY) reads the 9 fields INCR reads and writes the 8 it writes,
+    # here on copies of the counters as they are now (a listpack is searched from its
+    # start, so its length counts), for the slots of now.
+    awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "COPY c:%012d cp:%012d\n", i, i }' | load
+    local t slots=() hmget_fields=() hset_pairs=()
+    t=$(server_ms)
+    for r in 1s:1000 5s:5000 1m:60000 5m:300000 1h:3600000 5h:18000000 1d:86400000; do
+        slots+=("${r%%:*}:$((t / ${r#*:}))")
+    done
+    hmget_fields=(_tally _state "${slots[@]}")
+    for f in "${slots[@]}"; do hset_pairs+=("$f" 1); done
+    native hmget -r "$n" -- HMGET "cp:__rand_int__" "${hmget_fields[@]}"
+    native_plus hset -r "$n" -- HSET "cp:__rand_int__" "${hset_pairs[@]}" _state "$t 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
+    tally tscounter.incr -r "$n" -- TSCOUNTER.INCR c:__rand_int__
+    report "TSCOUNTER.INCR $label keys / HMGET 9 + HSET 8, copies" "" ""
 }
 
 scale_stats() {
