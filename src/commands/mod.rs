@@ -135,6 +135,8 @@ fn owner_of(name: &[u8]) -> Option<&[u8]> {
 pub const HOOKS: Hooks = Hooks {
     keyspace_event: on_keyspace_event,
     owner_of,
+    // Only leaderboards have derived keys.
+    part_byte: crate::rank::PART_BYTE,
     flushed,
     swapped,
     loading,
