@@ -588,8 +588,8 @@ host_ir_row() {
                 gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0 }
                 END { printf "%.0f", max / n }')
         lk[i]=$(callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null |
-            awk -v n="$n" '/:dictFetchValue \[/ { gsub(",", "", $1); printf "%.0f", $1 / n; exit }
-                END { if (NR == 0) printf "0" }')
+            awk -v n="$n" '/:dictFetchValue \[/ && !found { gsub(",", "", $1); found = $1 }
+                END { printf "%.0f", found / n }')
     done
     printf '%-50s %8s %8s %8s  %s\n' "host tax: $label, instructions per command" \
         "${ir[0]}" "${ir[1]}" "${ir[2]}" \
