@@ -561,9 +561,9 @@ start_host_server() {
 # its own hash seed at start, which decides how many commands its command table's lookup
 # (dictFetchValue, once per command) compares before the one it finds: ~68 instructions
 # per command each, 0 to 2 of them, with or without a module. So the row also reports
-# that lookup on each server and the ratio with the lookups made equal, and the keyspace
-# callbacks' own instructions (inclusive: tally's on_keyspace_notification, benchfloor's
-# EmptyNotification) with the empty subscriber's total with tally's callback in its place.
+# that lookup on each server and the ratio with the lookups made equal, and the server's
+# call of the keyspace callbacks (moduleNotifyKeyspaceEvent, inclusive: its own work is
+# the same with either module) with the empty subscriber's total with tally's in its place.
 host_ir_row() {
     local label=$1 i pid file n=100000
     shift
@@ -581,15 +581,8 @@ host_ir_row() {
         sleep 1
         file=$(ls -t "$DIR/${HOST_NAMES[$i]}"/cg.* | head -1)
         ir[i]=$(awk -v n="$n" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$file")
-        # A function inlined from several files is listed once per file: its own line,
-        # the one naming its object file in brackets, is the largest.
-        cb[i]=$(callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null |
-            awk -v n="$n" '/(server::on_keyspace_notification|EmptyNotification) \[/ {
-                gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0 }
-                END { printf "%.0f", max / n }')
-        lk[i]=$(callgrind_annotate --inclusive=yes --threshold=100 "$file" 2>/dev/null |
-            awk -v n="$n" '/:dictFetchValue \[/ && !found { gsub(",", "", $1); found = $1 }
-                END { printf "%.0f", found / n }')
+        cb[i]=$(host_ir_inclusive "$file" moduleNotifyKeyspaceEvent "$n")
+        lk[i]=$(host_ir_inclusive "$file" dictFetchValue "$n")
     done
     printf '%-50s %8s %8s %8s  %s\n' "host tax: $label, instructions per command" \
         "${ir[0]}" "${ir[1]}" "${ir[2]}" \
@@ -600,12 +593,20 @@ host_ir_row() {
         "${lk[0]:-0}" "${lk[1]:-0}" "${lk[2]:-0}" \
         "$(awk -v e="${ir[1]}" -v t="${ir[2]}" -v le="${lk[1]:-0}" -v lt="${lk[2]:-0}" 'BEGIN {
             printf "tally / empty subscriber with equal lookups %.3f", (t - lt + le) / e }')"
-    printf '%-50s %8s %8s %8s  %s\n' "  keyspace callback, instructions per command" \
-        "-" "${cb[1]}" "${cb[2]}" \
+    printf '%-50s %8s %8s %8s  %s\n' "  keyspace notification (callbacks included)" \
+        "${cb[0]}" "${cb[1]}" "${cb[2]}" \
         "$(awk -v e="${ir[1]}" -v ce="${cb[1]}" -v ct="${cb[2]}" 'BEGIN {
             r = (e - ce + ct) / e
-            printf "empty subscriber with tally'"'"'s callback %.0f: %.3f%s", e - ce + ct, r,
+            printf "empty subscriber with tally'"'"'s %.0f: %.3f%s", e - ce + ct, r,
                 (r <= 1.05 ? " <=1.05 ok" : " <=1.05 MISS") }')"
+}
+
+# host_ir_inclusive FILE FUNCTION N: FUNCTION's instructions (its calls included) in the
+# callgrind FILE, per command of N; 0 if it never ran.
+host_ir_inclusive() {
+    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+        awk -v f=" ???:$2 [" -v n="$3" 'index($0, f) && !found { gsub(",", "", $1); found = $1 }
+            END { printf "%.0f", found / n }'
 }
 
 # on_server PORT FUNCTION...: runs FUNCTION with cli/redis-benchmark pointed at PORT.
