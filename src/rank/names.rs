@@ -77,9 +77,10 @@ pub fn base_of_part(name: &[u8]) -> Option<&[u8]> {
 pub const PART_BYTE: u8 = b'|';
 
 /// False only for names that are no derived key: a derived name ends in `|meta`, or in
-/// `|slot|` and a slot number (digits, perhaps after `-`). Every keyspace event of the
-/// server on a key tally does not track asks, so the name is read from its end: one
-/// comparison for a name ending in neither a digit nor `a`, its digits for `user:1234`.
+/// `|slot|` and a slot number (digits, perhaps after `-`). Every keyspace event on a key
+/// tally does not track whose name contains [`PART_BYTE`] asks, so the name is read from
+/// its end: one comparison for a name ending in neither a digit nor `a`, its digits for
+/// `user|1234`.
 pub fn may_be_part(name: &[u8]) -> bool {
     let digits = trailing_digits(name);
     if digits == 0 {
