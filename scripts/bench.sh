@@ -557,11 +557,17 @@ start_host_server() {
 # host_ir_row LABEL COMMAND...: instructions per COMMAND (on keys that are not tally's) on
 # the three servers, run under callgrind (BENCH_HOST_IR=1): 500,000 commands uninstrumented
 # so nearly every key exists (a command that creates its key costs more, and how many do
-# would differ by chance between servers), then 100,000 counted.
+# would differ by chance between servers), then 100,000 counted. Each server process draws
+# its own hash seed at start, which decides how many commands its command table's lookup
+# (dictFetchValue, once per command) compares before the one it finds: ~68 instructions
+# per command each, 0 to 2 of them, with or without a module. So the row also reports
+# that lookup on each server and the ratio with the lookups made equal, and the server's
+# call of the keyspace callbacks (moduleNotifyKeyspaceEvent, inclusive: its own work is
+# the same with either module) with the empty subscriber's total with tally's in its place.
 host_ir_row() {
     local label=$1 i pid file n=100000
     shift
-    local -a ir
+    local -a ir cb lk
     for i in 0 1 2; do
         redis-benchmark -h 127.0.0.1 -p "${HOST_PORTS[$i]}" -c "$CLIENTS" -P "$PIPELINE" \
             -n 500000 -r 100000 "$@" >/dev/null
@@ -575,12 +581,32 @@ host_ir_row() {
         sleep 1
         file=$(ls -t "$DIR/${HOST_NAMES[$i]}"/cg.* | head -1)
         ir[i]=$(awk -v n="$n" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$file")
+        cb[i]=$(host_ir_inclusive "$file" moduleNotifyKeyspaceEvent "$n")
+        lk[i]=$(host_ir_inclusive "$file" dictFetchValue "$n")
     done
     printf '%-50s %8s %8s %8s  %s\n' "host tax: $label, instructions per command" \
         "${ir[0]}" "${ir[1]}" "${ir[2]}" \
         "$(awk -v e="${ir[1]}" -v t="${ir[2]}" -v z="${ir[0]}" 'BEGIN {
             printf "tally / empty subscriber %.3f%s, empty subscriber / no module %.3f",
                 t / e, (t / e <= 1.05 ? " <=1.05 ok" : " <=1.05 MISS"), e / z }')"
+    printf '%-50s %8s %8s %8s  %s\n' "  command table lookup (the server's hash seed)" \
+        "${lk[0]:-0}" "${lk[1]:-0}" "${lk[2]:-0}" \
+        "$(awk -v e="${ir[1]}" -v t="${ir[2]}" -v le="${lk[1]:-0}" -v lt="${lk[2]:-0}" 'BEGIN {
+            printf "tally / empty subscriber with equal lookups %.3f", (t - lt + le) / e }')"
+    printf '%-50s %8s %8s %8s  %s\n' "  keyspace notification (callbacks included)" \
+        "${cb[0]}" "${cb[1]}" "${cb[2]}" \
+        "$(awk -v e="${ir[1]}" -v ce="${cb[1]}" -v ct="${cb[2]}" 'BEGIN {
+            r = (e - ce + ct) / e
+            printf "empty subscriber with tally'"'"'s %.0f: %.3f%s", e - ce + ct, r,
+                (r <= 1.05 ? " <=1.05 ok" : " <=1.05 MISS") }')"
+}
+
+# host_ir_inclusive FILE FUNCTION N: FUNCTION's instructions (its calls included) in the
+# callgrind FILE, per command of N; 0 if it never ran.
+host_ir_inclusive() {
+    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+        awk -v f=" ???:$2 [" -v n="$3" 'index($0, f) && !found { gsub(",", "", $1); found = $1 }
+            END { printf "%.0f", found / n }'
 }
 
 # on_server PORT FUNCTION...: runs FUNCTION with cli/redis-benchmark pointed at PORT.

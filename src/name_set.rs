@@ -62,42 +62,69 @@ impl NameIds {
     /// The id of `name`: a multiply-rotate hash over 8-byte words (a few ns for a usual
     /// key name, where SipHash takes several times as long), finished by a full mix so
     /// every bit of the id depends on every byte. Every keyspace event of the server hashes
-    /// its key name here, so the bytes are read as whole words: the last, partial word is
-    /// the name's last 8 bytes (overlapping the words before), and a shorter name is read
-    /// whole by [`short_word`]; with the length mixed in, two names of one length that
-    /// differ in any byte differ in some word.
+    /// its key name here, so the bytes are read as whole words: the last word is the
+    /// name's last 8 bytes (overlapping the word before when the length is not a multiple
+    /// of 8), and a shorter name is read whole by [`short_word`]; with the length mixed
+    /// in, two names of one length that differ in any byte differ in some word.
     pub fn id(&self, name: &[u8]) -> u64 {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let len = name.len();
-        let mut h = self.seed.0 ^ (len as u64).wrapping_mul(K);
-        let mut words = name.chunks_exact(8);
-        for word in &mut words {
-            h = (h.rotate_left(23) ^ word_at(word, 0)).wrapping_mul(K);
-        }
-        let last = if words.remainder().is_empty() {
-            0
-        } else if len >= 8 {
-            word_at(name, len - 8)
-        } else {
-            short_word(name)
-        };
-        h = (h.rotate_left(23) ^ last ^ self.seed.1).wrapping_mul(K);
-        // fmix64 of MurmurHash3: tables read the low bits, their tags the high ones.
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-        h ^ (h >> 33)
+        hash_and_find(self.seed, name, 0).0
     }
 }
 
-/// The 8 bytes of `bytes` at `at`, little-endian (0 past the end: never, as called).
+/// The id of `name` under `seed` (see [`NameIds::id`]), and whether `name` contains the
+/// byte `mark` (never false if it does; true for some short names without it when `mark`
+/// is 0): found in the words the hash reads anyway, a few instructions a word, so the
+/// keyspace callback reads a name once.
 #[inline(always)]
-fn word_at(bytes: &[u8], at: usize) -> u64 {
-    bytes
-        .get(at..at + 8)
-        .and_then(|w| <[u8; 8]>::try_from(w).ok())
-        .map_or(0, u64::from_le_bytes)
+fn hash_and_find(seed: (u64, u64), name: &[u8], mark: u8) -> (u64, bool) {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // A byte of `word ^ marks` is zero where `word` holds `mark`; `x - ONES & !x` sets a
+    // byte's high bit where `x` has a zero byte at or below it (and only if it has one).
+    let marks = ONES * u64::from(mark);
+    let zeros = |word: u64| {
+        let x = word ^ marks;
+        x.wrapping_sub(ONES) & !x
+    };
+    let len = name.len();
+    let mut h = seed.0 ^ (len as u64).wrapping_mul(K);
+    let mut found = 0;
+    let mut mix = |word: &[u8; 8]| {
+        let word = u64::from_le_bytes(*word);
+        h = (h.rotate_left(23) ^ word).wrapping_mul(K);
+        found |= zeros(word);
+    };
+    // Every word but the last from the start; then the name's last 8 bytes, which may
+    // overlap the word before. The first two words are read without a loop: most key
+    // names have at most 24 bytes, and a loop this short costs more to set up than to run.
+    let mut rest = name;
+    for _ in 0..2 {
+        match rest.split_first_chunk::<8>() {
+            Some((word, tail)) if !tail.is_empty() => {
+                mix(word);
+                rest = tail;
+            }
+            _ => break,
+        }
+    }
+    while let Some((word, tail)) = rest.split_first_chunk::<8>().filter(|(_, t)| !t.is_empty()) {
+        mix(word);
+        rest = tail;
+    }
+    let last = match name.last_chunk::<8>() {
+        Some(word) => u64::from_le_bytes(*word),
+        None => short_word(name),
+    };
+    // A short word's padding is zero bytes: they find a `mark` of 0 (a superset, which
+    // only costs a look).
+    found |= zeros(last);
+    h = (h.rotate_left(23) ^ last ^ seed.1).wrapping_mul(K);
+    // fmix64 of MurmurHash3: tables read the low bits, their tags the high ones.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    (h ^ (h >> 33), found & (ONES * 0x80) != 0)
 }
 
 /// A name of 1 to 7 bytes as one word: its first and last 4 bytes (overlapping) if it has
@@ -164,21 +191,27 @@ impl IdFilter {
     /// bits); the cells may be one.
     #[inline(always)]
     fn cells_of(&self, id: u64) -> (usize, u32, u32) {
-        let block = id as usize & self.bits.len().wrapping_sub(1);
-        (block, (id >> 52) as u32 & 63, (id >> 58) as u32)
+        Self::cells(id, self.bits.len().wrapping_sub(1))
     }
 
-    /// False only if `id` is in none of the sets.
+    /// [`Self::cells_of`] in a filter of `mask + 1` blocks.
     #[inline(always)]
-    pub fn may_contain(&self, id: u64) -> bool {
-        if self.given_up {
-            return true;
+    fn cells(id: u64, mask: usize) -> (usize, u32, u32) {
+        (
+            id as usize & mask,
+            (id >> 52) as u32 & 63,
+            (id >> 58) as u32,
+        )
+    }
+
+    /// The filter's words, a power of two of them; one word of all bits set (any id may
+    /// be kept) when the filter gave up, or has no words (never, while it counts ids).
+    fn words(&self) -> &[u64] {
+        if self.given_up || self.bits.is_empty() {
+            ANY_NAMES
+        } else {
+            &self.bits
         }
-        let (block, first, second) = self.cells_of(id);
-        let wanted = 1u64 << first | 1u64 << second;
-        self.bits
-            .get(block)
-            .is_some_and(|&bits| bits & wanted == wanted)
     }
 
     /// The cells for `total` ids.
@@ -259,6 +292,40 @@ impl IdFilter {
     pub fn bytes(&self) -> usize {
         self.bits.capacity() * 8 + self.counts.capacity()
     }
+}
+
+/// The filter words of a set that keeps no name: every name is turned away.
+pub const NO_NAMES: &[u64] = &[0];
+/// The filter words of a filter that gave up: any name may be kept.
+const ANY_NAMES: &[u64] = &[u64::MAX];
+
+/// [`NameSet::screen`] from the parts it reads ([`NameSet::screen_parts`]): the ids'
+/// seeds, and the filter's `mask + 1` words, read by `word` (block `0..=mask`). So a
+/// caller may keep the parts where reading them costs no borrow of the set.
+#[inline(always)]
+pub fn screen_with(
+    seed: (u64, u64),
+    mask: usize,
+    word: impl FnOnce(usize) -> u64,
+    name: &[u8],
+    mark: u8,
+) -> Screened {
+    let (id, marked) = hash_and_find(seed, name, mark);
+    let (block, first, second) = IdFilter::cells(id, mask);
+    let wanted = 1u64 << first | 1u64 << second;
+    Screened {
+        maybe: (word(block) & wanted == wanted).then_some(id),
+        marked,
+    }
+}
+
+/// What [`NameSet::screen`] learns of a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Screened {
+    /// The name's id, if some database may keep it ([`NameSet::contains_id`] decides).
+    pub maybe: Option<u64>,
+    /// The name contains the byte asked for.
+    pub marked: bool,
 }
 
 /// Databases with an index above this share the last set (a superset stays correct).
@@ -352,14 +419,32 @@ impl NameSet {
     /// The id of `name` if some database may keep it; `None` (most names of a server, at
     /// the cost of a hash and one cache line) if none does. No database is needed yet:
     /// [`Self::contains_id`] answers for one.
-    #[inline]
     pub fn may_contain(&self, name: &[u8]) -> Option<u64> {
-        let ids = self.ids.as_ref()?;
-        if self.total == 0 {
-            return None;
-        }
-        let id = ids.id(name);
-        self.filter.may_contain(id).then_some(id)
+        self.screen(name, b'\0').maybe
+    }
+
+    /// In one pass over `name`: its id if some database may keep it (as
+    /// [`Self::may_contain`]), and whether it contains the byte `mark` (see
+    /// [`hash_and_find`]).
+    pub fn screen(&self, name: &[u8], mark: u8) -> Screened {
+        let (seed, words) = self.screen_parts();
+        let word = |block: usize| words.get(block).copied().unwrap_or(u64::MAX);
+        screen_with(seed, words.len().wrapping_sub(1), word, name, mark)
+    }
+
+    /// What [`Self::screen`] reads: the ids' seeds and the filter's words (a power of two
+    /// of them). A set that keeps no name (or has not chosen its seeds) shows
+    /// [`NO_NAMES`], a filter that gave up one word of all bits set.
+    pub fn screen_parts(&self) -> ((u64, u64), &[u64]) {
+        let Some(ids) = &self.ids else {
+            return ((0, 0), NO_NAMES);
+        };
+        let words = if self.total == 0 {
+            NO_NAMES
+        } else {
+            self.filter.words()
+        };
+        (ids.seed, words)
     }
 
     /// True if database `db` keeps the name of id `id` (from [`Self::may_contain`]).
@@ -660,6 +745,54 @@ mod tests {
         }
         assert_eq!(s.filter.counts.len(), FILTER_MAX_CELLS);
         assert!((0..limit * 2).all(|n| s.contains(2, format!("huge:{n}").as_bytes())));
+    }
+
+    /// Seeded random names of 0 to 40 bytes, over an alphabet with `|` in it: the screen
+    /// finds the mark exactly when the name holds it, gives the name's id, and turns no
+    /// kept name away (before the first insert, after it, and once the filter gave up).
+    #[test]
+    fn the_screen_finds_the_mark_and_never_loses_a_kept_name() {
+        use crate::testutil::Rng;
+        let mut rng = Rng(41);
+        let alphabet = [b'|', b'a', b'1', b':', 0, 0xff, b'|' ^ 0x80, b'|' - 1];
+        let random_name = |rng: &mut Rng| -> Vec<u8> {
+            let len = rng.below(41) as usize;
+            (0..len).map(|_| alphabet[rng.below(8) as usize]).collect()
+        };
+        let empty = NameSet::new();
+        for _ in 0..20_000 {
+            let name = random_name(&mut rng);
+            let screened = empty.screen(&name, b'|');
+            assert_eq!(screened.marked, name.contains(&b'|'), "{name:?}");
+            assert_eq!(screened.maybe, None);
+        }
+        let mut s = NameSet::new();
+        let mut kept = Vec::new();
+        for _ in 0..20_000 {
+            let name = random_name(&mut rng);
+            s.insert(rng.below(3) as i32, &name);
+            kept.push(name);
+        }
+        let ids = s.ids.as_ref().map(|ids| ids.seed);
+        for name in &kept {
+            let screened = s.screen(name, b'|');
+            assert_eq!(screened.marked, name.contains(&b'|'), "{name:?}");
+            let id = NameIds {
+                seed: ids.unwrap_or_default(),
+            }
+            .id(name);
+            assert_eq!(screened.maybe, Some(id), "a kept name passes, with its id");
+        }
+        let strangers = (0..20_000)
+            .map(|_| random_name(&mut rng))
+            .filter(|name| s.screen(name, b'|').maybe.is_some() && !kept.contains(name))
+            .count();
+        assert!(strangers < 2_000, "{strangers} of 20000 strangers pass");
+        // Given up: every name may be kept.
+        s.filter = IdFilter::new();
+        s.filter.given_up = true;
+        assert!(kept.iter().all(|name| s.screen(name, b'|').maybe.is_some()));
+        assert!(s.screen(b"never kept", b'|').maybe.is_some());
     }
 
     #[test]

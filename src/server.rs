@@ -11,7 +11,7 @@ use std::os::raw::{c_char, c_int};
 
 use redis_module::{raw, Context, ContextFlags, NotifyEvent};
 
-use crate::name_set::NameSet;
+use crate::name_set::{self, NameSet};
 
 /// The module API function `$name` (a `RedisModule_*` symbol), known to be present.
 macro_rules! api {
@@ -334,30 +334,121 @@ thread_local! {
     /// The keys tally may hold state for, per database: every key tally opened that
     /// existed or was opened for writing (a derived key as its object), and every key that
     /// arrived under a new name, until it is deleted, expired, evicted, renamed or moved
-    /// away, or its database flushed. The keyspace callback looks here first.
-    static TRACKED: RefCell<NameSet> = const { RefCell::new(NameSet::new()) };
+    /// away, or its database flushed. The keyspace callback reads [`SCREEN`] first.
+    static TRACKED: RefCell<Tracked> = const { RefCell::new(Tracked(NameSet::new())) };
+    /// What the keyspace callback reads for every event of the server: a view of
+    /// [`TRACKED`] (taken again after every change to it) and the byte of derived names.
+    /// A plain cell of plain data: reading it costs no borrow and no check of a
+    /// thread-local's state.
+    static SCREEN: Cell<Screen> = const {
+        Cell::new(Screen {
+            view: ScreenView::EMPTY,
+            part_byte: 0,
+        })
+    };
 }
 
-/// Runs `f` on the tracked names. The borrow never nests (`f` calls nothing back), so it
-/// always succeeds; were it to fail, the names would stay as they are.
+#[derive(Clone, Copy)]
+struct Screen {
+    view: ScreenView,
+    part_byte: u8,
+}
+
+/// What [`NameSet::screen`] reads ([`NameSet::screen_parts`]), copied out of the set: the
+/// ids' seeds and where the filter's `mask + 1` words are.
+#[derive(Clone, Copy)]
+struct ScreenView {
+    seed: (u64, u64),
+    words: *const u64,
+    mask: usize,
+}
+
+impl ScreenView {
+    /// The view of a set that keeps no name.
+    const EMPTY: ScreenView = ScreenView {
+        seed: (0, 0),
+        words: name_set::NO_NAMES.as_ptr(),
+        mask: 0,
+    };
+
+    fn of(names: &NameSet) -> ScreenView {
+        let (seed, words) = names.screen_parts();
+        ScreenView {
+            seed,
+            words: words.as_ptr(),
+            mask: words.len().wrapping_sub(1),
+        }
+    }
+}
+
+/// The tracked names. Gone (at the thread's end) they leave no view of them behind.
+struct Tracked(NameSet);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        let _ = SCREEN.try_with(|s| {
+            s.set(Screen {
+                view: ScreenView::EMPTY,
+                ..s.get()
+            })
+        });
+    }
+}
+
+/// Runs `f` on the tracked names, and gives the keyspace callback a view of them as they
+/// are after it (even if `f` panics: the view must never outlive what it shows). The
+/// borrow never nests (`f` calls nothing back), so it always succeeds; were it to fail,
+/// the names would stay as they are.
 fn with_tracked(f: impl FnOnce(&mut NameSet)) {
+    struct Republish<'a>(&'a mut NameSet);
+    impl Drop for Republish<'_> {
+        fn drop(&mut self) {
+            let view = ScreenView::of(self.0);
+            SCREEN.with(|s| s.set(Screen { view, ..s.get() }));
+        }
+    }
     TRACKED.with(|t| {
         if let Ok(mut t) = t.try_borrow_mut() {
-            f(&mut t)
+            let names = Republish(&mut t.0);
+            f(names.0);
         }
     });
 }
 
-/// True if events on `name` in the database `db()` must reach the families (also when the
-/// set is busy, which it never is here: the long way is always correct). Most names are
-/// turned away by the filter of all databases, before `db` is asked.
-fn is_tracked(db: impl FnOnce() -> c_int, name: &[u8]) -> bool {
-    TRACKED.with(|t| {
-        t.try_borrow().map_or(true, |t| {
-            t.may_contain(name)
-                .is_some_and(|id| t.contains_id(db(), id))
-        })
-    })
+/// What the keyspace callback learns of a key name before it asks for the database.
+#[derive(Clone, Copy)]
+enum Seen {
+    /// Tracked in no database: the filter of all databases turned it away.
+    No,
+    /// Perhaps tracked: the exact set of the event's database decides.
+    Maybe(u64),
+}
+
+/// In one pass over `name`: whether it may be tracked in some database, and whether it
+/// contains the byte every derived key's name contains.
+#[inline(always)]
+fn screen(name: &[u8]) -> (Seen, bool) {
+    let Screen { view, part_byte } = SCREEN.with(Cell::get);
+    // SAFETY: `block <= mask`, and the view's `mask + 1` words are live and current: the
+    // view was taken of `TRACKED` after its last change (`with_tracked`), and `TRACKED`
+    // leaves the empty view (a static word) when it goes.
+    let word = |block: usize| unsafe { *view.words.add(block) };
+    let screened = name_set::screen_with(view.seed, view.mask, word, name, part_byte);
+    (
+        screened.maybe.map_or(Seen::No, Seen::Maybe),
+        screened.marked,
+    )
+}
+
+/// True if events on the name `seen` in database `db` must reach the families (also when
+/// the set is busy, which it never is here: the long way is always correct).
+fn is_tracked(db: c_int, seen: Seen) -> bool {
+    match seen {
+        Seen::No => false,
+        Seen::Maybe(id) => {
+            TRACKED.with(|t| t.try_borrow().map_or(true, |t| t.0.contains_id(db, id)))
+        }
+    }
 }
 
 /// tally opened `name` in `db` (or it arrived there): its keyspace events must reach
@@ -376,7 +467,7 @@ pub fn untrack(db: c_int, name: &[u8]) {
 
 /// How many keys are tracked and the bytes that takes.
 pub fn tracked_keys() -> (usize, usize) {
-    TRACKED.with(|t| t.try_borrow().map_or((0, 0), |t| (t.len(), t.bytes())))
+    TRACKED.with(|t| t.try_borrow().map_or((0, 0), |t| (t.0.len(), t.0.bytes())))
 }
 
 // ------------------------------------------------------------------------------ hooks
@@ -391,6 +482,9 @@ pub struct Hooks {
     /// The object a derived key belongs to, if `name` is one: its events always reach
     /// `keyspace_event`, and opening it tracks the object's own name.
     pub owner_of: fn(name: &[u8]) -> Option<&[u8]>,
+    /// A byte every derived key's name contains: `owner_of` is asked only about names
+    /// that contain it.
+    pub part_byte: u8,
     /// FLUSHDB of `db`, or FLUSHALL (`db` = -1).
     pub flushed: fn(db: c_int),
     /// SWAPDB `a` `b`.
@@ -406,6 +500,7 @@ impl Hooks {
     const NONE: Hooks = Hooks {
         keyspace_event: |_, _, _, _| {},
         owner_of: |_| None,
+        part_byte: 0,
         flushed: |_| {},
         swapped: |_, _| {},
         loading: |_| {},
@@ -451,6 +546,12 @@ pub fn keyspace_classes() -> NotifyEvent {
 /// dangling one would crash it at the next event.
 pub fn register_hooks(ctx: &Context, registered: Hooks) -> Result<(), String> {
     HOOKS.with(|h| h.set(registered));
+    SCREEN.with(|s| {
+        s.set(Screen {
+            part_byte: registered.part_byte,
+            ..s.get()
+        })
+    });
     // SAFETY: live load context; the callback lives as long as the module.
     unsafe { api!(RedisModule_RegisterInfoFunc)(ctx.ctx, Some(info_func)) };
     let classes = keyspace_classes();
@@ -495,10 +596,12 @@ extern "C" fn info_func(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_
 }
 
 /// Every keyspace event of the subscribed classes on the whole server comes here, so an
-/// event on a key that is not tally's must cost next to nothing: the cheapest answers come
-/// first (the tracked names' filter: a hash and one cache line; the database only then;
-/// the derived-name test, which reads the name's end), before any allocation, string
-/// conversion or key open. Everything else is in [`keyspace_event`].
+/// event on a key that is not tally's must cost next to nothing: one pass over the name
+/// hashes it for the tracked names' filter (one 64-bit word of one cache line) and finds
+/// whether it contains the byte of derived names; a name neither tracked nor derived,
+/// with an event that is not generic, is turned away there, before the database is asked,
+/// before any allocation, string conversion or key open. Everything else is in
+/// [`screened_event`].
 extern "C" fn on_keyspace_notification(
     ctx: *mut raw::RedisModuleCtx,
     class: c_int,
@@ -510,38 +613,59 @@ extern "C" fn on_keyspace_notification(
     }
     // SAFETY: the server lends the key name for this call.
     let key = unsafe { borrowed_bytes(key) };
-    // SAFETY: the live context of this callback, set to the event's database.
-    let db = || unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
-    let tracked = is_tracked(db, key);
+    let (seen, marked) = screen(key);
     let class = NotifyEvent::from_bits_truncate(class);
     // A generic event (DEL, RENAME, RESTORE ...) on another key may bring a tally object
     // under a new name: those are read further on.
-    if !tracked && !class.contains(NotifyEvent::GENERIC) && (hooks().owner_of)(key).is_none() {
+    if matches!(seen, Seen::No) && !marked && !class.contains(NotifyEvent::GENERIC) {
         return raw::REDISMODULE_OK as c_int;
     }
     // SAFETY: the callback's own context and event name, checked non-NULL above.
-    unsafe { keyspace_event(ctx, class, event, key, tracked) }
+    unsafe { screened_event(ctx, class, event, key, seen, marked) }
 }
 
-/// The keyspace events that may concern tally: on a tracked key (`tracked`), a derived
-/// key, or a generic event on any other.
+/// An event the callback could not turn away at once: the database decides whether the
+/// key is tracked, and the families whether a marked name is a derived key.
 ///
 /// # Safety
-/// `ctx` and `event` are the live context and the non-NULL, NUL-terminated event name of
-/// the keyspace callback this is called from.
+/// As [`keyspace_event`].
 #[inline(never)]
-unsafe fn keyspace_event(
+unsafe fn screened_event(
     ctx: *mut raw::RedisModuleCtx,
     class: NotifyEvent,
     event: *const c_char,
     key: &[u8],
-    tracked: bool,
+    seen: Seen,
+    marked: bool,
 ) -> c_int {
-    let done = raw::REDISMODULE_OK as c_int;
     // SAFETY: the live context of this callback, set to the event's database.
     let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
+    let tracked = is_tracked(db, seen);
+    let derived = !tracked && marked && (hooks().owner_of)(key).is_some();
+    if !tracked && !derived && !class.contains(NotifyEvent::GENERIC) {
+        return raw::REDISMODULE_OK as c_int;
+    }
+    // SAFETY: the function's own contract.
+    unsafe { keyspace_event(ctx, db, class, event, key, tracked, derived) }
+}
+
+/// The keyspace events that may concern tally: on a tracked key (`tracked`), a derived
+/// key (`derived`), or a generic event on any other, in database `db`.
+///
+/// # Safety
+/// `ctx` and `event` are the live context and the non-NULL, NUL-terminated event name of
+/// the keyspace callback this is called from.
+unsafe fn keyspace_event(
+    ctx: *mut raw::RedisModuleCtx,
+    db: c_int,
+    class: NotifyEvent,
+    event: *const c_char,
+    key: &[u8],
+    tracked: bool,
+    derived: bool,
+) -> c_int {
+    let done = raw::REDISMODULE_OK as c_int;
     let hooks = hooks();
-    let derived = !tracked && (hooks.owner_of)(key).is_some();
     // SAFETY: a NUL-terminated event name valid for this call (the function's contract).
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
     // A key that arrives under a new name (or a new database) may be a tally object: the

@@ -30,8 +30,8 @@ pub struct Family {
     /// specs and ACL categories are generated from them.
     pub commands: &'static [Command],
     /// The name of the object a derived key (`<base>|meta`) belongs to, for families whose
-    /// objects span several keys. Runs for every keyspace event of the server on a key
-    /// tally does not track, so it answers a name that cannot be a part at once.
+    /// objects span several keys. Runs for keyspace events on keys tally does not track
+    /// whose name contains `crate::rank::PART_BYTE`, which every derived name contains.
     pub owner_of_part: for<'a> fn(&'a [u8]) -> Option<&'a [u8]>,
     /// The word that starts the `_tally` value of the family's hashes.
     pub word: &'static str,
@@ -135,6 +135,8 @@ fn owner_of(name: &[u8]) -> Option<&[u8]> {
 pub const HOOKS: Hooks = Hooks {
     keyspace_event: on_keyspace_event,
     owner_of,
+    // Only leaderboards have derived keys.
+    part_byte: crate::rank::PART_BYTE,
     flushed,
     swapped,
     loading,

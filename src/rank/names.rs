@@ -71,10 +71,16 @@ pub fn base_of_part(name: &[u8]) -> Option<&[u8]> {
     base_of_meta(name).or_else(|| base_of_slot(name))
 }
 
+/// A byte every derived key's name contains (in `|meta` and `|slot|`): the keyspace
+/// callback asks [`base_of_part`] only about names that contain it, found while it hashes
+/// the name anyway.
+pub const PART_BYTE: u8 = b'|';
+
 /// False only for names that are no derived key: a derived name ends in `|meta`, or in
-/// `|slot|` and a slot number (digits, perhaps after `-`). Every keyspace event of the
-/// server on a key tally does not track asks, so the name is read from its end: one
-/// comparison for a name ending in neither a digit nor `a`, its digits for `user:1234`.
+/// `|slot|` and a slot number (digits, perhaps after `-`). Every keyspace event on a key
+/// tally does not track whose name contains [`PART_BYTE`] asks, so the name is read from
+/// its end: one comparison for a name ending in neither a digit nor `a`, its digits for
+/// `user|1234`.
 pub fn may_be_part(name: &[u8]) -> bool {
     let digits = trailing_digits(name);
     if digits == 0 {
@@ -116,4 +122,20 @@ pub fn has_hash_tag(key: &[u8]) -> bool {
     };
     let after = key.get(open + 1..).unwrap_or_default();
     matches!(after.iter().position(|&b| b == b'}'), Some(close) if close > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name without [`PART_BYTE`] is never asked about: no derived name may lack it.
+    #[test]
+    fn every_derived_name_contains_the_part_byte() {
+        assert!(META_SUFFIX.contains(&PART_BYTE));
+        assert!(SLOT_INFIX.contains(&PART_BYTE));
+        for name in [meta_key(b"b"), slot_key(b"b", 7), slot_key(b"", -3)] {
+            assert!(base_of_part(&name).is_some());
+            assert!(name.contains(&PART_BYTE));
+        }
+    }
 }
