@@ -171,22 +171,11 @@ scale_counters() {
     mem_line "longest command (SLOWLOG, >10 ms): us, command" "$(longest_command)"
     mem_line "longest timer tick until now (tally_max_tick_us)" "$scan_tick us"
     # Last (its copies are counters too, and would count in the memory above): the native
-    # floor at this key count: a client doing INCR's hash work itself (the
-    # module API has no HINCRBY) reads the 9 fields INCR reads and writes the 8 it writes,
-    # here on copies of the counters as they are now (a listpack is searched from its
-    # start, so its length counts), for the slots of now.
+    # floor at this key count, a client doing INCR's hash work itself on copies of the
+    # counters as they are now (a listpack is searched from its start, so its length
+    # counts).
     awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "COPY c:%012d cp:%012d\n", i, i }' | load
-    local t slots=() hmget_fields=() hset_pairs=()
-    t=$(server_ms)
-    for r in 1s:1000 5s:5000 1m:60000 5m:300000 1h:3600000 5h:18000000 1d:86400000; do
-        slots+=("${r%%:*}:$((t / ${r#*:}))")
-    done
-    hmget_fields=(_tally _state "${slots[@]}")
-    for f in "${slots[@]}"; do hset_pairs+=("$f" 1); done
-    native hmget -r "$n" -- HMGET "cp:__rand_int__" "${hmget_fields[@]}"
-    native_plus hset -r "$n" -- HSET "cp:__rand_int__" "${hset_pairs[@]}" _state "$t 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
-    tally tscounter.incr -r "$n" -- TSCOUNTER.INCR c:__rand_int__
-    report "TSCOUNTER.INCR $label keys / HMGET 9 + HSET 8, copies" "" ""
+    incr_floor_row "$n" "$label"
 }
 
 scale_stats() {

@@ -398,6 +398,23 @@ return 1')
     FLOOR_RING_FIELDS=$(cli hkeys floor:ring | grep -E '^(1s|1m|1h|1d):' | tail -n 4 | tr '\n' ' ')
 }
 
+# incr_floor_row N LABEL: TSCOUNTER.INCR over the counters c:<i> (i < N) next to its
+# native floor, HMGET of the 9 fields it reads then HSET of the 8 it writes, on their
+# copies cp:<i>, for the slots of now.
+incr_floor_row() {
+    local n=$1 label=$2 t slots=() hmget_fields=() hset_pairs=()
+    t=$(server_ms)
+    for r in 1s:1000 5s:5000 1m:60000 5m:300000 1h:3600000 5h:18000000 1d:86400000; do
+        slots+=("${r%%:*}:$((t / ${r#*:}))")
+    done
+    hmget_fields=(_tally _state "${slots[@]}")
+    for f in "${slots[@]}"; do hset_pairs+=("$f" 1); done
+    native hmget -r "$n" -- HMGET "cp:__rand_int__" "${hmget_fields[@]}"
+    native_plus hset -r "$n" -- HSET "cp:__rand_int__" "${hset_pairs[@]}" _state "$t 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
+    tally tscounter.incr -r "$n" -- TSCOUNTER.INCR "c:__rand_int__"
+    report "TSCOUNTER.INCR $label keys / HMGET 9 + HSET 8, copies" "" ""
+}
+
 counter_rows() {
     section "TSCOUNTER"
     native hincrby -- HINCRBY bench:hash f 1
@@ -421,17 +438,7 @@ counter_rows() {
     # copies of the counters as they are now (their slots of the last seconds included:
     # a listpack is searched from its start, so its length counts), for the slots of now.
     prefill COPY "c:__rand_int__" "cp:__rand_int__"
-    local t slots=() hmget_fields=() hset_pairs=()
-    t=$(server_ms)
-    for r in 1s:1000 5s:5000 1m:60000 5m:300000 1h:3600000 5h:18000000 1d:86400000; do
-        slots+=("${r%%:*}:$((t / ${r#*:}))")
-    done
-    hmget_fields=(_tally _state "${slots[@]}")
-    for f in "${slots[@]}"; do hset_pairs+=("$f" 1); done
-    native hmget -r 100000 -- HMGET "cp:__rand_int__" "${hmget_fields[@]}"
-    native_plus hset -r 100000 -- HSET "cp:__rand_int__" "${hset_pairs[@]}" _state "$t 0:1 0:1 0:1 0:1 0:1 0:1 0:1"
-    tally tscounter.incr -r 100000 -- TSCOUNTER.INCR "c:__rand_int__"
-    report "TSCOUNTER.INCR 100k keys / HMGET 9 + HSET 8, copies" "" ""
+    incr_floor_row 100000 100k
 
     native hincrby -- HINCRBY bench:hash f 1
     tally tscounter.incr -- TSCOUNTER.INCR ring
