@@ -300,7 +300,8 @@ pub const NO_NAMES: &[u64] = &[0];
 /// The filter words of a filter that gave up: any name may be kept.
 const ANY_NAMES: &[u64] = &[u64::MAX];
 
-/// [`NameSet::screen`] from the parts it reads ([`NameSet::screen_parts`]): the ids'
+/// A name's screening (its id if some database may keep it, and whether it contains
+/// `mark`) from the parts it reads ([`NameSet::screen_parts`]): the ids'
 /// seeds, and the filter's `mask + 1` words, read by `word` (block `0..=mask`). So a
 /// caller may keep the parts where reading them costs no borrow of the set.
 #[inline(always)]
@@ -320,7 +321,7 @@ pub fn screen_with(
     }
 }
 
-/// What [`NameSet::screen`] learns of a name.
+/// What [`screen_with`] learns of a name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Screened {
     /// The name's id, if some database may keep it ([`NameSet::contains_id`] decides).
@@ -411,12 +412,14 @@ impl NameSet {
         }
     }
 
+    #[cfg(test)]
     /// True if `name` is kept for database `db`.
     pub fn contains(&self, db: i32, name: &[u8]) -> bool {
         self.may_contain(name)
             .is_some_and(|id| self.contains_id(db, id))
     }
 
+    #[cfg(test)]
     /// The id of `name` if some database may keep it; `None` (most names of a server, at
     /// the cost of a hash and one cache line) if none does. No database is needed yet:
     /// [`Self::contains_id`] answers for one.
@@ -424,6 +427,7 @@ impl NameSet {
         self.screen(name, b'\0').maybe
     }
 
+    #[cfg(test)]
     /// In one pass over `name`: its id if some database may keep it (as
     /// [`Self::may_contain`]), and whether it contains the byte `mark` (see
     /// [`hash_and_find`]).
@@ -433,7 +437,7 @@ impl NameSet {
         screen_with(seed, words.len().wrapping_sub(1), word, name, mark)
     }
 
-    /// What [`Self::screen`] reads: the ids' seeds and the filter's words (a power of two
+    /// What [`screen_with`] reads: the ids' seeds and the filter's words (a power of two
     /// of them). A set that keeps no name (or has not chosen its seeds) shows
     /// [`NO_NAMES`], a filter that gave up one word of all bits set.
     pub fn screen_parts(&self) -> ((u64, u64), &[u64]) {
@@ -448,7 +452,7 @@ impl NameSet {
         (ids.seed, words)
     }
 
-    /// True if database `db` keeps the name of id `id` (from [`Self::may_contain`]).
+    /// True if database `db` keeps the name of id `id` (from [`screen_with`]).
     pub fn contains_id(&self, db: i32, id: u64) -> bool {
         self.by_db
             .get(Self::slot(db))

@@ -354,7 +354,7 @@ struct Screen {
     part_byte: u8,
 }
 
-/// What [`NameSet::screen`] reads ([`NameSet::screen_parts`]), copied out of the set: the
+/// What [`name_set::screen_with`] reads ([`NameSet::screen_parts`]), copied out of the set: the
 /// ids' seeds and where the filter's `mask + 1` words are.
 #[derive(Clone, Copy)]
 struct ScreenView {

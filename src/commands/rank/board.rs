@@ -182,14 +182,19 @@ impl Board {
         if let Some(totals) = &self.view {
             return totals.get(member);
         }
-        let raw = self.raw_total(member);
-        let Some(member) = RStr::new(member) else {
-            return 0;
-        };
+        self.corrected(member, self.raw_total(member))
+    }
+
+    /// `member`'s window total from its total before the pending slots are corrected
+    /// (`raw`, see [`Board::raw_total`]).
+    pub(super) fn corrected(&self, member: &[u8], raw: i64) -> i64 {
         if self.pending.is_empty() || raw <= 0 {
             return raw;
         }
-        raw.saturating_sub(pending_in(&self.pending, &member))
+        match RStr::new(member) {
+            Some(member) => raw.saturating_sub(pending_in(&self.pending, &member)),
+            None => 0,
+        }
     }
 
     /// `member`'s total before the pending slots are corrected: in the next totals when

@@ -76,11 +76,15 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         let rows = totals.top(offset, count);
         rows.map(|(m, t)| (m.to_vec(), t)).collect()
     } else if let Some(rows) = board
-        .with_next(|next| {
-            let rows = next.top(offset, count);
-            rows.map(|(m, t)| (m.to_vec(), t)).collect()
+        .pending
+        .is_empty()
+        .then(|| {
+            board.with_next(|next| {
+                let rows = next.top(offset, count);
+                rows.map(|(m, t)| (m.to_vec(), t)).collect()
+            })
         })
-        .filter(|_| board.pending.is_empty())
+        .flatten()
     {
         rows
     } else {
@@ -275,7 +279,8 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
             });
         }
         for member in seen.keys() {
-            if board.raw_total(member) > 0 && board.total_of(member) <= 0 {
+            let raw = board.raw_total(member);
+            if raw > 0 && board.corrected(member, raw) <= 0 {
                 members -= 1;
             }
         }
