@@ -44,6 +44,8 @@
 //! * [`commands`] — [`wait_until`], [`server_ms`], [`local_ms`], [`pipeline`],
 //!   [`conn_value`], [`conn_as_user`], [`exists`], [`hgetall`], [`slot_fields`],
 //!   [`strings`].
+//! * [`stall`] — latency bounds less the time the machine took away: [`Lost`],
+//!   [`StallWatch`], [`ping_held`], [`max_ping_held`], [`STALL_LIMIT_US`].
 //! * [`workload`] — [`Rng`], [`long_run`].
 //! * [`rank_model`] — [`RankModel`], the reference model of a leaderboard.
 //! * [`per_server`] — the [`per_server!`] macro: one test case per server kind.
@@ -110,6 +112,7 @@ pub mod per_server;
 pub mod rank_model;
 pub mod replication;
 pub mod server;
+pub mod stall;
 pub mod values;
 pub mod workload;
 
@@ -121,5 +124,6 @@ pub use per_server::*;
 pub use rank_model::*;
 pub use replication::*;
 pub use server::*;
+pub use stall::*;
 pub use values::*;
 pub use workload::*;

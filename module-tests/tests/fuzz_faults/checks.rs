@@ -389,11 +389,3 @@ impl Fuzz<'_> {
         }
     }
 }
-
-/// Nanoseconds the main thread of process `pid` has spent waiting on a run queue for a
-/// CPU (`/proc/<pid>/task/<pid>/schedstat`, second field); None where the kernel does not
-/// say.
-pub(super) fn run_queue_wait_ns(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
-}

@@ -165,11 +165,15 @@ class _Plan:
         oldest counted slot leaves it, whatever resolutions the counter has.
         """
         window = expiry * 1000
+        # The clock is read before the request, in whole milliseconds as the server's is:
+        # the server answers `reset_ms` from a now no earlier than this one, so the reset
+        # time reported is never later than the true one (early by the round trip at most).
+        asked_ms = time.time_ns() // 1_000_000
         reply = (yield [("TSCOUNTER.LIMIT", self.sliding_key(key), 0, window, 0, "DETAILS")])[0]
         count, _, reset_ms = (int(x) for x in reply[2][0])
         if count <= 0:
-            return time.time(), 0
-        return time.time() + reset_ms / 1000 - expiry, count
+            return asked_ms / 1000, 0
+        return (asked_ms + reset_ms) / 1000 - expiry, count
 
     def sliding_window(self, key: str, expiry: int) -> p.Op[tuple[int, float, int, float]]:
         """limits' `(previous, previous_ttl, current, current_ttl)`, with the whole
