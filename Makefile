@@ -21,7 +21,7 @@ WAIT_TESTS := cluster command_docs counter doc_examples faults harness_smoke lim
 	mlimit_cluster notify rank_eviction rank_history replication safety_rank stats
 WAIT_TEST_THREADS ?= 6
 
-.PHONY: all deps build run test test-long soak unit-test module-test python-test lint bench bench-scale memcheck clean
+.PHONY: all deps build run test test-long test-flaky soak unit-test module-test python-test lint bench bench-scale memcheck clean
 
 all: build
 
@@ -87,6 +87,13 @@ test-long: build
 ## SOAK_MINUTES (default 30); failures keep their seed and server logs in target/soak/.
 soak: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" bash scripts/soak.sh
+
+## make test-flaky: the timing-sensitive module-tests binaries and the client suites,
+## FLAKY_RUNS times each (default 5), with a busy loop keeping one core loaded; every
+## failure is kept under target/flaky/ (scripts/flaky.sh; FLAKY_TESTS, FLAKY_CLIENTS=0,
+## FLAKY_LOAD=0). A test that fails here even once is a bug to fix, not to retry.
+test-flaky: build
+	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" bash scripts/flaky.sh
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
