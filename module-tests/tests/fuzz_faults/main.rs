@@ -134,9 +134,11 @@ struct Fuzz<'a> {
     pings: Arc<Mutex<Vec<Duration>>>,
     all_pings: Vec<Duration>,
     fault_counts: BTreeMap<&'static str, usize>,
-    /// The primary's run-queue wait (ns) when its SLOWLOG was last reset (see
-    /// `check_latency`).
-    wait_at_slowlog_reset: Option<u64>,
+    /// The time the primary lost to other work, counted from its SLOWLOG's last reset
+    /// (see `check_latency`).
+    lost_at_slowlog_reset: Option<Lost>,
+    /// The largest `tally_max_tick_us` checked so far.
+    max_tick_seen: i64,
 }
 
 fn show(args: &[String]) -> String {
@@ -397,7 +399,8 @@ fn fuzz_faults(kind: &ServerKind, family: Family) {
         pings,
         all_pings: Vec::new(),
         fault_counts: BTreeMap::new(),
-        wait_at_slowlog_reset: run_queue_wait_ns(srv.pid()),
+        lost_at_slowlog_reset: Some(Lost::start(&srv)),
+        max_tick_seen: 0,
     };
     let mut rng = Rng(seed);
     let t0 = Instant::now();
