@@ -33,12 +33,14 @@
 use std::cmp::Ordering;
 
 mod adjusted;
+mod job_queue;
 mod meta;
 mod names;
 mod ranked;
 mod totals;
 
 pub use adjusted::*;
+pub use job_queue::{Job, JobQueue, Resolution};
 pub use meta::*;
 pub use names::*;
 pub use ranked::RankedSet;

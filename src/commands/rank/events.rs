@@ -19,10 +19,10 @@ use std::os::raw::c_int;
 
 use redis_module::{Context, NotifyEvent};
 
-use crate::rank::{base_of_meta, base_of_part};
+use crate::rank::{base_of_meta, base_of_part, Job, Resolution};
 use crate::server::{is_acting_primary, selected_db};
 
-use super::jobs::{push_job, resolve, resolve_base, Job, Resolution};
+use super::jobs::{push_job, resolve, resolve_base};
 use super::replica;
 use super::state;
 

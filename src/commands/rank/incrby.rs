@@ -27,13 +27,13 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
-use super::board::open_pending;
 use super::check_cluster;
 use super::jobs::{flush_jobs, has_jobs};
 use super::meta;
 use super::next;
 use super::rebuild::{self, Stored};
 use super::repair::repair;
+use super::slots::open_pending;
 use super::state::{self, Seen};
 use super::transit::Transit;
 

@@ -16,7 +16,9 @@
 //!   and continued by the timer;
 //! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
-//! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
+//! * `visit`: the expiry timer's visit of a board: the resumable subtraction (drain) of
+//!   the slots that left the window, or the visit `rebuild`, `view` or `next` makes;
+//! * `slots`: reading a board's slot hashes (a member's count, pending and live slots);
 //!   `next`: the totals without a large oldest slot, ready before it leaves, for the reads
 //!   meanwhile;
 //! * the lifecycle of a board made of several keys: `events` reads the keyspace events on
@@ -35,7 +37,6 @@
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
 mod board;
-mod drain;
 mod events;
 mod incrby;
 mod jobs;
@@ -47,9 +48,11 @@ mod rebuild;
 mod rem;
 mod repair;
 mod replica;
+mod slots;
 mod state;
 mod transit;
 mod view;
+mod visit;
 
 use std::os::raw::c_int;
 
@@ -66,12 +69,12 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
-pub use drain::{expire, release};
 pub use events::on_keyspace_event;
 pub use incrby::incrby;
 pub use read::{history, info, rank, score, top};
 pub use rem::rem;
 pub use state::memory_bytes;
+pub use visit::{expire, release};
 
 use jobs::flush_jobs;
 use state::Seen;

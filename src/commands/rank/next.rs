@@ -36,7 +36,7 @@ use crate::server::monotonic_us;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::board::count_in;
+use super::slots::count_in;
 use super::state::{self, Next, NextScan};
 
 /// An oldest slot hash with more members than this gets next totals; with fewer, a read

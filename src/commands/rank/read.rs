@@ -19,8 +19,9 @@ use crate::store::acl::Acl;
 use crate::store::{KeyKind, RStr};
 use crate::window::slot_start;
 
-use super::board::{pending_in, window_totals, Board};
+use super::board::Board;
 use super::check_cluster;
+use super::slots::{pending_in, window_totals};
 use super::transit::Transit;
 
 /// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]

@@ -28,15 +28,15 @@ use redis_module::Context;
 use crate::error::Result;
 use crate::expiry::{self, Visit};
 use crate::rank::{meta_key, score_to_total, slot_key, Meta};
+use crate::replicate::Batch;
 use crate::server::{monotonic_us, selected_db};
 use crate::store::acl::Acl;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::board::count_in;
-use super::drain::Batch;
 use super::jobs::has_jobs;
 use super::parts::mark_edited;
+use super::slots::count_in;
 use super::state::{self, BoardId, Rebuild};
 use super::transit::Transit;
 use super::view;

@@ -14,8 +14,8 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::board::window_totals;
 use super::parts::mark_edited;
+use super::slots::window_totals;
 use super::state;
 use super::transit::Transit;
 

@@ -2,13 +2,13 @@
 //! from the totals member by member and deleted, in steps bounded by the tick's deadline,
 //! resuming where the last visit stopped.
 //!
-//! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
-//! timer writes none of their keys unless a write asked for their rebuild, `rebuild`;
-//! `view` computes a large one's totals in memory), a
-//! board whose cluster slot is moving, the meta hash's fields other than through `meta`; replicates only through [`Effects`]. Opens keys for
-//! writing only when there is work (a write open invalidates WATCH).
+//! Owns: the timer's visit of a board and the resumable drain of expired slots. May not
+//! touch: quarantined boards (the timer writes none of their keys unless a write asked for
+//! their rebuild, `rebuild`; `view` computes a large one's totals in memory), a board whose
+//! cluster slot is moving, the meta hash's fields other than through `meta`; replicates
+//! only through [`Effects`]. Opens keys for writing only when there is work (a write open
+//! invalidates WATCH).
 
-use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::Context;
@@ -16,7 +16,7 @@ use redis_module::Context;
 use crate::args::parse_i64;
 use crate::expiry::{self, Visit};
 use crate::rank::{base_of_meta, score_to_total, slot_key, Meta};
-use crate::replicate::Effects;
+use crate::replicate::{Batch, Effects};
 use crate::server::{monotonic_us, selected_db};
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
@@ -38,33 +38,6 @@ const FREED_PER_STEP: usize = 2048;
 
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
-
-/// One batched command `name key arg ...`, started by its first argument.
-pub(super) struct Batch<'a> {
-    name: &'static CStr,
-    key: &'a [u8],
-    pub(super) effects: Effects,
-    started: bool,
-}
-
-impl<'a> Batch<'a> {
-    pub(super) fn new(name: &'static CStr, key: &'a [u8]) -> Self {
-        Batch {
-            name,
-            key,
-            effects: Effects::new(),
-            started: false,
-        }
-    }
-
-    /// The effects to add this entry's arguments to.
-    pub(super) fn entry(&mut self) -> &mut Effects {
-        if !std::mem::replace(&mut self.started, true) {
-            self.effects.command(self.name).arg(self.key);
-        }
-        &mut self.effects
-    }
-}
 
 /// Effects of one drain step on one slot, sent as (at most) three batched commands:
 /// `ZADD key total member ...`, `ZREM key member ...`, `HDEL slot member ...`.
