@@ -330,4 +330,22 @@ mod tests {
         queue.clear();
         assert!(queue.is_empty());
     }
+
+    #[test]
+    fn a_part_expiring_lazily_inside_a_write_makes_the_board_read_as_removed() {
+        // The write opened `b|slot|7`, which expired: the event queued the removal of the
+        // whole board while the write still holds its name. The write sees it before
+        // writing (and starts over on an empty board), and so does a rename of `b`'s
+        // sorted set queued after it.
+        let mut queue = JobQueue::default();
+        assert_eq!(queue.resolve_base(0, b"b"), Some(b"b".to_vec()));
+        queue.push(remove_whole(0, "b"));
+        assert_eq!(queue.resolve(0, b"b"), Resolution::Removed { whole: true });
+        queue.push(rename(0, "b", "c"));
+        assert_eq!(queue.resolve(0, b"c"), Resolution::Removed { whole: true });
+        // Once the jobs ran, the names are free again.
+        queue.take();
+        assert_eq!(queue.resolve(0, b"b"), at("b"));
+        assert_eq!(queue.resolve(0, b"c"), at("c"));
+    }
 }

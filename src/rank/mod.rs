@@ -33,17 +33,23 @@
 use std::cmp::Ordering;
 
 mod adjusted;
+mod board_store;
+mod drain;
 mod job_queue;
 mod meta;
 mod names;
 mod ranked;
+mod recount;
 mod totals;
 
 pub use adjusted::*;
+pub use board_store::{BoardStore, DrainedSlot};
+pub use drain::drain_step;
 pub use job_queue::{Job, JobQueue, Resolution};
 pub use meta::*;
 pub use names::*;
 pub use ranked::RankedSet;
+pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
 pub use totals::*;
 
 /// Suffix of the meta hash name.

@@ -13,9 +13,10 @@ use std::os::raw::c_int;
 
 use redis_module::Context;
 
-use crate::args::parse_i64;
 use crate::expiry::{self, Visit};
-use crate::rank::{base_of_meta, score_to_total, slot_key, Meta};
+use crate::rank::{
+    base_of_meta, drain_step, score_to_total, slot_key, BoardStore, DrainedSlot, Meta,
+};
 use crate::replicate::{Batch, Effects};
 use crate::server::{monotonic_us, selected_db};
 use crate::store::scan::HashCursor;
@@ -26,6 +27,7 @@ use super::meta;
 use super::next;
 use super::parts::is_marked_edited;
 use super::rebuild;
+use super::slots::count_in;
 use super::state::{self, BoardId, Seen};
 use super::transit::Transit;
 use super::view;
@@ -63,6 +65,48 @@ impl<'a> DrainEffects<'a> {
     }
 }
 
+/// A board whose slot hash that left the window is being drained, as the pure drain sees
+/// it (see `crate::rank::drain_step`): its sorted set and that slot hash, opened for
+/// writing, every write recorded in `effects`.
+struct Draining<'a> {
+    zset: &'a Key,
+    slot: &'a Key,
+    effects: DrainEffects<'a>,
+}
+
+impl BoardStore for Draining<'_> {
+    type Member = RStr;
+
+    fn member(&mut self, name: &[u8]) -> Option<RStr> {
+        RStr::new(name)
+    }
+
+    fn total(&mut self, member: &RStr) -> Option<i64> {
+        self.zset.zscore(member).map(score_to_total)
+    }
+
+    fn set_total(&mut self, name: &[u8], member: &RStr, total: i64) {
+        self.zset.zadd(member, total as f64);
+        self.effects.lowered.entry().int(total).arg(name);
+    }
+
+    fn remove_total(&mut self, name: &[u8], member: &RStr) {
+        self.zset.zrem(member);
+        self.effects.removed.entry().arg(name);
+    }
+
+    fn slot_sum(&mut self, member: &RStr) -> i64 {
+        count_in(self.slot, member)
+    }
+}
+
+impl DrainedSlot for Draining<'_> {
+    fn remove_count(&mut self, name: &[u8], member: &RStr) {
+        self.slot.hdel_str(member);
+        self.effects.drained.entry().arg(name);
+    }
+}
+
 /// Subtracts one expired slot from the totals, member by member, until the slot hash is
 /// empty (true) or the deadline passes (false; the scan resumes at the next visit).
 fn drain_slot(
@@ -77,31 +121,16 @@ fn drain_slot(
         Some((saved_index, cursor)) if saved_index == index => cursor,
         _ => HashCursor::new(),
     };
-    let mut effects = DrainEffects::new(&board.1, slot_name);
+    let mut store = Draining {
+        zset,
+        slot,
+        effects: DrainEffects::new(&board.1, slot_name),
+    };
     let mut batch = Vec::new();
     let drained = loop {
         batch.clear();
         let more = cursor.step(slot, &mut batch);
-        for (member, count) in batch.drain(..) {
-            let Some(m) = RStr::new(&member) else {
-                continue;
-            };
-            let count = parse_i64(&count).unwrap_or(0);
-            if count > 0 {
-                if let Some(score) = zset.zscore(&m) {
-                    let total = score_to_total(score).saturating_sub(count);
-                    if total <= 0 {
-                        zset.zrem(&m);
-                        effects.removed.entry().arg(&member);
-                    } else {
-                        zset.zadd(&m, total as f64);
-                        effects.lowered.entry().int(total).arg(&member);
-                    }
-                }
-            }
-            slot.hdel_str(&m);
-            effects.drained.entry().arg(&member);
-        }
+        drain_step(&mut store, &batch);
         if !more {
             if slot.kind() != KeyKind::Hash {
                 break true;
@@ -114,7 +143,7 @@ fn drain_slot(
             break false;
         }
     };
-    effects.emit(ctx);
+    store.effects.emit(ctx);
     drained
 }
 
