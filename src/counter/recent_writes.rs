@@ -7,7 +7,7 @@
 
 use std::os::raw::c_int;
 
-use crate::name_set::NameIds;
+use crate::collections::name_set::NameIds;
 
 /// Writes to a key without a mirror, counted by a hash of (db, name): a key written this
 /// often lately gets a mirror built by its next write, so hot counters stop reading their

@@ -20,8 +20,8 @@
 
 use std::os::raw::c_int;
 
+use crate::collections::memo_map::DbMaps;
 use crate::counter::{Counter, HotWrites, OrderedSlots};
-use crate::memo_map::DbMaps;
 
 /// A counter with more slots than this is never mirrored: building its mirror walks its
 /// whole hash inside one command (0.3-1 ms per thousand fields, the most on servers built

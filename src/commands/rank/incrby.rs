@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::collections::inline_vec::InlineVec;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::inline_vec::InlineVec;
 use crate::rank::{
     meta_key, score_to_total, slot_key, validate_settings, KeyName, MemberCounts, Meta, MetaLayout,
     MAX_TOTAL,

@@ -41,8 +41,8 @@ use std::time::Duration;
 
 use redis_module::{Context, ContextFlags};
 
+use crate::collections::due_queue::{DueQueue, Popped};
 use crate::config;
-use crate::due_queue::{DueQueue, Popped};
 use crate::expiry::{self, Visit};
 use crate::rank::{base_of_meta, base_of_part, base_of_slot, meta_key, slot_key};
 use crate::server::{
