@@ -12,7 +12,7 @@
 //!   ([`MetaLayout::FourNumberMarker`]): they load, and the next write of the range
 //!   rewrites them in the current layout. Any other combination is not a leaderboard;
 //! * `_edited` (present or not) on `key|meta`: the board is quarantined (see
-//!   `commands/rank/events.rs`);
+//!   `commands/rank/lifecycle.rs`);
 //! * `key|slot|<slot index>`: a hash `member -> count` of the events of one slot
 //!   (slot index = slot start / slot length).
 //!

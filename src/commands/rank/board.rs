@@ -4,8 +4,8 @@
 //! they are few, by the timer in steps when they are many: see `view`).
 //!
 //! Owns: [`Board`] and the read-only walks over a board's keys. May not touch: writes of
-//! any kind (the write paths are `incrby`, `rem`, `repair`, `rebuild`, `visit` and `parts`). Every
-//! derived key is opened through the caller's [`Acl`].
+//! any kind (the write paths are `incrby`, `rem`, `repair`, `rebuild`, `visit` and
+//! `lifecycle`). Every derived key is opened through the caller's [`Acl`].
 
 use std::os::raw::c_int;
 use std::rc::Rc;
@@ -19,7 +19,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::jobs::{has_jobs, pending_restore, resolve_base};
+use super::lifecycle::{has_jobs, pending_restore, resolve_base};
 use super::meta;
 use super::next;
 use super::slots::{for_each_live_count, open_pending, pending_in};

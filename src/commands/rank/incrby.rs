@@ -28,7 +28,7 @@ use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
 use super::check_cluster;
-use super::jobs::{flush_jobs, has_jobs};
+use super::lifecycle::{flush_jobs, has_jobs};
 use super::meta;
 use super::next;
 use super::rebuild::{self, Stored};

@@ -9,8 +9,8 @@
 //! Files, by concern (each says what it owns and may not touch):
 //! * this one: the family entry, the cluster check, TSRANK.CREATE;
 //! * `state`: everything the family keeps in memory, one value behind one access point;
-//! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), and the verified
-//!   copy a command may use instead;
+//! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), the verified
+//!   copy a command may use instead, and the `_edited` mark of a quarantine;
 //! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `repair`: rebuilding a small quarantined
 //!   board before a write; `rebuild`: rebuilding a large one in steps, started by a write
 //!   and continued by the timer;
@@ -21,9 +21,9 @@
 //! * `slots`: reading a board's slot hashes (a member's count, pending and live slots);
 //!   `next`: the totals without a large oldest slot, ready before it leaves, for the reads
 //!   meanwhile;
-//! * the lifecycle of a board made of several keys: `events` reads the keyspace events on
-//!   its keys (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits
-//!   and the quarantine they cause) and queues `jobs`, which move or remove its `parts`;
+//! * `lifecycle`: the life of a board made of several keys: the keyspace events on its keys
+//!   (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits and the
+//!   quarantine they cause) queue jobs, which move or remove its parts whole;
 //! * `transit`: is the board's cluster slot moving.
 //!
 //! May not touch (this file): other families' keys; raw module calls.
@@ -37,12 +37,10 @@
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
 mod board;
-mod events;
 mod incrby;
-mod jobs;
+mod lifecycle;
 mod meta;
 mod next;
-mod parts;
 mod read;
 mod rebuild;
 mod rem;
@@ -69,14 +67,14 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
-pub use events::on_keyspace_event;
 pub use incrby::incrby;
+pub use lifecycle::on_keyspace_event;
 pub use read::{history, info, rank, score, top};
 pub use rem::rem;
 pub use state::memory_bytes;
 pub use visit::{expire, release};
 
-use jobs::flush_jobs;
+use lifecycle::flush_jobs;
 use state::Seen;
 use transit::Transit;
 

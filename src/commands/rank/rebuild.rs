@@ -18,7 +18,7 @@
 //! for the read to sum them.
 //!
 //! Owns: the rebuild in steps and when a write uses it instead of `repair`. May not touch:
-//! the slot hashes (read only), the meta hash (`parts` clears `_edited`); replicates only
+//! the slot hashes (read only), the meta hash (`meta` clears `_edited`); replicates only
 //! through [`Effects`].
 
 use std::os::raw::c_int;
@@ -37,8 +37,8 @@ use crate::store::acl::Acl;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::jobs::has_jobs;
-use super::parts::mark_edited;
+use super::lifecycle::has_jobs;
+use super::meta::mark_edited;
 use super::slots::count_in;
 use super::state::{self, BoardId, Rebuild};
 use super::transit::Transit;

@@ -19,7 +19,7 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 
 use super::check_cluster;
-use super::jobs::{flush_jobs, has_jobs};
+use super::lifecycle::{flush_jobs, has_jobs};
 use super::meta;
 use super::rebuild;
 use super::repair::repair;

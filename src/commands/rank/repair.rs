@@ -2,7 +2,7 @@
 //! live slot hashes and the slots that left the window go.
 //!
 //! Owns: that rebuild. May not touch: the meta hash (the caller saves the new range via
-//! `meta`; `parts` clears `_edited`); replicates only through [`Effects`].
+//! `meta`; `meta::mark_edited` clears `_edited`); replicates only through [`Effects`].
 
 use redis_module::Context;
 
@@ -14,7 +14,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::parts::mark_edited;
+use super::meta::mark_edited;
 use super::slots::window_totals;
 use super::state;
 use super::transit::Transit;

@@ -51,9 +51,8 @@ use crate::server::{
 };
 use crate::store::Key;
 
-use super::meta;
+use super::meta::{self, is_marked_edited};
 use super::next;
-use super::parts::is_marked_edited;
 use super::state::{self, Seen};
 
 /// Announced members kept at most; beyond (commands queued and never run), every next

@@ -11,7 +11,7 @@
 //!   those no longer true, freed by the timer in steps;
 //! * the totals of boards without their oldest slot, when that slot is large, ready before
 //!   it leaves the window (`next`);
-//! * the lifecycle jobs queued by keyspace events (`jobs`) and their bookkeeping.
+//! * the lifecycle jobs queued by keyspace events (`lifecycle`) and their bookkeeping.
 //!
 //! A known meta is *verified* when it is known to equal the stored one: TSRANK.INCRBY then
 //! uses it without reading `base|meta` (the hot path's meta read and parse). The
@@ -143,7 +143,7 @@ pub(super) struct State {
     /// Verified metas found to differ from the stored one (a broken invariant: tests
     /// assert it stays 0).
     mismatches: u64,
-    /// Lifecycle jobs queued by keyspace events, in order (see `jobs`).
+    /// Lifecycle jobs queued by keyspace events, in order (see `lifecycle`).
     pub(super) jobs: JobQueue,
     /// The key of the last `rename_from` event, waiting for its `rename_to`.
     pub(super) rename_from: Option<(c_int, Vec<u8>)>,

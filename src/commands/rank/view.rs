@@ -19,7 +19,7 @@ use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind};
 use crate::window::{slot_index, slot_start};
 
-use super::jobs::has_jobs;
+use super::lifecycle::has_jobs;
 use super::state::{self, BoardId, View};
 
 /// Rows ordered between two looks at the clock (each comparison may miss the cache twice

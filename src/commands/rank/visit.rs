@@ -22,10 +22,9 @@ use crate::server::{monotonic_us, selected_db};
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::jobs::has_jobs;
-use super::meta;
+use super::lifecycle::has_jobs;
+use super::meta::{self, is_marked_edited};
 use super::next;
-use super::parts::is_marked_edited;
 use super::rebuild;
 use super::slots::count_in;
 use super::state::{self, BoardId, Seen};
