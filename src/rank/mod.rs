@@ -33,6 +33,7 @@
 use std::cmp::Ordering;
 
 mod adjusted;
+mod announced;
 mod board_store;
 mod drain;
 mod increment;
@@ -44,6 +45,7 @@ mod recount;
 mod totals;
 
 pub use adjusted::*;
+pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use board_store::{BoardStore, DrainedSlot};
 pub use drain::drain_step;
 pub use increment::MemberCounts;
