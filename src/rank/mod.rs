@@ -1,6 +1,11 @@
 //! Pure leaderboard (TSRANK) logic. No Redis imports: settings and bookkeeping, names of
-//! derived keys, and the ranking algorithms used while an expired slot is still being
-//! subtracted. The command layer (`commands/rank/`) feeds these from native keys.
+//! derived keys, and the algorithms, over a [`BoardStore`] where they read and write the
+//! keys (as the counter's run over `crate::counter::SlotStore`): the drain of a slot that
+//! left the window, the recount of a quarantined board, an INCRBY's arithmetic, ranking
+//! while an expired slot is still being subtracted, the totals of a quarantined board and
+//! those without the oldest slot, the lifecycle jobs' queue, and a replica's announcements
+//! of its primary's effects. The command layer (`commands/rank/`) opens the native keys,
+//! calls these, records the effects and replies.
 //!
 //! Layout of one leaderboard `key` (all keys start with `key`, so a hash tag in `key`
 //! keeps them in one cluster slot):
