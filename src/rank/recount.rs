@@ -295,4 +295,43 @@ mod tests {
         recount_members(&mut board, members.iter().map(|m| &m[..]));
         assert_recounted(&board);
     }
+
+    /// The recount at once, in memory: every field of the slots `live` summed.
+    fn summed(board: &MemBoard, live: &[i64]) -> crate::rank::Totals {
+        let mut builder = crate::rank::TotalsBuilder::new();
+        for index in live {
+            for (member, value) in board.slots.get(index).into_iter().flatten() {
+                builder.add(member, value);
+            }
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn the_recount_in_memory_and_the_rebuild_in_place_agree() {
+        for seed in [21, 22, 23] {
+            let mut board = edited_board(&mut Rng(seed));
+            let live = [2, 3, 4, 5];
+            let in_memory = summed(&board, &live);
+            board.open = Some(live.to_vec());
+            let members = board.members();
+            recount_members(&mut board, members.iter().map(|m| &m[..]));
+            for member in &members {
+                let total = board.totals.get(member).copied().unwrap_or(0);
+                assert_eq!(in_memory.get(member), total);
+            }
+            // Unordered rows and the leaderboard order hold the same members.
+            let mut rows: Vec<(Vec<u8>, i64)> =
+                in_memory.rows().map(|(m, t)| (m.to_vec(), t)).collect();
+            rows.sort();
+            let mut top: Vec<(Vec<u8>, i64)> = in_memory
+                .top(0, usize::MAX)
+                .map(|(m, t)| (m.to_vec(), t))
+                .collect();
+            assert_eq!(top, crate::rank::sort_totals(top.clone()));
+            top.sort();
+            assert_eq!(rows, top);
+            assert_eq!(rows.len(), board.totals.len());
+        }
+    }
 }

@@ -14,7 +14,7 @@ use redis_module::{Context, RedisString};
 
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::rank::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals, TotalsBuilder};
+use crate::rank::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals};
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
@@ -22,7 +22,7 @@ use crate::store::{Key, KeyKind, RStr};
 use super::lifecycle::{has_jobs, pending_restore, resolve_base};
 use super::meta;
 use super::next;
-use super::slots::{for_each_live_count, open_pending, pending_in};
+use super::slots::{live_totals, open_pending, pending_in};
 use super::state::{self, Seen};
 use super::transit::Transit;
 use super::view;
@@ -256,11 +256,8 @@ fn quarantined_view(
     };
     let few = view::fields_in(ctx, base, range, view::SUMMED_BY_READS) <= view::SUMMED_BY_READS;
     if few || transit.active() {
-        let mut builder = TotalsBuilder::new();
-        for_each_live_count(ctx, acl, base, meta, meta.slots(), now, transit, |m, c| {
-            builder.add(m, c)
-        })?;
-        return Ok(Some(Rc::new(builder.finish())));
+        let totals = live_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
+        return Ok(Some(Rc::new(totals.finish())));
     }
     if state::with(|s| s.is_rebuilding(db, base)) {
         // Rebuilt in steps (see `rebuild`): the sorted set is exact for every member a

@@ -5,12 +5,10 @@
 //! count as nothing). May not touch: writes of any kind. Every slot hash is opened through
 //! the caller's [`Acl`].
 
-use std::collections::HashMap;
-
 use redis_module::Context;
 
 use crate::error::Result;
-use crate::rank::{add_count, slot_key, Meta};
+use crate::rank::{slot_key, Meta, TotalsBuilder};
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
@@ -57,9 +55,11 @@ pub(super) fn open_pending(
     Ok(pending)
 }
 
-/// Totals over the latest `slots` slots, from the slot hashes (values that are not
-/// positive integers, a user's edits, count as nothing).
-pub(super) fn window_totals(
+/// The recount of the latest `slots` slots at once: their slot hashes summed into totals
+/// (values that are not positive integers, a user's edits, count as nothing), unordered
+/// until finished. The timer's recount of a large board sums the same way, in steps
+/// (`view`).
+pub(super) fn live_totals(
     ctx: &Context,
     acl: &Acl,
     base: &[u8],
@@ -67,8 +67,8 @@ pub(super) fn window_totals(
     slots: i64,
     now: i64,
     transit: &Transit,
-) -> Result<HashMap<Vec<u8>, i64>> {
-    let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
+) -> Result<TotalsBuilder> {
+    let mut totals = TotalsBuilder::new();
     for_each_live_count(
         ctx,
         acl,
@@ -77,7 +77,7 @@ pub(super) fn window_totals(
         slots,
         now,
         transit,
-        |member, count| add_count(&mut totals, member, count),
+        |member, count| totals.add(member, count),
     )?;
     Ok(totals)
 }
@@ -85,7 +85,7 @@ pub(super) fn window_totals(
 /// Calls `f(member, count)` for every field of the slot hashes of the latest `slots`
 /// slots.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn for_each_live_count(
+fn for_each_live_count(
     ctx: &Context,
     acl: &Acl,
     base: &[u8],
