@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use redis_module::{Context, NotifyEvent};
 
+use crate::collections::due_queue::{DueQueue, Popped};
 use crate::config;
-use crate::due_queue::{DueQueue, Popped};
 use crate::server::{
     is_acting_primary, monotonic_us, now_ms, replica_traffic_paused, selected_db, DbGuard,
 };

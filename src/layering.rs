@@ -20,7 +20,7 @@ const FFI_LAYER: [&str; 9] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`).
-const PURE: [&str; 15] = [
+const PURE: [&str; 11] = [
     "args",
     "error",
     "layout",
@@ -31,11 +31,7 @@ const PURE: [&str; 15] = [
     "moments",
     "sketch",
     "limit",
-    "due_queue",
-    "memo_map",
-    "sharded_map",
-    "inline_vec",
-    "name_set",
+    "collections",
 ];
 
 fn src_dir() -> PathBuf {

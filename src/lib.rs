@@ -2,13 +2,13 @@
 //!
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `counter`,
-//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `due_queue`, `error`, `inline_vec`,
-//!   `memo_map`, `name_set`, `sharded_map`; `cmddocs` (the version and the commands' documentation, pure
-//!   data);
+//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `error`, `collections` (the data
+//!   structures tally writes itself); `cmddocs` (the version and the commands'
+//!   documentation, pure data);
 //! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
 //!   databases, role, event hooks), `store` (keys, hashes, sorted sets, scans, ACL),
 //!   `replicate` (effects), `reply`, `cmdinfo` (command table entries, registration);
-//! * `expiry`: the schedule (a `due_queue`) and the one timer, calling the families through
+//! * `expiry`: the schedule (a `collections::due_queue`) and the one timer, calling the families through
 //!   a visitor;
 //! * `commands/`: the family registry (commands, hooks, state), one folder per family.
 //!
@@ -21,27 +21,19 @@ pub mod args;
 #[forbid(unsafe_code)]
 pub mod cmddocs;
 #[forbid(unsafe_code)]
+pub mod collections;
+#[forbid(unsafe_code)]
 pub mod counter;
 #[forbid(unsafe_code)]
-pub mod due_queue;
-#[forbid(unsafe_code)]
 pub mod error;
-#[forbid(unsafe_code)]
-pub mod inline_vec;
 #[forbid(unsafe_code)]
 pub mod layout;
 #[forbid(unsafe_code)]
 pub mod limit;
 #[forbid(unsafe_code)]
-pub mod memo_map;
-#[forbid(unsafe_code)]
 pub mod moments;
 #[forbid(unsafe_code)]
-pub mod name_set;
-#[forbid(unsafe_code)]
 pub mod rank;
-#[forbid(unsafe_code)]
-pub mod sharded_map;
 #[forbid(unsafe_code)]
 pub mod sketch;
 #[forbid(unsafe_code)]

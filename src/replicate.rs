@@ -210,6 +210,34 @@ fn replicate(ctx: &Context, name: &CStr, args: &[&[u8]]) {
     );
 }
 
+/// One batched command `name key arg ...` (a `ZADD` or `ZREM` of many members, an `HDEL`
+/// of many fields), started by its first entry: a step that changes nothing sends nothing.
+pub struct Batch<'a> {
+    name: &'static CStr,
+    key: &'a [u8],
+    pub effects: Effects,
+    started: bool,
+}
+
+impl<'a> Batch<'a> {
+    pub fn new(name: &'static CStr, key: &'a [u8]) -> Self {
+        Batch {
+            name,
+            key,
+            effects: Effects::new(),
+            started: false,
+        }
+    }
+
+    /// The effects to add this entry's arguments to.
+    pub fn entry(&mut self) -> &mut Effects {
+        if !std::mem::replace(&mut self.started, true) {
+            self.effects.command(self.name).arg(self.key);
+        }
+        &mut self.effects
+    }
+}
+
 /// The writes one operation made to one hash key: recorded while the operation runs, then
 /// sent as `DEL`, or as `HDEL`/`HSET` in the order they were made.
 ///

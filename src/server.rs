@@ -11,7 +11,7 @@ use std::os::raw::{c_char, c_int};
 
 use redis_module::{raw, Context, ContextFlags, NotifyEvent};
 
-use crate::name_set::{self, NameSet};
+use crate::collections::name_set::{self, NameSet};
 
 /// The module API function `$name` (a `RedisModule_*` symbol), known to be present.
 macro_rules! api {

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::counter::SlotStore;
+use crate::rank::{BoardStore, DrainedSlot};
 
 /// A counter's slots in a plain ordered map. Range reads use the trait's default (one
 /// probe per position) unless made with [`MapStore::ordered`], which reads ranges from the
@@ -49,6 +50,103 @@ impl SlotStore for MapStore {
             let slots = self.0.range((res_ms, lo)..=(res_ms, hi));
             out.extend(slots.map(|(&(_, index), &count)| (index, count)));
         }
+    }
+}
+
+/// A leaderboard in plain maps, as the native keys hold it: the sorted set (`totals`), the
+/// slot hashes by index with their raw values (so a user's edits can be stored), which of
+/// them a command holds open (`open`, all when `None`), the one being drained, and every
+/// write made through the store, in order, as the native command it replicates as.
+#[derive(Clone, Debug, Default)]
+pub struct MemBoard {
+    pub totals: BTreeMap<Vec<u8>, i64>,
+    pub slots: BTreeMap<i64, BTreeMap<Vec<u8>, Vec<u8>>>,
+    pub open: Option<Vec<i64>>,
+    pub draining: i64,
+    pub writes: Vec<String>,
+}
+
+impl MemBoard {
+    /// A healthy board's increment (what TSRANK.INCRBY stores): `by` added to the member's
+    /// count in slot `index` and to its total.
+    pub fn incr(&mut self, index: i64, member: &str, by: i64) {
+        let slot = self.slots.entry(index).or_default();
+        let count = slot.entry(member.into()).or_insert_with(|| b"0".to_vec());
+        let new = crate::args::parse_i64(count).unwrap_or(0) + by;
+        *count = new.to_string().into_bytes();
+        *self.totals.entry(member.into()).or_insert(0) += by;
+    }
+
+    /// `member`'s count in slot `index` as tally reads it (not a positive integer: 0).
+    pub fn count(&self, index: i64, member: &[u8]) -> i64 {
+        let value = self.slots.get(&index).and_then(|slot| slot.get(member));
+        value.map_or(0, |v| crate::args::parse_i64(v).unwrap_or(0).max(0))
+    }
+
+    /// `member`'s counts summed over the slots `indexes`.
+    pub fn count_over(&self, member: &[u8], indexes: impl IntoIterator<Item = i64>) -> i64 {
+        indexes.into_iter().map(|i| self.count(i, member)).sum()
+    }
+
+    /// Every member of the sorted set and of the slot hashes.
+    pub fn members(&self) -> Vec<Vec<u8>> {
+        let mut all: Vec<Vec<u8>> = self.totals.keys().cloned().collect();
+        all.extend(self.slots.values().flat_map(|slot| slot.keys().cloned()));
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Up to `n` fields of the slot being drained, as a scan step returns them.
+    pub fn scan_draining(&self, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let slot = self.slots.get(&self.draining).into_iter().flatten();
+        slot.take(n).map(|(m, v)| (m.clone(), v.clone())).collect()
+    }
+
+    fn open_slots(&self) -> Vec<i64> {
+        match &self.open {
+            Some(open) => open.clone(),
+            None => self.slots.keys().copied().collect(),
+        }
+    }
+}
+
+impl BoardStore for MemBoard {
+    type Member = Vec<u8>;
+
+    fn member(&mut self, name: &[u8]) -> Option<Vec<u8>> {
+        Some(name.to_vec())
+    }
+    fn total(&mut self, member: &Vec<u8>) -> Option<i64> {
+        self.totals.get(member).copied()
+    }
+    fn set_total(&mut self, name: &[u8], member: &Vec<u8>, total: i64) {
+        assert!(total > 0, "a total set is positive");
+        self.totals.insert(member.clone(), total);
+        let name = String::from_utf8_lossy(name);
+        self.writes.push(format!("ZADD {total} {name}"));
+    }
+    fn remove_total(&mut self, name: &[u8], member: &Vec<u8>) {
+        self.totals.remove(member);
+        self.writes
+            .push(format!("ZREM {}", String::from_utf8_lossy(name)));
+    }
+    fn slot_sum(&mut self, member: &Vec<u8>) -> i64 {
+        self.count_over(member, self.open_slots())
+    }
+}
+
+impl DrainedSlot for MemBoard {
+    fn remove_count(&mut self, name: &[u8], member: &Vec<u8>) {
+        if let Some(slot) = self.slots.get_mut(&self.draining) {
+            slot.remove(member);
+            // The server deletes a hash whose last field goes.
+            if slot.is_empty() {
+                self.slots.remove(&self.draining);
+            }
+        }
+        let name = String::from_utf8_lossy(name);
+        self.writes.push(format!("HDEL {} {name}", self.draining));
     }
 }
 

@@ -151,7 +151,7 @@ pub use fields::{
 };
 pub use ordered::OrderedSlots;
 pub use reads::Extent;
-pub use recent_writes::RecentWrites;
+pub use recent_writes::{HotWrites, RecentWrites, HOT_WRITES_PER_SECOND};
 pub use slot_store::{collect_ordered, SlotStore};
 pub use trim::Trimmed;
 

@@ -1,11 +1,13 @@
 //! Which counters are written often: a small fixed table of recent write counts per key,
-//! telling the counter commands when a key's in-memory mirror is worth building.
+//! telling the counter commands when a key's in-memory mirror is worth building
+//! ([`RecentWrites`]), and a mirrored key's writes within one second, telling when its
+//! hash is worth the hashtable encoding ([`HotWrites`]).
 //!
-//! Owns: that table. May not touch: Redis (pure).
+//! Owns: those counts. May not touch: Redis (pure).
 
 use std::os::raw::c_int;
 
-use crate::name_set::NameIds;
+use crate::collections::name_set::NameIds;
 
 /// Writes to a key without a mirror, counted by a hash of (db, name): a key written this
 /// often lately gets a mirror built by its next write, so hot counters stop reading their
@@ -63,6 +65,38 @@ impl RecentWrites {
     }
 }
 
+/// Writes within one second that make a mirrored key hot enough for the hashtable
+/// encoding of its hash (the command layer's `HASHTABLE_MIN_FIELDS` says from what size).
+pub const HOT_WRITES_PER_SECOND: u32 = 64;
+
+/// A mirrored key's writes counted within the current second, until it is found hot.
+#[derive(Default)]
+pub struct HotWrites {
+    /// The second counted in (ms / 1000).
+    second: i64,
+    writes: u32,
+    /// The hash was asked into the hashtable encoding: asked once only.
+    asked: bool,
+}
+
+impl HotWrites {
+    /// Counts a write at `now` (ms, asked only while it matters); true once, when the key
+    /// has become hot enough for the hashtable encoding.
+    pub fn wants_hashtable(&mut self, now: impl FnOnce() -> i64) -> bool {
+        if self.asked {
+            return false;
+        }
+        let second = now().div_euclid(1000);
+        if second != self.second {
+            self.second = second;
+            self.writes = 0;
+        }
+        self.writes = self.writes.saturating_add(1);
+        self.asked = self.writes >= HOT_WRITES_PER_SECOND;
+        self.asked
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +118,30 @@ mod tests {
             .filter(|i| recent.count(0, format!("c:{i}").as_bytes()))
             .count();
         assert!(hot < 1_000, "{hot} keys of a crowd looked hot");
+    }
+
+    #[test]
+    fn a_key_is_hot_after_enough_writes_within_one_second_and_asked_once() {
+        let mut hot = HotWrites::default();
+        // Writes spread over seconds never make it hot.
+        for i in 0..1000 {
+            assert!(!hot.wants_hashtable(|| 5_000 + i * (1000 / 8)), "write {i}");
+        }
+        let mut hot = HotWrites::default();
+        let start = 1_795_424_400_000;
+        for i in 0..HOT_WRITES_PER_SECOND - 1 {
+            assert!(!hot.wants_hashtable(|| start + i as i64));
+        }
+        assert!(hot.wants_hashtable(|| start + 999));
+        // Once asked, never again, and the clock is not read.
+        for _ in 0..1000 {
+            assert!(!hot.wants_hashtable(|| unreachable!("clock read")));
+        }
+        // The count starts over in a new second.
+        let mut hot = HotWrites::default();
+        for i in 0..HOT_WRITES_PER_SECOND - 1 {
+            assert!(!hot.wants_hashtable(|| start + 500 + i as i64 * 5));
+        }
+        assert!(!hot.wants_hashtable(|| start + 1000));
     }
 }

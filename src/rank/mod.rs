@@ -1,6 +1,11 @@
 //! Pure leaderboard (TSRANK) logic. No Redis imports: settings and bookkeeping, names of
-//! derived keys, and the ranking algorithms used while an expired slot is still being
-//! subtracted. The command layer (`commands/rank/`) feeds these from native keys.
+//! derived keys, and the algorithms, over a [`BoardStore`] where they read and write the
+//! keys (as the counter's run over `crate::counter::SlotStore`): the drain of a slot that
+//! left the window, the recount of a quarantined board, an INCRBY's arithmetic, ranking
+//! while an expired slot is still being subtracted, the totals of a quarantined board and
+//! those without the oldest slot, the lifecycle jobs' queue, and a replica's announcements
+//! of its primary's effects. The command layer (`commands/rank/`) opens the native keys,
+//! calls these, records the effects and replies.
 //!
 //! Layout of one leaderboard `key` (all keys start with `key`, so a hash tag in `key`
 //! keeps them in one cluster slot):
@@ -12,7 +17,7 @@
 //!   ([`MetaLayout::FourNumberMarker`]): they load, and the next write of the range
 //!   rewrites them in the current layout. Any other combination is not a leaderboard;
 //! * `_edited` (present or not) on `key|meta`: the board is quarantined (see
-//!   `commands/rank/events.rs`);
+//!   `commands/rank/lifecycle.rs`);
 //! * `key|slot|<slot index>`: a hash `member -> count` of the events of one slot
 //!   (slot index = slot start / slot length).
 //!
@@ -33,15 +38,27 @@
 use std::cmp::Ordering;
 
 mod adjusted;
+mod announced;
+mod board_store;
+mod drain;
+mod increment;
+mod job_queue;
 mod meta;
 mod names;
 mod ranked;
+mod recount;
 mod totals;
 
 pub use adjusted::*;
+pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
+pub use board_store::{BoardStore, DrainedSlot};
+pub use drain::drain_step;
+pub use increment::MemberCounts;
+pub use job_queue::{Job, JobQueue, Resolution};
 pub use meta::*;
 pub use names::*;
 pub use ranked::RankedSet;
+pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
 pub use totals::*;
 
 /// Suffix of the meta hash name.

@@ -2,7 +2,7 @@
 //! derived key belongs to. Pure: no Redis imports.
 
 use crate::args::parse_i64;
-use crate::inline_vec::InlineVec;
+use crate::collections::inline_vec::InlineVec;
 
 use super::*;
 

@@ -14,7 +14,7 @@ use std::mem::size_of;
 use std::rc::Rc;
 
 use super::{ahead, Member};
-use crate::sharded_map::ShardedMap;
+use crate::collections::sharded_map::ShardedMap;
 
 /// Entries per block after a split.
 const BLOCK: usize = 256;

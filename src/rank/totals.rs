@@ -86,6 +86,13 @@ impl Totals {
         true
     }
 
+    /// Every `(member, total)` in the order first summed (before ordering, or without it).
+    pub fn rows(&self) -> impl Iterator<Item = (&[u8], i64)> {
+        self.entries
+            .iter()
+            .map(|(member, total)| (&member[..], *total))
+    }
+
     /// At most `count` rows from `offset`, in leaderboard order.
     pub fn top(&self, offset: usize, count: usize) -> impl Iterator<Item = (&[u8], i64)> {
         let start = offset.min(self.order.len());
@@ -180,15 +187,6 @@ impl TotalsBuilder {
         while !self.order_step(usize::MAX) {}
         self.totals.order = self.sort.into_sorted();
         self.totals
-    }
-}
-
-/// Adds one slot hash field to summed counts: values that are not positive integers (a
-/// user's edits) count as nothing.
-pub fn add_count(sums: &mut HashMap<Vec<u8>, i64>, member: &[u8], count: &[u8]) {
-    if let Ok(count @ 1..) = parse_i64(count) {
-        let entry = sums.entry(member.to_vec()).or_insert(0);
-        *entry = entry.saturating_add(count);
     }
 }
 

@@ -11,8 +11,7 @@
 use std::cell::{Cell, RefCell};
 use std::os::raw::c_int;
 
-use super::hash_slots::SlotName;
-use super::mirror::Mirrors;
+use super::mirror::{Build, Mirror, Mirrors};
 use crate::counter::{Counter, RecentWrites, Resolution, STATE_FIELD};
 use crate::layout::MARKER_FIELD;
 use crate::store::RStr;
@@ -29,9 +28,6 @@ pub struct Caches {
     pub(super) clear_pending: Cell<bool>,
     /// Writes to keys without a mirror, to tell a hot key (a bounded number of keys).
     pub(super) recent_writes: RefCell<RecentWrites>,
-    /// Slot field names made by the last command (an increment touches one per
-    /// resolution, and the next increment at the same time uses the same names).
-    pub(super) slot_names: Cell<Vec<SlotName>>,
     /// The `_tally` and `_state` field names as module strings: every command reads both.
     pub(super) field_names: Option<(RStr, RStr)>,
     /// The last marker parsed and its resolutions: most deployments use one or two
@@ -64,7 +60,6 @@ impl Caches {
             mirrors: RefCell::default(),
             clear_pending: Cell::new(false),
             recent_writes: RefCell::default(),
-            slot_names: Cell::new(Vec::new()),
             field_names: RStr::new(MARKER_FIELD.as_bytes()).zip(RStr::new(STATE_FIELD.as_bytes())),
             last_marker: RefCell::new((Vec::new(), Vec::new())),
             last_state: RefCell::new((Vec::new(), None)),
@@ -99,5 +94,60 @@ impl Caches {
             Ok(mut mirrors) => *mirrors = Mirrors::default(),
             Err(_) => self.clear_pending.set(true),
         }
+    }
+
+    /// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or stale
+    /// mirror is rebuilt from `load` (every stored slot; false: not to be mirrored) first when
+    /// `build` says so. `fields` is the hash's current field count.
+    pub fn with_mirror<T>(
+        &self,
+        (db, name, fields): (c_int, &[u8], usize),
+        build: Build,
+        load: &mut dyn FnMut(&mut Mirror) -> bool,
+        f: impl FnOnce(Option<&mut Mirror>) -> T,
+    ) -> T {
+        let Ok(mut mirrors) = self.mirrors.try_borrow_mut() else {
+            return f(None);
+        };
+        if self.clear_pending.replace(false) {
+            *mirrors = Mirrors::default();
+        }
+        let wanted = || match build {
+            Build::Always => true,
+            Build::IfHot => self.is_hot(db, name),
+            Build::Never => false,
+        };
+        mirrors.with_mirror((db, name, fields), wanted, load, f)
+    }
+
+    /// Runs `f` with the mirror of `name` in `db` if there is one valid for a hash of `fields`
+    /// fields (`None` otherwise: nothing is built). For reads: `f` must not change the slots.
+    pub fn with_valid_mirror<T>(
+        &self,
+        db: c_int,
+        name: &[u8],
+        fields: usize,
+        f: impl FnOnce(&mut Mirror) -> T,
+    ) -> Option<T> {
+        let mut mirrors = self.mirrors.try_borrow_mut().ok()?;
+        if self.clear_pending.get() {
+            return None;
+        }
+        Some(f(mirrors.valid(db, name, fields)?))
+    }
+
+    /// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
+    /// often enough to be worth one.
+    fn is_hot(&self, db: c_int, name: &[u8]) -> bool {
+        self.recent_writes
+            .try_borrow_mut()
+            .is_ok_and(|mut recent| recent.count(db, name))
+    }
+
+    /// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is
+    /// valid for a hash of `fields` fields.
+    pub fn cached_counter(&self, db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
+        self.with_valid_mirror(db, name, fields, |mirror| mirror.counter.clone())
+            .flatten()
     }
 }

@@ -5,13 +5,15 @@
 //! Owns: the counter's slot fields in its hash. May not touch: raw module calls, command
 //! parsing.
 
+use std::cell::Cell;
+
 use redis_module::Context;
 
 use super::caches::caches;
-use super::load_save::{is_counter, Loaded};
 use super::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
 use crate::args::parse_i64;
 use crate::counter::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
+use crate::layout;
 use crate::replicate::HashEffects;
 use crate::server::{now_ms, selected_db};
 use crate::store::{Key, KeyKind, RStr};
@@ -47,16 +49,22 @@ pub(super) struct HashSlots<'a> {
 /// Field names kept (an increment touches one field per resolution).
 const MAX_CACHED_NAMES: usize = crate::counter::MAX_RESOLUTIONS;
 
+thread_local! {
+    /// Slot field names made by the last command (an increment touches one per
+    /// resolution, and the next increment at the same time uses the same names).
+    static SLOT_NAMES: Cell<Vec<SlotName>> = const { Cell::new(Vec::new()) };
+}
+
 impl Drop for HashSlots<'_> {
     fn drop(&mut self) {
         // Only names this command took from the cache (or made) go back: a read that made
         // none leaves the cache as it was.
         let names = (self.names.capacity() > 0).then(|| std::mem::take(&mut self.names));
-        if names.is_some() || self.lookups > 0 {
+        if let Some(names) = names {
+            SLOT_NAMES.set(names);
+        }
+        if self.lookups > 0 {
             caches(|caches| {
-                if let Some(names) = names {
-                    caches.slot_names.set(names);
-                }
                 let total = caches.hash_lookups.get().wrapping_add(self.lookups);
                 caches.hash_lookups.set(total);
             });
@@ -130,7 +138,7 @@ impl<'a> HashSlots<'a> {
     /// The names kept by the last command, taken for this one (once).
     fn take_cached_names(&mut self) {
         if self.names.capacity() == 0 {
-            self.names = caches(|caches| caches.slot_names.take());
+            self.names = SLOT_NAMES.take();
         }
     }
 
@@ -148,10 +156,10 @@ impl<'a> HashSlots<'a> {
     }
 
     /// Keeps a counter read from valid stored fields with the mirror, for the next command.
-    pub(super) fn remember_counter(&mut self, loaded: &Loaded) {
+    pub(super) fn remember_counter(&mut self, counter: &Counter) {
         if let Some(mirror) = self.mirror.as_deref_mut() {
-            if mirror.counter.is_none() && !loaded.state_rebuilt {
-                mirror.counter = Some(loaded.counter.clone());
+            if mirror.counter.is_none() {
+                mirror.counter = Some(counter.clone());
             }
         }
     }
@@ -400,6 +408,22 @@ impl SlotStore for HashSlots<'_> {
     }
 }
 
+/// True if `key` holds a hash with a counter's `_tally` marker: the only hashes whose
+/// slots are mirrored.
+pub(super) fn is_counter(key: &Key) -> bool {
+    caches(|caches| {
+        caches
+            .field_names
+            .as_ref()
+            .is_some_and(|(marker_field, _)| {
+                key.hget_with(marker_field, |marker| {
+                    layout::is_family(marker, layout::COUNTER)
+                })
+                .unwrap_or(false)
+            })
+    })
+}
+
 /// Hashes of at most this many fields are taken to be listpacks (the servers' default
 /// `hash-max-listpack-entries`), whose every field lookup scans the hash.
 const LISTPACK_MAX_FIELDS: usize = 128;
@@ -463,9 +487,7 @@ pub(super) fn with_slots<T>(
     let build = if worth_mirroring { build } else { Build::Never };
     caches(|caches| {
         caches.with_mirror(
-            selected_db(ctx),
-            name,
-            fields,
+            (selected_db(ctx), name, fields),
             build,
             &mut load,
             |mut mirror| {
@@ -473,7 +495,7 @@ pub(super) fn with_slots<T>(
                     writing && fields >= HASHTABLE_MIN_FIELDS,
                     mirror.as_deref_mut(),
                 ) {
-                    if m.wants_hashtable(now_ms) {
+                    if m.writes.wants_hashtable(now_ms) {
                         key.use_hashtable_encoding();
                     }
                 }

@@ -53,21 +53,6 @@ fn parse_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, 
     })
 }
 
-/// True if `key` holds a hash with a counter's `_tally` marker.
-pub(super) fn is_counter(key: &Key) -> bool {
-    caches(|caches| {
-        caches
-            .field_names
-            .as_ref()
-            .is_some_and(|(marker_field, _)| {
-                key.hget_with(marker_field, |marker| {
-                    layout::is_family(marker, layout::COUNTER)
-                })
-                .unwrap_or(false)
-            })
-    })
-}
-
 /// A counter as read from its hash.
 pub(super) struct Loaded {
     pub(super) counter: Counter,
@@ -200,7 +185,9 @@ pub(super) fn read_counter<T>(
         return Ok(None);
     };
     with_slots(ctx, key, name, Build::Always, |slots| {
-        slots.remember_counter(&loaded);
+        if !loaded.state_rebuilt {
+            slots.remember_counter(&loaded.counter);
+        }
         f(&loaded.counter, slots)
     })
     .map(Some)

@@ -20,9 +20,8 @@
 
 use std::os::raw::c_int;
 
-use super::caches::Caches;
-use crate::counter::{Counter, OrderedSlots};
-use crate::memo_map::DbMaps;
+use crate::collections::memo_map::DbMaps;
+use crate::counter::{Counter, HotWrites, OrderedSlots};
 
 /// A counter with more slots than this is never mirrored: building its mirror walks its
 /// whole hash inside one command (0.3-1 ms per thousand fields, the most on servers built
@@ -51,24 +50,22 @@ pub struct Mirror {
     /// The counter's settings and bookkeeping as last written by tally (its `_tally` and
     /// `_state`, parsed), so a command on a mirrored counter reads nothing from the hash.
     pub counter: Option<Counter>,
-    /// Writes counted in the second `write_second` (ms / 1000), to tell a hot key.
-    write_second: i64,
-    writes_in_second: u32,
-    /// The hash was asked into the hashtable encoding (see [`Mirror::wants_hashtable`]).
-    hashtable_asked: bool,
+    /// Writes within the current second, to move a hot key's hash to the hashtable
+    /// encoding (see [`HASHTABLE_MIN_FIELDS`]).
+    pub writes: HotWrites,
     /// The bytes this mirror was last counted at in [`Mirrors::bytes`].
     counted_bytes: usize,
 }
 
 /// A mirrored hash with at least this many fields, written at least
-/// [`HOT_WRITES_PER_SECOND`] times within one second, is moved to the hashtable encoding.
-/// An increment looks up one field per resolution and a listpack is searched from its
-/// start (the newest slots, the ones written, are at its end): at 16 fields, 7 listpack
-/// lookups already cost about what 7 hashtable ones do, and at 256 fields twenty times
-/// more. The hashtable costs 2-3 times the memory, hence only for keys written that often
-/// (a few, by nature) and never for the many counters written now and then.
+/// `HOT_WRITES_PER_SECOND` times within one second (see [`HotWrites`]), is moved to the
+/// hashtable encoding. An increment looks up one field per resolution and a listpack is
+/// searched from its start (the newest slots, the ones written, are at its end): at 16
+/// fields, 7 listpack lookups already cost about what 7 hashtable ones do, and at 256
+/// fields twenty times more. The hashtable costs 2-3 times the memory, hence only for keys
+/// written that often (a few, by nature) and never for the many counters written now and
+/// then.
 pub const HASHTABLE_MIN_FIELDS: usize = 16;
-pub const HOT_WRITES_PER_SECOND: u32 = 64;
 
 impl Mirror {
     /// Estimated bytes this mirror holds under `name`.
@@ -81,25 +78,9 @@ impl Mirror {
                 .as_ref()
                 .map_or(0, |c| c.heap_bytes(PER_ALLOCATION))
     }
-
-    /// Counts a write at `now` (ms, asked only while it matters); true once, when the key
-    /// has become hot enough for the hashtable encoding.
-    pub fn wants_hashtable(&mut self, now: impl FnOnce() -> i64) -> bool {
-        if self.hashtable_asked {
-            return false;
-        }
-        let second = now().div_euclid(1000);
-        if second != self.write_second {
-            self.write_second = second;
-            self.writes_in_second = 0;
-        }
-        self.writes_in_second = self.writes_in_second.saturating_add(1);
-        self.hashtable_asked = self.writes_in_second >= HOT_WRITES_PER_SECOND;
-        self.hashtable_asked
-    }
 }
 
-/// Every mirror, with its totals (held in [`Caches::mirrors`]).
+/// Every mirror, with its totals (held in the family's `Caches`).
 #[derive(Default)]
 pub(super) struct Mirrors {
     /// Per database (a lookup hashes only the key name, and a key used again right after
@@ -156,25 +137,19 @@ fn budget() -> usize {
     crate::commands::caches::budget_of(crate::layout::COUNTER)
 }
 
-impl Caches {
-    /// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or stale
-    /// mirror is rebuilt from `load` (every stored slot; false: not to be mirrored) first when
-    /// `build` says so. `fields` is the hash's current field count.
-    pub fn with_mirror<T>(
-        &self,
-        db: c_int,
-        name: &[u8],
-        fields: usize,
-        build: Build,
+impl Mirrors {
+    /// Runs `f` with the mirror of `name` in `db` if there is a valid one. A missing or
+    /// stale mirror is rebuilt from `load` (every stored slot; false: not to be mirrored)
+    /// first when `wanted` says so (asked only then). `fields` is the hash's current field
+    /// count.
+    pub(super) fn with_mirror<T>(
+        &mut self,
+        (db, name, fields): (c_int, &[u8], usize),
+        wanted: impl FnOnce() -> bool,
         load: &mut dyn FnMut(&mut Mirror) -> bool,
         f: impl FnOnce(Option<&mut Mirror>) -> T,
     ) -> T {
-        let Ok(mut mirrors) = self.mirrors.try_borrow_mut() else {
-            return f(None);
-        };
-        if self.clear_pending.replace(false) {
-            *mirrors = Mirrors::default();
-        }
+        let mirrors = self;
         // The common case, one lookup: a valid mirror.
         let valid = match mirrors.by_db.db_or_new(db).get_mut(name) {
             Some(mirror) if mirror.fields == fields => true,
@@ -188,11 +163,7 @@ impl Caches {
             None => false,
         };
         if !valid {
-            let wanted = match build {
-                Build::Always => true,
-                Build::IfHot => self.is_hot(db, name),
-                Build::Never => false,
-            };
+            let wanted = wanted();
             // Asked here, where a mirror may be made (and by every write to a key
             // without one, new keys included): never while memory is tight. With no
             // mirror held there is nothing to give back, and no build: nothing to ask.
@@ -252,73 +223,9 @@ impl Caches {
         result
     }
 
-    /// Runs `f` with the mirror of `name` in `db` if there is one valid for a hash of `fields`
-    /// fields (`None` otherwise: nothing is built). For reads: `f` must not change the slots.
-    pub fn with_valid_mirror<T>(
-        &self,
-        db: c_int,
-        name: &[u8],
-        fields: usize,
-        f: impl FnOnce(&mut Mirror) -> T,
-    ) -> Option<T> {
-        let mut mirrors = self.mirrors.try_borrow_mut().ok()?;
-        if self.clear_pending.get() {
-            return None;
-        }
-        let mirror = mirrors.by_db.db(db)?.get_mut(name)?;
-        if mirror.fields != fields {
-            return None;
-        }
-        Some(f(mirror))
-    }
-}
-
-impl Caches {
-    /// Counts a write to `name` in `db` (a key without a mirror); true when the key is written
-    /// often enough to be worth one.
-    fn is_hot(&self, db: c_int, name: &[u8]) -> bool {
-        self.recent_writes
-            .try_borrow_mut()
-            .is_ok_and(|mut recent| recent.count(db, name))
-    }
-
-    /// A copy of the parsed counter kept with the mirror of `name` in `db`, if the mirror is
-    /// valid for a hash of `fields` fields.
-    pub fn cached_counter(&self, db: c_int, name: &[u8], fields: usize) -> Option<Counter> {
-        self.with_valid_mirror(db, name, fields, |mirror| mirror.counter.clone())
-            .flatten()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_key_is_hot_after_enough_writes_within_one_second_and_asked_once() {
-        let mut mirror = Mirror::default();
-        // Writes spread over seconds never make it hot.
-        for i in 0..1000 {
-            assert!(
-                !mirror.wants_hashtable(|| 5_000 + i * (1000 / 8)),
-                "write {i}"
-            );
-        }
-        let mut mirror = Mirror::default();
-        let start = 1_795_424_400_000;
-        for i in 0..HOT_WRITES_PER_SECOND - 1 {
-            assert!(!mirror.wants_hashtable(|| start + i as i64));
-        }
-        assert!(mirror.wants_hashtable(|| start + 999));
-        // Once asked, never again, and the clock is not read.
-        for _ in 0..1000 {
-            assert!(!mirror.wants_hashtable(|| unreachable!("clock read")));
-        }
-        // The count starts over in a new second.
-        let mut mirror = Mirror::default();
-        for i in 0..HOT_WRITES_PER_SECOND - 1 {
-            assert!(!mirror.wants_hashtable(|| start + 500 + i as i64 * 5));
-        }
-        assert!(!mirror.wants_hashtable(|| start + 1000));
+    /// The mirror of `name` in `db` if it is valid for a hash of `fields` fields.
+    pub(super) fn valid(&mut self, db: c_int, name: &[u8], fields: usize) -> Option<&mut Mirror> {
+        let mirror = self.by_db.db(db)?.get_mut(name)?;
+        (mirror.fields == fields).then_some(mirror)
     }
 }

@@ -4,10 +4,9 @@
 //! they are few, by the timer in steps when they are many: see `view`).
 //!
 //! Owns: [`Board`] and the read-only walks over a board's keys. May not touch: writes of
-//! any kind (the write paths are `incrby`, `repair`, `drain` and `lifecycle`). Every
-//! derived key is opened through the caller's [`Acl`].
+//! any kind (the write paths are `incrby`, `rem`, `repair`, `rebuild`, `visit` and
+//! `lifecycle`). Every derived key is opened through the caller's [`Acl`].
 
-use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
@@ -15,16 +14,15 @@ use redis_module::{Context, RedisString};
 
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::rank::{
-    add_count, meta_key, score_to_total, slot_key, Meta, RankedSet, Totals, TotalsBuilder,
-};
+use crate::rank::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals};
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::jobs::{has_jobs, pending_restore, resolve_base};
+use super::lifecycle::{has_jobs, pending_restore, resolve_base};
 use super::meta;
 use super::next;
+use super::slots::{live_totals, open_pending, pending_in};
 use super::state::{self, Seen};
 use super::transit::Transit;
 use super::view;
@@ -258,11 +256,8 @@ fn quarantined_view(
     };
     let few = view::fields_in(ctx, base, range, view::SUMMED_BY_READS) <= view::SUMMED_BY_READS;
     if few || transit.active() {
-        let mut builder = TotalsBuilder::new();
-        for_each_live_count(ctx, acl, base, meta, meta.slots(), now, transit, |m, c| {
-            builder.add(m, c)
-        })?;
-        return Ok(Some(Rc::new(builder.finish())));
+        let totals = live_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
+        return Ok(Some(Rc::new(totals.finish())));
     }
     if state::with(|s| s.is_rebuilding(db, base)) {
         // Rebuilt in steps (see `rebuild`): the sorted set is exact for every member a
@@ -281,106 +276,7 @@ fn quarantined_view(
     Ok(Some(totals))
 }
 
-/// `member`'s count in a slot hash: values that are not positive integers (a user's
-/// edits) count as nothing.
-pub(super) fn count_in(slot: &Key, member: &RStr) -> i64 {
-    slot.hget_i64_str(member).flatten().unwrap_or(0).max(0)
-}
-
-/// `member`'s counts in the slots still being subtracted.
-pub(super) fn pending_in(pending: &[Key], member: &RStr) -> i64 {
-    pending
-        .iter()
-        .map(|slot| count_in(slot, member))
-        .fold(0i64, i64::saturating_add)
-}
-
 /// The reverse walk of a board's sorted set as `(member, raw total)`.
 pub(super) fn walk(zset: &mut Key) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
     zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
-}
-
-/// Opens the slot hashes of `base` that left the window but are not fully subtracted,
-/// with their slot indexes.
-/// One that is missing may be a gap (a slot never written) or, during a reshard, on the
-/// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
-/// less than two windows (`Meta::span_fits`), which bounds the walk.
-pub(super) fn open_pending(
-    ctx: &Context,
-    acl: &Acl,
-    base: &[u8],
-    meta: &Meta,
-    now: i64,
-    transit: &Transit,
-) -> Result<Vec<(i64, Key)>> {
-    let mut pending = Vec::new();
-    if let Some((start, end)) = meta.pending_range(now) {
-        for index in start..=end {
-            let key = acl.open(ctx, &slot_key(base, index), false)?;
-            match key.kind() {
-                KeyKind::Hash => pending.push((index, key)),
-                KeyKind::Empty => transit.missing()?,
-                _ => {}
-            }
-        }
-    }
-    Ok(pending)
-}
-
-/// Totals over the latest `slots` slots, from the slot hashes (values that are not
-/// positive integers, a user's edits, count as nothing).
-pub(super) fn window_totals(
-    ctx: &Context,
-    acl: &Acl,
-    base: &[u8],
-    meta: &Meta,
-    slots: i64,
-    now: i64,
-    transit: &Transit,
-) -> Result<HashMap<Vec<u8>, i64>> {
-    let mut totals: HashMap<Vec<u8>, i64> = HashMap::new();
-    for_each_live_count(
-        ctx,
-        acl,
-        base,
-        meta,
-        slots,
-        now,
-        transit,
-        |member, count| add_count(&mut totals, member, count),
-    )?;
-    Ok(totals)
-}
-
-/// Calls `f(member, count)` for every field of the slot hashes of the latest `slots`
-/// slots.
-#[allow(clippy::too_many_arguments)]
-fn for_each_live_count(
-    ctx: &Context,
-    acl: &Acl,
-    base: &[u8],
-    meta: &Meta,
-    slots: i64,
-    now: i64,
-    transit: &Transit,
-    mut f: impl FnMut(&[u8], &[u8]),
-) -> Result<()> {
-    let Some((first, last)) = meta.recent_range(now, slots) else {
-        return Ok(());
-    };
-    for index in first..=last {
-        let name = slot_key(base, index);
-        let key = acl.open(ctx, &name, false)?;
-        match key.kind() {
-            KeyKind::Hash => {}
-            // A gap, or on the other node during a reshard.
-            KeyKind::Empty => {
-                transit.missing()?;
-                continue;
-            }
-            _ => continue,
-        }
-        key.hscan(&mut f);
-    }
-    Ok(())
 }

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::collections::inline_vec::InlineVec;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::inline_vec::InlineVec;
-use crate::rank::MAX_TOTAL;
 use crate::rank::{
-    meta_key, score_to_total, slot_key, validate_settings, KeyName, Meta, MetaLayout,
+    meta_key, score_to_total, slot_key, validate_settings, KeyName, MemberCounts, Meta, MetaLayout,
+    MAX_TOTAL,
 };
 use crate::replicate::{replicate_strings, Effects};
 use crate::reply::Reply;
@@ -27,13 +27,13 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
-use super::board::open_pending;
 use super::check_cluster;
-use super::jobs::{flush_jobs, has_jobs};
+use super::lifecycle::{flush_jobs, has_jobs};
 use super::meta;
 use super::next;
 use super::rebuild::{self, Stored};
 use super::repair::repair;
+use super::slots::open_pending;
 use super::state::{self, Seen};
 use super::transit::Transit;
 
@@ -316,9 +316,7 @@ fn check(
 struct Change<'a> {
     member: RStr,
     bytes: &'a [u8],
-    slot_count: i64,
-    total: i64,
-    pending: i64,
+    counts: MemberCounts,
     /// The slot count and total as written (module strings, also replicated); `None` for
     /// a value of 0, removed instead.
     written: (Option<RStr>, Option<RStr>),
@@ -351,17 +349,7 @@ fn compute_changes<'a>(
             }
         };
         let change = changes.get_mut(at).ok_or(Error::Syntax)?;
-        change.slot_count = change.slot_count.saturating_add(increment);
-        change.total = change.total.saturating_add(increment);
-        if change.total > MAX_TOTAL {
-            return Err(Error::Overflow);
-        }
-        // A total is the sum of the member's counts: it cannot go below 0 before its
-        // count in the slot does (the second test is for a stored total that disagrees).
-        if change.slot_count < 0 || change.total < 0 {
-            return Err(Error::Invalid("count would go below zero".into()));
-        }
-        replies.push(change.total.saturating_sub(change.pending));
+        replies.push(change.counts.add(increment)?);
     }
     Ok((changes, replies))
 }
@@ -398,9 +386,11 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
     Ok(Change {
         member: rstr,
         bytes: member,
-        slot_count,
-        total,
-        pending,
+        counts: MemberCounts {
+            slot_count,
+            total,
+            pending,
+        },
         written: (None, None),
     })
 }
@@ -415,7 +405,7 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
     // The replicated HSET and ZADD take the module strings the write made (the members,
     // the counts set in the slot hash): a reference each, nothing copied.
     for change in changes.iter_mut() {
-        let count = match change.slot_count {
+        let count = match change.counts.slot_count {
             0 => {
                 target.slot.hdel_str(&change.member);
                 None
@@ -425,7 +415,7 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
         if let Some(count) = &count {
             target.slot.hset_str_value(&change.member, count);
         }
-        let total = match change.total {
+        let total = match change.counts.total {
             0 => {
                 target.zset.zrem(&change.member);
                 None
@@ -433,7 +423,7 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
             total => RStr::from_i64(total),
         };
         if total.is_some() {
-            target.zset.zadd(&change.member, change.total as f64);
+            target.zset.zadd(&change.member, change.counts.total as f64);
         }
         change.written = (count, total);
     }
@@ -460,7 +450,7 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
     let slot = (target.index, target.slot.len());
     let members = changes
         .iter()
-        .map(|c| (&c.member, c.bytes, c.slot_count, c.total));
+        .map(|c| (&c.member, c.bytes, c.counts.slot_count, c.counts.total));
     if next::follow_write(ctx, selected_db(ctx), base, &meta, slot, members) {
         expiry::schedule(ctx, &target.meta_name, 0);
     }

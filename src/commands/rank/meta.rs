@@ -3,9 +3,10 @@
 //! the current layout, recorded as effects; and the *verified* copy a command may use
 //! instead of reading the hash ([`verified`], see `state`).
 //!
-//! Owns: the `_tally` and `_slots` fields of meta hashes. May not touch: other keys or
-//! fields (`_edited` belongs to `parts`), replication other than through the caller's
-//! [`Effects`].
+//! Owns: the `_tally`, `_slots` and `_edited` fields of meta hashes (`_edited` records a
+//! quarantine, so it survives a restart or a failover). May not touch: other keys or
+//! fields, replication other than through the caller's [`Effects`] (or, for `_edited`,
+//! its own).
 
 use std::os::raw::c_int;
 
@@ -13,7 +14,7 @@ use redis_module::Context;
 
 use crate::config;
 use crate::error::{Error, Result};
-use crate::layout::{MARKER_FIELD, RANK_SLOTS_FIELD};
+use crate::layout::{MARKER_FIELD, RANK_EDITED_FIELD, RANK_SLOTS_FIELD};
 use crate::rank::{meta_key, Meta, MetaLayout};
 use crate::replicate::Effects;
 use crate::store::{Key, KeyKind, RStr};
@@ -127,4 +128,33 @@ pub(super) fn write_range(
         .arg(name)
         .arg(RANK_SLOTS_FIELD.as_bytes())
         .arg(slots.as_bytes());
+}
+
+/// Sets (or, once repaired, clears) the meta's [`RANK_EDITED_FIELD`], and replicates that.
+/// Leaves the rest of the meta as it is (a meta in the four-number layout stays so until
+/// the next write of its range).
+pub(super) fn mark_edited(ctx: &Context, base: &[u8], edited: bool) {
+    let name = meta_key(base);
+    let Some(key) = Key::open_bytes(ctx, &name, true) else {
+        return;
+    };
+    // Only a leaderboard's meta: a user's own hash that merely has such a name stays as is.
+    if read(&key).is_none() {
+        return;
+    }
+    let field = RANK_EDITED_FIELD.as_bytes();
+    let mut effects = Effects::new();
+    if edited {
+        key.hset(field, b"1");
+        effects.command(c"HSET").arg(&name).arg(field).arg(b"1");
+    } else if key.hdel(field) {
+        effects.command(c"HDEL").arg(&name).arg(field);
+    }
+    effects.emit(ctx);
+}
+
+/// True if the meta hash `key` carries [`RANK_EDITED_FIELD`] (a quarantine recorded before
+/// a restart or a failover).
+pub(super) fn is_marked_edited(key: &Key) -> bool {
+    key.hget(RANK_EDITED_FIELD.as_bytes()).is_some()
 }

@@ -9,19 +9,21 @@
 //! Files, by concern (each says what it owns and may not touch):
 //! * this one: the family entry, the cluster check, TSRANK.CREATE;
 //! * `state`: everything the family keeps in memory, one value behind one access point;
-//! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), and the verified
-//!   copy a command may use instead;
+//! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), the verified
+//!   copy a command may use instead, and the `_edited` mark of a quarantine;
 //! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `repair`: rebuilding a small quarantined
 //!   board before a write; `rebuild`: rebuilding a large one in steps, started by a write
 //!   and continued by the timer;
 //! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
-//! * `drain`: the expiry timer's resumable subtraction of slots that left the window;
+//! * `visit`: the expiry timer's visit of a board: the resumable subtraction (drain) of
+//!   the slots that left the window, or the visit `rebuild`, `view` or `next` makes;
+//! * `slots`: reading a board's slot hashes (a member's count, pending and live slots);
 //!   `next`: the totals without a large oldest slot, ready before it leaves, for the reads
 //!   meanwhile;
-//! * the lifecycle of a board made of several keys: `events` reads the keyspace events on
-//!   its keys (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits
-//!   and the quarantine they cause) and queues `jobs`, which move or remove its `parts`;
+//! * `lifecycle`: the life of a board made of several keys: the keyspace events on its keys
+//!   (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits and the
+//!   quarantine they cause) queue jobs, which move or remove its parts whole;
 //! * `transit`: is the board's cluster slot moving.
 //!
 //! May not touch (this file): other families' keys; raw module calls.
@@ -35,21 +37,20 @@
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
 mod board;
-mod drain;
-mod events;
 mod incrby;
-mod jobs;
+mod lifecycle;
 mod meta;
 mod next;
-mod parts;
 mod read;
 mod rebuild;
 mod rem;
 mod repair;
 mod replica;
+mod slots;
 mod state;
 mod transit;
 mod view;
+mod visit;
 
 use std::os::raw::c_int;
 
@@ -66,14 +67,14 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
-pub use drain::{expire, release};
-pub use events::on_keyspace_event;
 pub use incrby::incrby;
+pub use lifecycle::on_keyspace_event;
 pub use read::{history, info, rank, score, top};
 pub use rem::rem;
 pub use state::memory_bytes;
+pub use visit::{expire, release};
 
-use jobs::flush_jobs;
+use lifecycle::flush_jobs;
 use state::Seen;
 use transit::Transit;
 

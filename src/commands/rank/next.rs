@@ -14,7 +14,7 @@
 //! the sorted set, or, right after the previous oldest slot is subtracted, when they equal
 //! the sorted set, a pass over the next oldest slot hash); every TSRANK.INCRBY, which sets
 //! the new value of each member it writes; the subtraction itself, which leaves every
-//! value as it is. Any other change to the board's keys drops them (`events`), and so do
+//! value as it is. Any other change to the board's keys drops them (`lifecycle`), and so do
 //! flushes, SWAPDB, loads and the removal of the board (`state`). They live in memory: a
 //! primary that has just started answers as before until its timer has filled them again.
 //! A replica fills its own with the same code, from its copies of the keys, and follows
@@ -36,7 +36,7 @@ use crate::server::monotonic_us;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::board::count_in;
+use super::slots::count_in;
 use super::state::{self, Next, NextScan};
 
 /// An oldest slot hash with more members than this gets next totals; with fewer, a read

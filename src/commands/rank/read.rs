@@ -12,15 +12,16 @@ use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 use crate::args::set_once;
 use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::rank::{rank_adjusted, slot_key, sort_totals, top_adjusted, Meta};
+use crate::rank::{rank_adjusted, slot_key, top_adjusted, Meta};
 use crate::reply::Reply;
 use crate::server::command_now_ms;
 use crate::store::acl::Acl;
 use crate::store::{KeyKind, RStr};
 use crate::window::slot_start;
 
-use super::board::{pending_in, window_totals, Board};
+use super::board::Board;
 use super::check_cluster;
+use super::slots::{live_totals, pending_in};
 use super::transit::Transit;
 
 /// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
@@ -66,12 +67,9 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         return Ok(shape.reply(rows));
     }
     let rows: Vec<(Vec<u8>, i64)> = if let Some(slots) = sub_slots {
-        let totals = window_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?;
-        sort_totals(totals)
-            .into_iter()
-            .skip(offset)
-            .take(count)
-            .collect()
+        let totals = live_totals(ctx, &acl, &board.base, &meta, slots, now, &transit)?.finish();
+        let rows = totals.top(offset, count);
+        rows.map(|(m, t)| (m.to_vec(), t)).collect()
     } else if let Some(totals) = &board.view {
         let rows = totals.top(offset, count);
         rows.map(|(m, t)| (m.to_vec(), t)).collect()

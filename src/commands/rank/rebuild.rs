@@ -18,7 +18,7 @@
 //! for the read to sum them.
 //!
 //! Owns: the rebuild in steps and when a write uses it instead of `repair`. May not touch:
-//! the slot hashes (read only), the meta hash (`parts` clears `_edited`); replicates only
+//! the slot hashes (read only), the meta hash (`meta` clears `_edited`); replicates only
 //! through [`Effects`].
 
 use std::os::raw::c_int;
@@ -27,16 +27,19 @@ use redis_module::Context;
 
 use crate::error::Result;
 use crate::expiry::{self, Visit};
-use crate::rank::{meta_key, score_to_total, slot_key, Meta};
+use crate::rank::{
+    meta_key, recount_members, recount_missing, score_to_total, slot_key, sums_over_slots,
+    BoardStore, Meta,
+};
+use crate::replicate::Batch;
 use crate::server::{monotonic_us, selected_db};
 use crate::store::acl::Acl;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::board::count_in;
-use super::drain::Batch;
-use super::jobs::has_jobs;
-use super::parts::mark_edited;
+use super::lifecycle::has_jobs;
+use super::meta::mark_edited;
+use super::slots::count_in;
 use super::state::{self, BoardId, Rebuild};
 use super::transit::Transit;
 use super::view;
@@ -114,44 +117,45 @@ pub(super) fn open_stored(
 /// `member`'s counts summed over `stored`: over every slot, and over the slots up to
 /// `pending_end` (those that left the window).
 pub(super) fn sums(stored: &[(i64, Key)], member: &RStr, pending_end: Option<i64>) -> (i64, i64) {
-    let (mut all, mut pending) = (0i64, 0i64);
-    for (index, slot) in stored {
-        let count = count_in(slot, member);
-        all = all.saturating_add(count);
-        if pending_end.is_some_and(|end| *index <= end) {
-            pending = pending.saturating_add(count);
-        }
-    }
-    (all, pending)
+    let counts = stored
+        .iter()
+        .map(|(index, slot)| (*index, count_in(slot, member)));
+    sums_over_slots(counts, pending_end)
 }
 
-/// The effects of one visit: `ZADD key total member ...` and `ZREM key member ...`.
-struct Changes<'a> {
+/// A board being rebuilt, as the recount sees it (see `crate::rank::recount_members`): its
+/// sorted set, opened for writing, every write recorded as `ZADD key total member ...` and
+/// `ZREM key member ...`, and its stored slot hashes, read only.
+struct Rebuilding<'a> {
+    zset: &'a Key,
+    stored: &'a [(i64, Key)],
     set: Batch<'a>,
     removed: Batch<'a>,
 }
 
-impl Changes<'_> {
-    /// Sets `member` of `zset` to `sum` (removes it at 0), if it differs.
-    fn set(&mut self, zset: &Key, member: &[u8], sum: i64) {
-        let Some(m) = RStr::new(member) else {
-            return;
-        };
-        let current = zset.zscore(&m).map(score_to_total);
-        if sum <= 0 {
-            if current.is_some() {
-                zset.zrem(&m);
-                self.removed.entry().arg(member);
-            }
-        } else if current != Some(sum) {
-            zset.zadd(&m, sum as f64);
-            self.set.entry().int(sum).arg(member);
-        }
+impl BoardStore for Rebuilding<'_> {
+    type Member = RStr;
+
+    fn member(&mut self, name: &[u8]) -> Option<RStr> {
+        RStr::new(name)
     }
 
-    fn emit(mut self, ctx: &Context) {
-        self.set.effects.emit(ctx);
-        self.removed.effects.emit(ctx);
+    fn total(&mut self, member: &RStr) -> Option<i64> {
+        self.zset.zscore(member).map(score_to_total)
+    }
+
+    fn set_total(&mut self, name: &[u8], member: &RStr, total: i64) {
+        self.zset.zadd(member, total as f64);
+        self.set.entry().int(total).arg(name);
+    }
+
+    fn remove_total(&mut self, name: &[u8], member: &RStr) {
+        self.zset.zrem(member);
+        self.removed.entry().arg(name);
+    }
+
+    fn slot_sum(&mut self, member: &RStr) -> i64 {
+        sums(self.stored, member, None).0
     }
 }
 
@@ -197,7 +201,9 @@ pub(super) fn visit(
         put_back(step);
         return Visit::DueAt(now.saturating_add(1));
     }
-    let mut changes = Changes {
+    let mut board = Rebuilding {
+        zset: &zset,
+        stored: &stored,
         set: Batch::new(c"ZADD", base),
         removed: Batch::new(c"ZREM", base),
     };
@@ -207,12 +213,7 @@ pub(super) fn visit(
         match &mut step {
             Rebuild::Members(cursor) => {
                 let more = cursor.step(&zset, &mut batch);
-                for (member, _) in &batch {
-                    if let Some(m) = RStr::new(member) {
-                        let (sum, _) = sums(&stored, &m, None);
-                        changes.set(&zset, member, sum);
-                    }
-                }
+                recount_members(&mut board, batch.iter().map(|(member, _)| &member[..]));
                 if !more {
                     step = Rebuild::Slots {
                         index: meta.lo,
@@ -231,15 +232,7 @@ pub(super) fn visit(
                     *cursor = HashCursor::new();
                 }
                 let more = cursor.step(slot, &mut batch);
-                for (member, _) in &batch {
-                    let Some(m) = RStr::new(member) else {
-                        continue;
-                    };
-                    if zset.zscore(&m).is_none() {
-                        let (sum, _) = sums(&stored, &m, None);
-                        changes.set(&zset, member, sum);
-                    }
-                }
+                recount_missing(&mut board, batch.iter().map(|(member, _)| &member[..]));
                 if !more {
                     *index = at.saturating_add(1);
                     *cursor = HashCursor::new();
@@ -250,7 +243,8 @@ pub(super) fn visit(
             break false;
         }
     };
-    changes.emit(ctx);
+    board.set.effects.emit(ctx);
+    board.removed.effects.emit(ctx);
     drop((zset, stored));
     if !done {
         put_back(step);

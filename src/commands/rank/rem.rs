@@ -18,12 +18,12 @@ use crate::server::{command_now_ms, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 
-use super::board::count_in;
 use super::check_cluster;
-use super::jobs::{flush_jobs, has_jobs};
+use super::lifecycle::{flush_jobs, has_jobs};
 use super::meta;
 use super::rebuild;
 use super::repair::repair;
+use super::slots::count_in;
 use super::state;
 use super::transit::Transit;
 

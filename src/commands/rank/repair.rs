@@ -1,8 +1,9 @@
-//! Rebuilding a quarantined leaderboard before a write: its totals become the sums of its
-//! live slot hashes and the slots that left the window go.
+//! Rebuilding a small quarantined leaderboard before a write: its totals become the sums
+//! of its live slot hashes (the recount at once, `slots::live_totals`, as a read of a
+//! small quarantined board sums them) and the slots that left the window go.
 //!
 //! Owns: that rebuild. May not touch: the meta hash (the caller saves the new range via
-//! `meta`; `parts` clears `_edited`); replicates only through [`Effects`].
+//! `meta`; `meta::mark_edited` clears `_edited`); replicates only through [`Effects`].
 
 use redis_module::Context;
 
@@ -14,8 +15,8 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::board::window_totals;
-use super::parts::mark_edited;
+use super::meta::mark_edited;
+use super::slots::live_totals;
 use super::state;
 use super::transit::Transit;
 
@@ -36,7 +37,7 @@ pub(super) fn repair(
     now: i64,
     transit: &Transit,
 ) -> Result<()> {
-    let totals = window_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
+    let totals = live_totals(ctx, acl, base, meta, meta.slots(), now, transit)?.abandon();
     let mut gone = Vec::new();
     if let Some((start, end)) = meta.pending_range(now) {
         for index in start..=end {
@@ -55,9 +56,9 @@ pub(super) fn repair(
     zset.delete();
     let mut effects = Effects::new();
     effects.command(c"DEL").arg(base);
-    let rows: Vec<(i64, &Vec<u8>)> = totals
-        .iter()
-        .filter_map(|(member, &total)| {
+    let rows: Vec<(i64, &[u8])> = totals
+        .rows()
+        .filter_map(|(member, total)| {
             let m = RStr::new(member)?;
             zset.zadd(&m, total as f64);
             Some((total, member))

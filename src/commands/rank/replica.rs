@@ -15,10 +15,8 @@
 //! meta and other slot hashes leave them as they are: a value is the sorted set's total
 //! less the count in the excluded slot, nothing else.
 //!
-//! A MULTI queues all its commands before the first one runs, so each key's announcements
-//! count the commands announced on it: the first event marks every member announced so
-//! far, and each later event of an announced command uses up one count. The filter does
-//! not know a command's database (`SELECT` in the stream): an event marks its members
+//! How announcements follow a MULTI, and which arguments are members, is
+//! `crate::rank::Announcements`. The filter does not know a command's database (`SELECT` in the stream): an event marks its members
 //! dirty in every database with a board of that name (a needless refresh, never a missed
 //! one). A command that changes nothing fires no event: its count stays until a later
 //! event on the key uses it. What this cannot see is a write to those keys that does not
@@ -35,30 +33,27 @@
 //! registration. May not touch: keys (opens them read-only, untouched), replication.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::time::Duration;
 
 use redis_module::{Context, ContextFlags};
 
+use crate::collections::due_queue::{DueQueue, Popped};
 use crate::config;
-use crate::due_queue::{DueQueue, Popped};
 use crate::expiry::{self, Visit};
-use crate::rank::{base_of_meta, base_of_part, base_of_slot, meta_key, slot_key};
+use crate::rank::{
+    base_of_meta, base_of_part, base_of_slot, member_positions, meta_key, slot_key, Announcements,
+    Taken,
+};
 use crate::server::{
     has_command_filter, is_acting_primary, monotonic_us, now_ms, set_command_filter, DbGuard,
     FilterArgs,
 };
 use crate::store::Key;
 
-use super::meta;
+use super::meta::{self, is_marked_edited};
 use super::next;
-use super::parts::is_marked_edited;
 use super::state::{self, Seen};
-
-/// Announced members kept at most; beyond (commands queued and never run), every next
-/// totals are dropped and the announcements forgotten.
-const MAX_ANNOUNCED: usize = 1 << 20;
 
 /// How long the timer sleeps when nothing is due (a board's due time may be far away).
 const IDLE_MS: i64 = 100;
@@ -81,20 +76,8 @@ struct Replica {
     /// generation does nothing when it fires).
     armed: Option<(u64, i64)>,
     generation: u64,
-    /// What the filter announced, by key name (see the module doc).
-    announced: HashMap<Vec<u8>, Announced>,
-    announced_count: usize,
-    /// The key whose event last took announcements: an `HDEL` that empties a hash fires
-    /// `del` right after `hdel`.
-    last_taken: Option<(c_int, Vec<u8>)>,
-}
-
-/// The commands announced on one key whose event has not come yet, and the members they
-/// name that no event has taken yet.
-#[derive(Default)]
-struct Announced {
-    commands: usize,
-    members: Vec<Vec<u8>>,
+    /// What the filter announced (see the module doc).
+    announced: Announcements,
 }
 
 thread_local! {
@@ -145,40 +128,18 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
     if is_slot && slot_key(base, excluded).as_ref() != key {
         // Another slot: no next value depends on it (what was announced for it, while it
         // was the excluded slot of the board in another database, is not needed).
-        with(|r| {
-            if let Some(entry) = r.announced.remove(key) {
-                r.announced_count = r.announced_count.saturating_sub(entry.members.len());
-            }
-        });
+        with(|r| r.announced.forget(key));
         return;
     }
     let understood = matches!(
         event,
         "hset" | "hdel" | "hincrby" | "zadd" | "zincr" | "zrem"
     );
-    let (members, emptied) = with(|r| {
-        let emptied = r
-            .last_taken
-            .as_ref()
-            .is_some_and(|(d, k)| *d == db && k == key);
-        r.last_taken = None;
-        if !understood {
-            return (None, emptied);
-        }
-        let Some(entry) = r.announced.get_mut(key) else {
-            return (None, emptied);
-        };
-        // One announced command ran: the members of all those announced so far change
-        // now or have changed (a MULTI queues them all before the first one runs).
-        let members = std::mem::take(&mut entry.members);
-        entry.commands = entry.commands.saturating_sub(1);
-        if entry.commands == 0 {
-            r.announced.remove(key);
-        }
-        r.announced_count = r.announced_count.saturating_sub(members.len());
-        r.last_taken = Some((db, key.to_vec()));
-        (Some(members), emptied)
-    });
+    // An `HDEL` that empties a hash fires `del` right after `hdel`.
+    let Taken {
+        members,
+        follows_taken: emptied,
+    } = with(|r| r.announced.take(db, key, understood));
     let kept = match (event, members) {
         (_, Some(members)) => {
             if !members.is_empty() {
@@ -203,20 +164,8 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
 /// board key that has next totals. Runs for every command on the server while registered.
 fn on_command(args: &FilterArgs) {
     let n = args.len();
-    if n < 3 {
+    let Some((first, step)) = member_positions(args.get(0), n, |pos| args.get(pos)) else {
         return;
-    }
-    let name = args.get(0);
-    let is = |word: &str| name.eq_ignore_ascii_case(word.as_bytes());
-    // Argument positions of the members: `(first, step)`.
-    let (first, step) = match name.len() {
-        4 if is("hset") => (2, 2),
-        4 if is("hdel") || is("zrem") => (2, 1),
-        4 if is("zadd") => (zadd_first_score(args, n).saturating_add(1), 2),
-        5 if is("hmset") => (2, 2),
-        7 if is("zincrby") => (3, 1),
-        7 if is("hincrby") => (2, 2),
-        _ => return,
     };
     let key = args.get(1);
     if base_of_meta(key).is_some() {
@@ -234,33 +183,10 @@ fn on_command(args: &FilterArgs) {
         .step_by(step)
         .map(|pos| args.get(pos).to_vec())
         .collect();
-    let overflow = with(|r| {
-        r.announced_count = r.announced_count.saturating_add(members.len());
-        let entry = r.announced.entry(key.to_vec()).or_default();
-        entry.commands = entry.commands.saturating_add(1);
-        entry.members.extend(members);
-        r.announced_count > MAX_ANNOUNCED
-    });
-    if overflow {
-        with(|r| {
-            r.announced.clear();
-            r.announced_count = 0;
-        });
+    if !with(|r| r.announced.announce(key, members)) {
+        // Commands queued and never run: every next totals go.
         state::with(|s| s.drop_all_nexts());
     }
-}
-
-/// The position of a `ZADD`'s first score, after its options.
-fn zadd_first_score(args: &FilterArgs, n: usize) -> usize {
-    const OPTIONS: [&str; 6] = ["nx", "xx", "gt", "lt", "ch", "incr"];
-    (2..n)
-        .find(|&pos| {
-            let arg = args.get(pos);
-            !OPTIONS
-                .iter()
-                .any(|o| arg.eq_ignore_ascii_case(o.as_bytes()))
-        })
-        .unwrap_or(n)
 }
 
 /// Asks the replica's timer to visit the board `base` of database `db` at `due`.
@@ -340,11 +266,7 @@ fn tick(ctx: &Context, generation: u64) {
         set_command_filter(ctx, needed.then_some(on_command as fn(&FilterArgs)));
     }
     if !needed {
-        with(|r| {
-            r.announced.clear();
-            r.announced_count = 0;
-            r.last_taken = None;
-        });
+        with(|r| r.announced.clear());
     }
     let next = with(|r| r.watch.first_due()).map(|due| due.saturating_sub(now_ms()));
     match next {

@@ -6,12 +6,12 @@
 //!   *verified*;
 //! * the quarantine set (boards edited by native commands) and where the rebuilds in
 //!   steps of large ones stand (`rebuild`);
-//! * the saved scans of slots being expired (`drain`);
+//! * the saved scans of slots being expired (`visit`);
 //! * the totals of large quarantined boards that the timer computes in steps (`view`), and
 //!   those no longer true, freed by the timer in steps;
 //! * the totals of boards without their oldest slot, when that slot is large, ready before
 //!   it leaves the window (`next`);
-//! * the lifecycle jobs queued by keyspace events (`jobs`) and their bookkeeping.
+//! * the lifecycle jobs queued by keyspace events (`lifecycle`) and their bookkeeping.
 //!
 //! A known meta is *verified* when it is known to equal the stored one: TSRANK.INCRBY then
 //! uses it without reading `base|meta` (the hot path's meta read and parse). The
@@ -30,10 +30,8 @@ use std::mem::size_of;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use crate::rank::{slot_key, Meta, RankedSet, Totals, TotalsBuilder};
+use crate::rank::{slot_key, JobQueue, Meta, RankedSet, Totals, TotalsBuilder};
 use crate::store::scan::HashCursor;
-
-use super::jobs::Job;
 
 /// A leaderboard in a database: (db, name its derived keys live under).
 pub(super) type BoardId = (c_int, Vec<u8>);
@@ -145,8 +143,8 @@ pub(super) struct State {
     /// Verified metas found to differ from the stored one (a broken invariant: tests
     /// assert it stays 0).
     mismatches: u64,
-    /// Lifecycle jobs queued by keyspace events, in order (see `jobs`).
-    pub(super) jobs: Vec<Job>,
+    /// Lifecycle jobs queued by keyspace events, in order (see `lifecycle`).
+    pub(super) jobs: JobQueue,
     /// The key of the last `rename_from` event, waiting for its `rename_to`.
     pub(super) rename_from: Option<(c_int, Vec<u8>)>,
     /// The Redis 7.0 job timer is armed.
@@ -186,7 +184,7 @@ impl State {
         let quarantine: usize = self.quarantine.iter().map(|(_, b)| b.len()).sum();
         let views: usize = self.views.values().map(View::bytes).sum();
         let discarded: usize = self.discarded.iter().map(Totals::bytes).sum();
-        let jobs = self.jobs.capacity() * size_of::<Job>();
+        let jobs = self.jobs.bytes();
         let nexts: usize = (self.nexts.values())
             .flat_map(HashMap::iter)
             .map(|(base, next)| {
@@ -506,7 +504,7 @@ impl State {
             let view = self.views.remove(&id);
             self.discard(view);
         }
-        self.jobs.retain(|job| keep(job.db()));
+        self.jobs.retain_dbs(keep);
         self.drop_nexts_where(|d| !keep(d));
         self.recount_known();
     }
@@ -531,9 +529,7 @@ impl State {
         for view in std::mem::take(&mut self.views).into_values() {
             self.discard(Some(view));
         }
-        for job in &mut self.jobs {
-            job.swap_db(&swap);
-        }
+        self.jobs.swap_dbs(&swap);
         self.drop_nexts_where(|_| true);
     }
 

@@ -1,5 +1,6 @@
 //! The totals of a large quarantined board, computed by the expiry timer in steps bounded
-//! by the tick's deadline, in memory: the timer writes no key of a quarantined board (the
+//! by the tick's deadline, in memory (the recount a read of a small board makes at once,
+//! `slots::live_totals`, here in steps): the timer writes no key of a quarantined board (the
 //! edit may be a forgery by a user who may not touch the totals). Until they are done, the
 //! board answers from its sorted set, the board as tally last left it; once done, from
 //! them, until any event on the board's keys or the window's next move drops them.
@@ -19,7 +20,7 @@ use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind};
 use crate::window::{slot_index, slot_start};
 
-use super::jobs::has_jobs;
+use super::lifecycle::has_jobs;
 use super::state::{self, BoardId, View};
 
 /// Rows ordered between two looks at the clock (each comparison may miss the cache twice

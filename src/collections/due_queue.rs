@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use std::hash::BuildHasherDefault;
 use std::os::raw::c_int;
 
-use crate::name_set::{IdHasher, NameIds};
-use crate::sharded_map::ShardedMap;
+use crate::collections::name_set::{IdHasher, NameIds};
+use crate::collections::sharded_map::ShardedMap;
 
 /// A database's keys (their ids, keyed hashes already) and their due times, in 256 shards:
 /// every write looks its key up here, and the shards' headers (8 KB) stay in the CPU's

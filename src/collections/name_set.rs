@@ -15,7 +15,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
-use crate::sharded_map::ShardedMap;
+use crate::collections::sharded_map::ShardedMap;
 
 /// Hashes ids that are hashes already (keyed with this process's random keys, so nobody
 /// can choose names whose ids collide): used as they are.

@@ -2,30 +2,31 @@
 //! from the totals member by member and deleted, in steps bounded by the tick's deadline,
 //! resuming where the last visit stopped.
 //!
-//! Owns: the resumable drain of expired slots. May not touch: quarantined boards (the
-//! timer writes none of their keys unless a write asked for their rebuild, `rebuild`;
-//! `view` computes a large one's totals in memory), a
-//! board whose cluster slot is moving, the meta hash's fields other than through `meta`; replicates only through [`Effects`]. Opens keys for
-//! writing only when there is work (a write open invalidates WATCH).
+//! Owns: the timer's visit of a board and the resumable drain of expired slots. May not
+//! touch: quarantined boards (the timer writes none of their keys unless a write asked for
+//! their rebuild, `rebuild`; `view` computes a large one's totals in memory), a board whose
+//! cluster slot is moving, the meta hash's fields other than through `meta`; replicates
+//! only through [`Effects`]. Opens keys for writing only when there is work (a write open
+//! invalidates WATCH).
 
-use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::Context;
 
-use crate::args::parse_i64;
 use crate::expiry::{self, Visit};
-use crate::rank::{base_of_meta, score_to_total, slot_key, Meta};
-use crate::replicate::Effects;
+use crate::rank::{
+    base_of_meta, drain_step, score_to_total, slot_key, BoardStore, DrainedSlot, Meta,
+};
+use crate::replicate::{Batch, Effects};
 use crate::server::{monotonic_us, selected_db};
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::jobs::has_jobs;
-use super::meta;
+use super::lifecycle::has_jobs;
+use super::meta::{self, is_marked_edited};
 use super::next;
-use super::parts::is_marked_edited;
 use super::rebuild;
+use super::slots::count_in;
 use super::state::{self, BoardId, Seen};
 use super::transit::Transit;
 use super::view;
@@ -38,33 +39,6 @@ const FREED_PER_STEP: usize = 2048;
 
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
-
-/// One batched command `name key arg ...`, started by its first argument.
-pub(super) struct Batch<'a> {
-    name: &'static CStr,
-    key: &'a [u8],
-    pub(super) effects: Effects,
-    started: bool,
-}
-
-impl<'a> Batch<'a> {
-    pub(super) fn new(name: &'static CStr, key: &'a [u8]) -> Self {
-        Batch {
-            name,
-            key,
-            effects: Effects::new(),
-            started: false,
-        }
-    }
-
-    /// The effects to add this entry's arguments to.
-    pub(super) fn entry(&mut self) -> &mut Effects {
-        if !std::mem::replace(&mut self.started, true) {
-            self.effects.command(self.name).arg(self.key);
-        }
-        &mut self.effects
-    }
-}
 
 /// Effects of one drain step on one slot, sent as (at most) three batched commands:
 /// `ZADD key total member ...`, `ZREM key member ...`, `HDEL slot member ...`.
@@ -90,6 +64,48 @@ impl<'a> DrainEffects<'a> {
     }
 }
 
+/// A board whose slot hash that left the window is being drained, as the pure drain sees
+/// it (see `crate::rank::drain_step`): its sorted set and that slot hash, opened for
+/// writing, every write recorded in `effects`.
+struct Draining<'a> {
+    zset: &'a Key,
+    slot: &'a Key,
+    effects: DrainEffects<'a>,
+}
+
+impl BoardStore for Draining<'_> {
+    type Member = RStr;
+
+    fn member(&mut self, name: &[u8]) -> Option<RStr> {
+        RStr::new(name)
+    }
+
+    fn total(&mut self, member: &RStr) -> Option<i64> {
+        self.zset.zscore(member).map(score_to_total)
+    }
+
+    fn set_total(&mut self, name: &[u8], member: &RStr, total: i64) {
+        self.zset.zadd(member, total as f64);
+        self.effects.lowered.entry().int(total).arg(name);
+    }
+
+    fn remove_total(&mut self, name: &[u8], member: &RStr) {
+        self.zset.zrem(member);
+        self.effects.removed.entry().arg(name);
+    }
+
+    fn slot_sum(&mut self, member: &RStr) -> i64 {
+        count_in(self.slot, member)
+    }
+}
+
+impl DrainedSlot for Draining<'_> {
+    fn remove_count(&mut self, name: &[u8], member: &RStr) {
+        self.slot.hdel_str(member);
+        self.effects.drained.entry().arg(name);
+    }
+}
+
 /// Subtracts one expired slot from the totals, member by member, until the slot hash is
 /// empty (true) or the deadline passes (false; the scan resumes at the next visit).
 fn drain_slot(
@@ -104,31 +120,16 @@ fn drain_slot(
         Some((saved_index, cursor)) if saved_index == index => cursor,
         _ => HashCursor::new(),
     };
-    let mut effects = DrainEffects::new(&board.1, slot_name);
+    let mut store = Draining {
+        zset,
+        slot,
+        effects: DrainEffects::new(&board.1, slot_name),
+    };
     let mut batch = Vec::new();
     let drained = loop {
         batch.clear();
         let more = cursor.step(slot, &mut batch);
-        for (member, count) in batch.drain(..) {
-            let Some(m) = RStr::new(&member) else {
-                continue;
-            };
-            let count = parse_i64(&count).unwrap_or(0);
-            if count > 0 {
-                if let Some(score) = zset.zscore(&m) {
-                    let total = score_to_total(score).saturating_sub(count);
-                    if total <= 0 {
-                        zset.zrem(&m);
-                        effects.removed.entry().arg(&member);
-                    } else {
-                        zset.zadd(&m, total as f64);
-                        effects.lowered.entry().int(total).arg(&member);
-                    }
-                }
-            }
-            slot.hdel_str(&m);
-            effects.drained.entry().arg(&member);
-        }
+        drain_step(&mut store, &batch);
         if !more {
             if slot.kind() != KeyKind::Hash {
                 break true;
@@ -141,7 +142,7 @@ fn drain_slot(
             break false;
         }
     };
-    effects.emit(ctx);
+    store.effects.emit(ctx);
     drained
 }
 
