@@ -237,27 +237,40 @@ fn an_incrby_that_opens_an_expiring_part_fires_once(kind: &ServerKind) {
         v_ok(),
         "{k}"
     );
-    srv.cmd(&["TSRANK.CREATE", "lb", "WINDOW", "2h", "SLOT", "1h"])
-        .expect("create");
-    srv.cmd(&["TSRANK.INCRBY", "lb", "3", "a"]).expect("incr");
-    let slot_hash = format!("lb|slot|{}", server_ms(&srv) / 3_600_000);
-    assert_eq!(srv.cmd_value(&["PEXPIRE", &slot_hash, "1"]), v_int(1));
-    std::thread::sleep(Duration::from_millis(20));
-    let mut sub_conn = srv.conn();
-    let mut sub = subscribe(&mut sub_conn);
-    let v = srv.cmd_value(&["TSRANK.INCRBY", "lb", "2", "a"]);
-    assert!(error_text(&v).is_none(), "{k}: {v:?}");
-    let (key, event) = sentinel(&srv, "KA", 0);
-    let seen = until(&mut sub, &key, event);
-    let ours: Vec<_> = seen
-        .iter()
-        .filter(|(_, e)| e.starts_with("tsrank."))
-        .collect();
-    assert_eq!(ours, vec![&ev("lb", "tsrank.incrby")], "{k}: {seen:?}");
-    assert!(
-        seen.contains(&ev(&slot_hash, "expired")),
-        "{k}: the slot hash did not expire during the INCRBY: {seen:?}"
-    );
-    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "lb", "a"]), v);
-    srv.assert_alive();
+    // Tally's own timer may open the slot hash first (the expiry then happens outside the
+    // INCRBY): the events up to a sentinel before the INCRBY tell, and such an attempt is
+    // made again on a new board rather than judged.
+    for attempt in 0..3 {
+        let lb = format!("lb{attempt}");
+        srv.cmd(&["TSRANK.CREATE", &lb, "WINDOW", "2h", "SLOT", "1h"])
+            .expect("create");
+        srv.cmd(&["TSRANK.INCRBY", &lb, "3", "a"]).expect("incr");
+        let slot_hash = format!("{lb}|slot|{}", server_ms(&srv) / 3_600_000);
+        let mut sub_conn = srv.conn();
+        let mut sub = subscribe(&mut sub_conn);
+        assert_eq!(srv.cmd_value(&["PEXPIRE", &slot_hash, "1"]), v_int(1));
+        std::thread::sleep(Duration::from_millis(20));
+        let (key, event) = sentinel(&srv, "KA", 2 * attempt);
+        if until(&mut sub, &key, event).contains(&ev(&slot_hash, "expired")) {
+            println!("{k}: the slot hash expired before the INCRBY; again");
+            continue;
+        }
+        let v = srv.cmd_value(&["TSRANK.INCRBY", &lb, "2", "a"]);
+        assert!(error_text(&v).is_none(), "{k}: {v:?}");
+        let (key, event) = sentinel(&srv, "KA", 2 * attempt + 1);
+        let seen = until(&mut sub, &key, event);
+        let ours: Vec<_> = seen
+            .iter()
+            .filter(|(_, e)| e.starts_with("tsrank."))
+            .collect();
+        assert_eq!(ours, vec![&ev(&lb, "tsrank.incrby")], "{k}: {seen:?}");
+        assert!(
+            seen.contains(&ev(&slot_hash, "expired")),
+            "{k}: the slot hash did not expire during the INCRBY: {seen:?}"
+        );
+        assert_eq!(srv.cmd_value(&["TSRANK.SCORE", &lb, "a"]), v);
+        srv.assert_alive();
+        return;
+    }
+    panic!("{k}: the slot hash expired before the INCRBY in every attempt");
 }
