@@ -31,6 +31,12 @@ function text(arg: Arg): string | Buffer {
 /** The `Connection` of a node-redis or ioredis client, told apart by their methods. */
 export function connect(client: unknown): Connection {
   const c = client as Record<string, unknown> | null;
+  if (c && typeof c.call === "function") {
+    // ioredis (Redis and Cluster): call(name, ...args); a cluster follows MOVED for
+    // commands it does not know the keys of. (ioredis has a sendCommand too: test call first.)
+    const call = c.call as (...a: unknown[]) => Promise<unknown>;
+    return { send: (args) => call.call(c, ...args.map(text)), ordered: c.isCluster !== true };
+  }
   if (c && typeof c.sendCommand === "function") {
     // node-redis: a cluster's sendCommand takes (firstKey, isReadonly, args).
     const cluster = typeof c.getSlotRandomNode === "function" || "masters" in c;
@@ -39,12 +45,6 @@ export function connect(client: unknown): Connection {
       return { send: (args, key, readonly) => send.call(c, key, readonly, args.map(text)), ordered: true };
     }
     return { send: (args) => send.call(c, args.map(text)), ordered: true };
-  }
-  if (c && typeof c.call === "function") {
-    // ioredis (Redis and Cluster): call(name, ...args); a cluster follows MOVED for
-    // commands it does not know the keys of.
-    const call = c.call as (...a: unknown[]) => Promise<unknown>;
-    return { send: (args) => call.call(c, ...args.map(text)), ordered: c.isCluster !== true };
   }
   throw new TypeError("tally-redis: expected a node-redis client (sendCommand) or an ioredis client (call)");
 }
