@@ -99,7 +99,7 @@ export class RateLimiterTally {
   /** The key's block: ms left, -1 for a block without end, 0 for none. */
   private async blockedMs(key: string | number): Promise<number> {
     const blockKey = this.blockKey(key);
-    const ttl = num(await this.connection.send(["PTTL", blockKey], blockKey, true));
+    const ttl = num(await this.connection.send(["PTTL", blockKey], blockKey, false)); // the primary: a block was just written there
     return ttl === -2 ? 0 : ttl;
   }
 

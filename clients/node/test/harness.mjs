@@ -9,10 +9,11 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
+import { fileURLToPath } from "node:url";
 import { createClient, createCluster } from "redis";
 import { Redis, Cluster } from "ioredis";
 
-export const MODULE = process.env.TALLY_MODULE ?? path.resolve(import.meta.dirname, "../../../target/release/libtally.so");
+export const MODULE = process.env.TALLY_MODULE ?? fileURLToPath(new URL("../../../target/release/libtally.so", import.meta.url));
 
 export function serverKinds() {
   const spec = process.env.TALLY_SERVERS || "redis=/usr/bin/redis-server";
