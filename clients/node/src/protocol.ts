@@ -14,8 +14,7 @@ export type Arg = string | number | Buffer;
 export interface Connection {
   /** Sends `[name, ...args]`; `key` is the first key (cluster routing). */
   send(args: Arg[], key: string | Buffer | undefined, readonly: boolean): Promise<unknown>;
-  /** Commands on one key sent without waiting arrive in the order sent (false for an
-   * ioredis Cluster, which sends a module command to any node and follows MOVED). */
+  /** Commands on one key sent without waiting arrive in the order sent. */
   ordered: boolean;
 }
 
@@ -32,10 +31,11 @@ function text(arg: Arg): string | Buffer {
 export function connect(client: unknown): Connection {
   const c = client as Record<string, unknown> | null;
   if (c && typeof c.call === "function") {
-    // ioredis (Redis and Cluster): call(name, ...args); a cluster follows MOVED for
-    // commands it does not know the keys of. (ioredis has a sendCommand too: test call first.)
+    // ioredis (Redis and Cluster): call(name, ...args). ioredis has a sendCommand too, so
+    // call is tested first.
     const call = c.call as (...a: unknown[]) => Promise<unknown>;
-    return { send: (args) => call.call(c, ...args.map(text)), ordered: c.isCluster !== true };
+    if (c.isCluster === true) return ioredisCluster(c, call);
+    return { send: (args) => call.call(c, ...args.map(text)), ordered: true };
   }
   if (c && typeof c.sendCommand === "function") {
     // node-redis: a cluster's sendCommand takes (firstKey, isReadonly, args).
@@ -47,6 +47,46 @@ export function connect(client: unknown): Connection {
     return { send: (args) => send.call(c, args.map(text)), ordered: true };
   }
   throw new TypeError("tally-redis: expected a node-redis client (sendCommand) or an ioredis client (call)");
+}
+
+/**
+ * An ioredis `Cluster` does not know a module command's keys, so on its own it sends the
+ * command to any primary and follows the `MOVED` answer: two hops for most commands. Here
+ * `call` runs on a view of the cluster whose `sendCommand` names the key's slot, which
+ * ioredis's `Cluster.sendCommand(command, stream, node)` then routes to. With ioredis's
+ * auto-pipelining on (which batches through the client object itself), commands go the
+ * plain way.
+ */
+function ioredisCluster(c: Record<string, unknown>, call: (...a: unknown[]) => Promise<unknown>): Connection {
+  const sendCommand = c.sendCommand as (command: unknown, stream?: unknown, node?: unknown) => unknown;
+  const options = c.options as { enableAutoPipelining?: boolean } | undefined;
+  return {
+    send(args, key) {
+      if (key === undefined || options?.enableAutoPipelining) return call.call(c, ...args.map(text));
+      const slot = keySlot(key);
+      const view = Object.create(c, {
+        sendCommand: { value: (command: unknown, stream?: unknown) => sendCommand.call(c, command, stream, { slot }) },
+      });
+      return call.call(view, ...args.map(text));
+    },
+    ordered: !options?.enableAutoPipelining,
+  };
+}
+
+/** The Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag or whole name, mod 16384. */
+export function keySlot(key: string | Buffer): number {
+  let bytes = Buffer.isBuffer(key) ? key : Buffer.from(key);
+  const open = bytes.indexOf(0x7b); // {
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1); // }
+    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
 }
 
 // ---------------------------------------------------------------- arguments ----

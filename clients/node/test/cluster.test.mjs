@@ -51,9 +51,25 @@ describe(`cluster (${name})`, () => {
     for (const node of nodes) await node.stop();
   });
 
+  /** How many MOVED redirections the primaries have answered so far. */
+  async function moved() {
+    let total = 0;
+    for (const node of nodes) {
+      const c = await connect(CLIENTS[0], node.port);
+      try {
+        const m = /errorstat_MOVED:count=(\d+)/.exec(String(await c.sendCommand(["INFO", "errorstats"])));
+        total += m ? Number(m[1]) : 0;
+      } finally {
+        await close(c);
+      }
+    }
+    return total;
+  }
+
   for (const kind of CLIENTS) {
     test(kind.name, async () => {
       const client = await connectCluster(kind, nodes[0].port);
+      const movedBefore = await moved();
       try {
         const t = new Tally(client);
         const run = randomBytes(6).toString("hex");
@@ -99,6 +115,13 @@ describe(`cluster (${name})`, () => {
           await assert.rejects(limiter.consume(who), (r) => r.msBeforeNext === 30_000);
           assert.ok((await limiter.get(who)).msBeforeNext <= 30_000);
           assert.equal(await limiter.delete(who), true);
+        }
+        // Every command went straight to its key's primary.
+        assert.equal(await moved(), movedBefore);
+        if (kind.kind === "ioredis") {
+          // Plain ioredis sends a module command to any primary, which answers MOVED.
+          for (const k of counters) await client.call("TSCOUNTER.INCR", k);
+          assert.ok((await moved()) > movedBefore);
         }
       } finally {
         await close(client);
