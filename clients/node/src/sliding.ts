@@ -62,6 +62,7 @@ export class SlidingWindow {
   /** `TSCOUNTER.LIMIT key n windowMs max DETAILS`, with a `CREATE` first when needed. */
   async hit(key: string, n: number, max: number): Promise<Hit> {
     const start = Date.now();
+    const sent = performance.now();
     const args: Arg[] = ["TSCOUNTER.LIMIT", key, n, this.windowMs, max, "DETAILS"];
     let pending: Promise<unknown>;
     if (n > 0 && !((this.known.get(key) ?? 0) > performance.now())) {
@@ -79,14 +80,15 @@ export class SlidingWindow {
     const [allowed, retry, rows] = (await pending) as unknown[];
     const [sum, , reset] = (rows as unknown[][])[0];
     const hit = { allowed: num(allowed) === 1, retryAfterMs: num(retry), sum: num(sum), resetMs: num(reset), start };
-    if (hit.allowed && n > 0) this.written(key);
+    if (hit.allowed && n > 0) this.written(key, sent);
     return hit;
   }
 
-  /** Records that `key` holds a hit written now: it exists at least `windowMs - slotMs` more. */
-  private written(key: string): void {
+  /** Records that `key` holds a hit written after `sent` (this process's monotonic clock
+   * before the request): its slot keeps the key until at least `windowMs - slotMs` later. */
+  private written(key: string, sent: number): void {
     if (this.known.size >= KNOWN_KEYS_MAX) this.known.clear();
-    this.known.set(key, performance.now() + this.windowMs - this.slotMs);
+    this.known.set(key, sent + this.windowMs - this.slotMs);
   }
 
   /** Adds `n` to now's slot whatever the window holds; a negative `n` removes up to
