@@ -1,9 +1,9 @@
 // Every helper's reply shapes, on every server, over node-redis and ioredis, in RESP2
-// and RESP3. Times are explicit (`at`), so nothing here depends on the clock.
+// and RESP3 (and RESP3 maps as Map objects). Times are explicit (`at`), so nothing here depends on the clock.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Tally } from "tally-redis";
-import { CLIENTS, Server, close, connect, keys, serverKinds } from "./harness.mjs";
+import { CLIENTS, SHAPES, Server, close, connect, keys, serverKinds } from "./harness.mjs";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -18,7 +18,7 @@ for (const [name, binary] of serverKinds()) {
     before(async () => { server = await Server.start(name, binary); });
     after(() => server.stop());
 
-    for (const kind of CLIENTS) {
+    for (const kind of [...CLIENTS, ...SHAPES]) {
       describe(kind.name, () => {
         let client, t, key;
         before(async () => { client = await connect(kind, server.port); t = new Tally(client); });

@@ -10,7 +10,7 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
-import { createClient, createCluster } from "redis";
+import { createClient, createCluster, RESP_TYPES } from "redis";
 import { Redis, Cluster } from "ioredis";
 
 export const MODULE = process.env.TALLY_MODULE ?? fileURLToPath(new URL("../../../target/release/libtally.so", import.meta.url));
@@ -119,15 +119,24 @@ export const CLIENTS = [
   { name: "ioredis resp3", kind: "ioredis", resp: 3 },
 ];
 
+/** One more reply shape for the helpers' parsers: RESP3 maps as `Map`s (node-redis's
+ * typeMapping). (ioredis's replyMapping "resp3" is left out: its double decoder answers
+ * 0.7500000000000001 for the server's 0.75; see the README.) */
+export const SHAPES = [
+  { name: "node-redis resp3 maps as Map", kind: "node-redis", resp: 3, typeMapping: { [RESP_TYPES.MAP]: Map } },
+];
+
 /** A connected client of `kind` on `port`; `close(client)` ends it. */
 export async function connect(kind, port) {
   if (kind.kind === "node-redis") {
-    const client = createClient({ url: `redis://127.0.0.1:${port}`, RESP: kind.resp });
+    let client = createClient({ url: `redis://127.0.0.1:${port}`, RESP: kind.resp });
+    if (kind.typeMapping) client = client.withTypeMapping(kind.typeMapping);
     client.on("error", () => {});
     await client.connect();
     return client;
   }
-  const client = new Redis({ port, host: "127.0.0.1", protocol: kind.resp, lazyConnect: true, maxRetriesPerRequest: 1 });
+  const client = new Redis({ port, host: "127.0.0.1", protocol: kind.resp, lazyConnect: true, maxRetriesPerRequest: 1,
+    ...(kind.replyMapping ? { replyMapping: kind.replyMapping } : {}) });
   await client.connect();
   return client;
 }
