@@ -21,7 +21,7 @@ WAIT_TESTS := cluster command_docs counter doc_examples faults harness_smoke lim
 	mlimit_cluster notify rank_eviction rank_history replication safety_rank stats
 WAIT_TEST_THREADS ?= 6
 
-.PHONY: all deps build run test test-long soak unit-test module-test python-test node-test lint bench bench-scale memcheck clean
+.PHONY: all deps build run test test-long soak unit-test module-test python-test lint bench bench-scale memcheck clean
 
 all: build
 
@@ -75,6 +75,7 @@ python-test: build
 ## make node-test: the Node.js package (clients/node) built from its lockfile (npm ci), packed
 ## with npm pack, installed into a scratch project under .tools/node-test as a user would, and
 ## its node:test suite run from there against every server of TALLY_SERVERS and a cluster (~1 minute).
+.PHONY: node-test
 node-test: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		bash clients/node/scripts/test.sh $(CURDIR)/.tools/node-test
