@@ -41,7 +41,7 @@ run: build
 ## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
 ## then the Python client's tests (~10 minutes on 2 cores). The large cases run at a size
 ## that still shows what they guard (make test-long runs them at full size).
-test: unit-test module-test python-test
+test: unit-test module-test python-test node-test
 
 unit-test: deps
 	$(CARGO) test -p tally --lib
@@ -71,6 +71,14 @@ python-test: build
 	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check "./clients/python[test]"
 	cd clients/python && TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		$(CURDIR)/$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider
+
+## make node-test: the Node.js package (clients/node) built from its lockfile (npm ci), packed
+## with npm pack, installed into a scratch project under .tools/node-test as a user would, and
+## its node:test suite run from there against every server of TALLY_SERVERS and a cluster (~1 minute).
+.PHONY: node-test
+node-test: build
+	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+		bash clients/node/scripts/test.sh $(CURDIR)/.tools/node-test
 
 ## make test-long: the same suites with long soak variants and full sizes (TALLY_LONG=1):
 ## more proptest cases, ten times more fuzz vectors and fault-fuzz batches (1500 per family

@@ -1,0 +1,7 @@
+/** tally for Node.js: typed helpers for the tally Redis module over node-redis or ioredis. */
+export { Tally, Counter, Leaderboard, Stats } from "./client.js";
+export type {
+  CounterInfo, Decision, Duration, LeaderboardInfo, LimitOptions, MultiDecision, MultiLimitOptions,
+  StatsInfo, Summary, Timestamp, WindowState, Windows,
+} from "./client.js";
+export const VERSION = "0.1.0";
