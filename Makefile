@@ -39,8 +39,8 @@ run: build
 	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
 
 ## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
-## then the Python client's tests (~10 minutes on 2 cores). The large cases run at a size
-## that still shows what they guard (make test-long runs them at full size).
+## then the Python and Node.js clients' tests (~12 minutes on 2 cores). The large cases run
+## at a size that still shows what they guard (make test-long runs them at full size).
 test: unit-test module-test python-test node-test
 
 unit-test: deps
