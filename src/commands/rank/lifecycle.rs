@@ -14,7 +14,8 @@
 //!   a forgery by a user who may not touch the totals key); reads compute its totals from
 //!   the slot hashes and the next write, whose caller's ACL covers every key, rebuilds the
 //!   totals (`repair`, `rebuild`);
-//! * a meta deleted or garbled by a user is put back.
+//! * a meta deleted or garbled by a user is put back, and so is one found broken with no
+//!   event told (a field past its TTL, not reclaimed yet: [`broken_meta_found`]).
 //!
 //! Jobs run from a post-notification job (Redis 7.2+, Valkey) or a 1 ms timer (Redis 7.0),
 //! and first thing in every leaderboard write. Outside a command they wait while
