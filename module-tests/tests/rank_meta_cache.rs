@@ -1,8 +1,10 @@
 //! TSRANK.INCRBY trusts a board's meta it has verified instead of reading `key|meta` on
 //! every write. Every way a user can change a meta hash must make the next write
 //! read it again: for each native edit, a board whose meta was verified must answer exactly
-//! what a board edited before any verification answers, and `check-caches` (on in every
-//! test server) must never have found a stale copy.
+//! what a board edited before any verification answers (and the exact replies expected
+//! after that edit), and `check-caches` (on in every test server) must never have found a
+//! stale copy. A meta field past its TTL answers as after its `HDEL`, whether the server
+//! has reclaimed it yet or not.
 
 use module_tests::*;
 use std::time::Duration;
@@ -110,6 +112,7 @@ fn every_native_edit_of_a_verified_meta_is_seen_by_the_next_write(kind: &ServerK
         }
         if let [cold, verified] = seen.as_slice() {
             assert_eq!(cold, verified, "{k}: after {name}, cold vs verified board");
+            assert_expected_after(&k, name, cold);
         }
     }
     assert_eq!(
@@ -118,6 +121,212 @@ fn every_native_edit_of_a_verified_meta_is_seen_by_the_next_write(kind: &ServerK
         "{k}: check-caches found a stale meta"
     );
     srv.assert_alive();
+}
+
+/// How a field TTL put on a meta field runs out.
+#[derive(Clone, Copy, Debug)]
+enum Lapse {
+    /// Its time has passed but the server has not reclaimed it: active expiry is off, and
+    /// only tally's commands touch the meta (the server's hash field reads treat the field
+    /// as absent; no event fires).
+    Lazy,
+    /// Reclaimed (by a native command or active expiry), which fires `hexpired`.
+    Reclaimed,
+}
+
+per_server!(a_meta_field_past_its_ttl_answers_as_if_deleted);
+/// A field TTL on `_slots` or `_tally` of a board's meta: once its time has passed, the
+/// board answers exactly as after an `HDEL` of that field (the meta is put back), whether
+/// the server has reclaimed the field yet or not, for a cold board and a verified one; the
+/// replica ends equal. Servers without field TTLs (Redis 7.0) check the `HDEL` answers only.
+fn a_meta_field_past_its_ttl_answers_as_if_deleted(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let (srv, replica) = start_with_replica(kind);
+    for field in ["_slots", "_tally"] {
+        for (label, writes) in [("cold", 1), ("verified", 3)] {
+            let board = |how: &str| {
+                let key = format!("{how}:{field}:{label}");
+                for _ in 0..writes - 1 {
+                    srv.cmd(&["TSRANK.INCRBY", &key, "1", "m"]).expect("write");
+                }
+                let first = if writes == 1 { "3" } else { "1" };
+                srv.cmd(&["TSRANK.INCRBY", &key, first, "m"])
+                    .expect("write");
+                let meta = format!("{key}|meta");
+                (key, meta)
+            };
+            let (key, meta) = board("hdel");
+            assert_eq!(srv.cmd_value(&["HDEL", &meta, field]), v_int(1), "{k}");
+            let deleted = after_edit(&srv, &key);
+            assert_usual_answers(&k, &format!("HDEL {field}, {label}"), &deleted);
+            for lapse in [Lapse::Lazy, Lapse::Reclaimed] {
+                let what = format!("{lapse:?} TTL on {field}, {label}");
+                let (key, meta) = board(&format!("{lapse:?}"));
+                if matches!(lapse, Lapse::Lazy) {
+                    assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), v_ok());
+                }
+                match srv.cmd(&["HPEXPIRE", &meta, "1", "FIELDS", "1", field]) {
+                    Err(e) if e.to_lowercase().contains("unknown command") => {
+                        assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), v_ok());
+                        break;
+                    }
+                    other => assert_eq!(other, Ok(v_arr(vec![v_int(1)])), "{k}: {what}"),
+                }
+                // (The jobs the HPEXPIRE queued, `_edited` among them, have run.)
+                let len = srv.cmd_value(&["HLEN", &meta]);
+                std::thread::sleep(Duration::from_millis(5));
+                match lapse {
+                    // The hash length still counts a field not reclaimed.
+                    Lapse::Lazy => assert_eq!(srv.cmd_value(&["HLEN", &meta]), len, "{k}: {what}"),
+                    // Reclaimed by this HEXISTS (Redis 8), or by active expiry (Valkey's
+                    // HEXISTS reclaims nothing), after which tally put it back without TTL.
+                    Lapse::Reclaimed => assert!(
+                        wait_until(Duration::from_secs(5), || {
+                            let gone = srv.cmd_value(&["HEXISTS", &meta, field]) == v_int(0)
+                                && srv.cmd_value(&["HLEN", &meta]) != len;
+                            gone || srv.cmd_value(&["HPTTL", &meta, "FIELDS", "1", field])
+                                == v_arr(vec![v_int(-1)])
+                        }),
+                        "{k}: {what}: never reclaimed"
+                    ),
+                }
+                let lapsed = after_edit(&srv, &key);
+                assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), v_ok());
+                assert_eq!(lapsed, deleted, "{k}: {what} vs HDEL {field}");
+            }
+        }
+    }
+    // A write as the first command after the lapse: TSRANK.REM, TSRANK.INCRBY.
+    let firsts: [(&str, &[&str], [Value; 2]); 2] = [
+        ("TSRANK.REM", &["m"], [v_int(1), v_nil()]),
+        ("TSRANK.INCRBY", &["1", "m"], [v_int(4), v_int(4)]),
+    ];
+    for (command, args, expected) in firsts {
+        for how in ["HDEL", "Lazy"] {
+            let what = format!("{command} first after {how} of _slots");
+            let key = format!("first:{command}:{how}");
+            let meta = format!("{key}|meta");
+            srv.cmd(&["TSRANK.INCRBY", &key, "3", "m"]).expect("write");
+            if how == "HDEL" {
+                assert_eq!(srv.cmd_value(&["HDEL", &meta, "_slots"]), v_int(1), "{k}");
+            } else {
+                assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), v_ok());
+                if srv
+                    .cmd(&["HPEXPIRE", &meta, "1", "FIELDS", "1", "_slots"])
+                    .is_err()
+                {
+                    assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), v_ok());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut cmd = vec![command, key.as_str()];
+            cmd.extend(args);
+            let replies = [
+                srv.cmd_value(&cmd),
+                srv.cmd_value(&["TSRANK.SCORE", &key, "m"]),
+            ];
+            assert_eq!(srv.cmd_value(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), v_ok());
+            assert_eq!(replies, expected, "{k}: {what}");
+        }
+    }
+    assert_eq!(
+        info_i64(&srv, "tally", "tally_cache_mismatches"),
+        0,
+        "{k}: check-caches found a stale meta"
+    );
+    // The metas put back reach the replica as they are on the primary.
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, &format!("{k}: metas past a field TTL"));
+    srv.assert_alive();
+}
+
+/// Checks the replies of [`after_edit`] for a board of one member `m` with a total of 3
+/// whose meta was put back after an edit: the usual answers, never an error.
+fn assert_usual_answers(k: &str, what: &str, replies: &[Value]) {
+    let expected = [
+        (0, v_arr(vec![v_bulk("m"), v_int(3)])),
+        (1, v_int(3)),
+        (2, v_int(0)),
+        (4, v_int(4)),
+        (5, v_int(2)),
+        (6, v_arr(vec![v_bulk("m"), v_int(4), v_bulk("n"), v_int(2)])),
+        (7, v_int(4)),
+    ];
+    assert_replies(k, what, replies, &expected, Some(1));
+}
+
+/// Checks the replies of [`after_edit`] at the indices of `expected`, and the `members`
+/// field of `TSRANK.INFO` (`None`: INFO answers nil, no board).
+fn assert_replies(
+    k: &str,
+    what: &str,
+    replies: &[Value],
+    expected: &[(usize, Value)],
+    members: Option<i64>,
+) {
+    for (i, want) in expected {
+        assert_eq!(
+            replies.get(*i),
+            Some(want),
+            "{k}: after {what}, reply {i}: {replies:?}"
+        );
+    }
+    let info = match (replies.get(3), members) {
+        (Some(Value::Nil), None) => return,
+        (Some(info @ (Value::Array(_) | Value::Map(_))), Some(_)) => map_pairs(info),
+        (other, _) => panic!("{k}: after {what}, TSRANK.INFO gave {other:?}"),
+    };
+    assert!(
+        info.iter()
+            .any(|(f, v)| f == "members" && Some(v) == members.map(v_int).as_ref()),
+        "{k}: after {what}, TSRANK.INFO: {info:?}"
+    );
+}
+
+/// The exact replies of [`after_edit`] after the native edit `name` (the same for a cold
+/// board and a verified one: equal errors must not pass for equal answers).
+fn assert_expected_after(k: &str, name: &str, replies: &[Value]) {
+    // The board, emptied or gone, then two writes.
+    let fresh = |info_members: Option<i64>| {
+        let expected = [
+            (0, v_arr(vec![])),
+            (1, v_nil()),
+            (2, v_nil()),
+            (4, v_int(1)),
+            (5, v_int(2)),
+            (6, v_arr(vec![v_bulk("n"), v_int(2), v_bulk("m"), v_int(1)])),
+            (7, v_int(1)),
+        ];
+        assert_replies(k, name, replies, &expected, info_members);
+    };
+    match name {
+        // The meta is put back (with the board quarantined): the board answers as before.
+        "HDEL _tally"
+        | "HDEL _slots"
+        | "HSET _tally garbage"
+        | "DEL"
+        | "UNLINK"
+        | "RENAME away"
+        | "MOVE to db 1"
+        | "HPEXPIRE _slots" => assert_usual_answers(k, name, replies),
+        // A valid meta whose range (or settings) holds none of the board's slots.
+        "HSET _slots narrow" | "RENAME donor over" | "COPY donor over" | "RESTORE donor over" => {
+            fresh(Some(0))
+        }
+        // The board goes whole with its meta.
+        "PEXPIRE" => fresh(None),
+        // A string in place of the meta: the sorted set is no leaderboard.
+        "SET string" => {
+            let wrongtype =
+                v_err("WRONGTYPE Operation against a key holding the wrong kind of value");
+            assert!(
+                replies.iter().all(|r| *r == wrongtype),
+                "{k}: after {name}: {replies:?}"
+            );
+        }
+        _ => panic!("no expected replies for {name}"),
+    }
 }
 
 per_server!(a_meta_changed_by_the_new_primary_is_read_after_failing_back);

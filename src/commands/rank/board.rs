@@ -19,7 +19,7 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::lifecycle::{has_jobs, pending_restore, resolve_base};
+use super::lifecycle::{broken_meta_found, has_jobs, resolve_base};
 use super::meta;
 use super::next;
 use super::slots::{live_totals, open_pending, pending_in};
@@ -91,8 +91,10 @@ impl Board {
             // A user garbled the meta of a board tally knows (HSET `_slots` garbage): the
             // queued job puts back the meta it holds, so the board answers from that one
             // meanwhile, as for a deleted meta. That job may wait out a client pause.
+            // A field whose TTL has passed but that the server has not reclaimed yet reads
+            // as absent with no event told: the job is queued now (`broken_meta_found`).
             // (A board never incremented has no sorted set yet: it answers as empty.)
-            Err(e) => match pending_restore(db, &base) {
+            Err(e) => match broken_meta_found(ctx, db, &base, &key) {
                 Some(meta) if matches!(zset.kind(), KeyKind::Zset | KeyKind::Empty) => Some(meta),
                 _ => return Err(e),
             },

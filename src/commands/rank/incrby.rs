@@ -28,7 +28,7 @@ use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
 use super::check_cluster;
-use super::lifecycle::{flush_jobs, has_jobs};
+use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
 use super::meta;
 use super::next;
 use super::rebuild::{self, Stored};
@@ -186,7 +186,16 @@ fn open(
             if has_jobs() {
                 return Ok(None);
             }
-            let (meta, stored_as) = match meta::load(&meta_hash)? {
+            let loaded = match meta::load(&meta_hash) {
+                Ok(loaded) => loaded,
+                // A field past its TTL the server has not reclaimed yet: the meta is put
+                // back first, as after an `HDEL` of the field (see `broken_meta_found`).
+                Err(_) if broken_meta_found(ctx, db, base, &meta_hash).is_some() => {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e),
+            };
+            let (meta, stored_as) = match loaded {
                 Some((meta, layout)) => (meta, Some(layout)),
                 None if zset.kind() == KeyKind::Zset => {
                     // A plain sorted set, or a leaderboard whose meta hash a reshard has

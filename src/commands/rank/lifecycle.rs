@@ -14,7 +14,8 @@
 //!   a forgery by a user who may not touch the totals key); reads compute its totals from
 //!   the slot hashes and the next write, whose caller's ACL covers every key, rebuilds the
 //!   totals (`repair`, `rebuild`);
-//! * a meta deleted or garbled by a user is put back.
+//! * a meta deleted or garbled by a user is put back, and so is one found broken with no
+//!   event told (a field past its TTL, not reclaimed yet: [`broken_meta_found`]).
 //!
 //! Jobs run from a post-notification job (Redis 7.2+, Valkey) or a 1 ms timer (Redis 7.0),
 //! and first thing in every leaderboard write. Outside a command they wait while
@@ -182,6 +183,46 @@ fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &s
             }
         }
     }
+}
+
+/// The meta hash `meta_hash` of the board at `base` (one tally knows) was found not to hold a valid
+/// meta though no event told of an edit, or the job putting it back has run already: a
+/// field of it whose TTL has passed and that the server has not reclaimed yet (the
+/// server's hash field reads treat such a field as absent, and no event fires until it is
+/// reclaimed, lazily by a native command or by active expiry). That is the edit the
+/// `hexpired` event of its reclaiming would report, and it is handled as that event is
+/// ([`on_part_event`]): the board goes in quarantine and its meta is put back (as after an
+/// `HDEL` of the field). Returns the meta the queued job puts back, which a read answers
+/// from meanwhile (`None`: tally does not know the board, acts on no keys here, as on a
+/// replica, or the meta may be on the other node of a reshard: the caller answers as
+/// before).
+pub(super) fn broken_meta_found(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    meta_hash: &Key,
+) -> Option<Meta> {
+    if let Some(meta) = pending_restore(db, base) {
+        return Some(meta);
+    }
+    // Only a hash is put back (`restore_meta`): a meta overwritten by another type stays.
+    if meta_hash.kind() != KeyKind::Hash {
+        return None;
+    }
+    let meta = state::with(|s| s.known_meta(db, base))?;
+    if !is_acting_primary(ctx) || slot_in_transit(ctx, base) {
+        return None;
+    }
+    quarantine_edited(ctx, db, base);
+    push_job(
+        ctx,
+        Job::RestoreMeta {
+            db,
+            base: base.to_vec(),
+            meta,
+        },
+    );
+    Some(meta)
 }
 
 /// Quarantine after a native edit, recorded in memory and (by a job) in the meta hash.

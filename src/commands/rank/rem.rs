@@ -19,7 +19,7 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 
 use super::check_cluster;
-use super::lifecycle::{flush_jobs, has_jobs};
+use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
 use super::meta;
 use super::rebuild;
 use super::repair::repair;
@@ -98,7 +98,16 @@ fn open(
     if has_jobs() {
         return Ok(None);
     }
-    let Some((meta, layout)) = meta::load(&meta_hash)? else {
+    let loaded = match meta::load(&meta_hash) {
+        Ok(loaded) => loaded,
+        // A field past its TTL the server has not reclaimed yet: the meta is put back
+        // first, as after an `HDEL` of the field (see `broken_meta_found`).
+        Err(_) if broken_meta_found(ctx, selected_db(ctx), base, &meta_hash).is_some() => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let Some((meta, layout)) = loaded else {
         // A plain sorted set, or a board whose meta hash a reshard has moved (or not yet).
         transit.missing()?;
         return match zset.kind() {

@@ -22,7 +22,7 @@ use crate::server::{monotonic_us, selected_db};
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::lifecycle::has_jobs;
+use super::lifecycle::{broken_meta_found, has_jobs};
 use super::meta::{self, is_marked_edited};
 use super::next;
 use super::rebuild;
@@ -183,12 +183,17 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
     }
     let read = meta::read(&key);
     let marked = is_marked_edited(&key);
-    // The board's keys are opened below, for writing when there is work.
-    drop(key);
+    let db = selected_db(ctx);
     let (Some((mut meta, layout)), Some(base)) = (read, base_of_meta(name)) else {
+        // A field past its TTL the server has not reclaimed yet: the meta is put back (and
+        // scheduled again), as after an `HDEL` of the field (see `broken_meta_found`).
+        if let Some(base) = base_of_meta(name) {
+            broken_meta_found(ctx, db, base, &key);
+        }
         return Visit::Done;
     };
-    let db = selected_db(ctx);
+    // The board's keys are opened below, for writing when there is work.
+    drop(key);
     let (quarantined, rebuilding) = state::with(|s| {
         s.note_meta(db, base, meta, Seen::Read);
         if marked {
