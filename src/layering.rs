@@ -20,7 +20,7 @@ const FFI_LAYER: [&str; 9] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`).
-const PURE: [&str; 11] = [
+const PURE: [&str; 12] = [
     "args",
     "error",
     "layout",
@@ -31,6 +31,7 @@ const PURE: [&str; 11] = [
     "moments",
     "sketch",
     "limit",
+    "throttle",
     "collections",
 ];
 

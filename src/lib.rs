@@ -2,7 +2,7 @@
 //!
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `counter`,
-//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `error`, `collections` (the data
+//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `throttle`, `error`, `collections` (the data
 //!   structures tally writes itself); `cmddocs` (the version and the commands'
 //!   documentation, pure data);
 //! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
@@ -38,6 +38,8 @@ pub mod rank;
 pub mod sketch;
 #[forbid(unsafe_code)]
 pub mod stats;
+#[forbid(unsafe_code)]
+pub mod throttle;
 #[forbid(unsafe_code)]
 pub mod window;
 
