@@ -260,6 +260,31 @@ pub static DOCS: &[Doc] = &[
         ],
     },
     Doc {
+        command: c"tsthrottle.allow",
+        summary: c"Admit a request at a steady rate with a burst allowance (GCRA), storing the subject's next arrival time",
+        complexity: c"O(1)",
+        args: &[
+            KEY,
+            integer(c"max_burst"),
+            integer(c"count"),
+            string(c"period"),
+            integer(c"q").token(c"QUANTITY").optional(),
+            AT,
+        ],
+    },
+    Doc {
+        command: c"cl.throttle",
+        summary: c"redis-cell's rate limit on TSTHROTTLE's keys (registered with throttle-cell-compat yes)",
+        complexity: c"O(1)",
+        args: &[
+            KEY,
+            integer(c"max_burst"),
+            integer(c"count"),
+            integer(c"period"),
+            integer(c"quantity").optional(),
+        ],
+    },
+    Doc {
         command: c"tsrank.create",
         summary: c"Create a sliding-window leaderboard",
         complexity: c"O(1)",

@@ -165,6 +165,14 @@ pub const DEFAULT_CACHE_MAX_MEMORY: i64 = 4 << 20;
 /// compares (a mismatch is counted, logged and answered with an error). For tests.
 pub static CHECK_CACHES: AtomicBool = AtomicBool::new(false);
 
+/// `throttle-cell-compat`: also register redis-cell's `CL.THROTTLE` (a load argument only:
+/// commands are registered at load).
+pub static THROTTLE_CELL_COMPAT: AtomicBool = AtomicBool::new(false);
+
+pub fn throttle_cell_compat() -> bool {
+    THROTTLE_CELL_COMPAT.load(Ordering::Relaxed)
+}
+
 pub fn max_future_ms() -> i64 {
     MAX_FUTURE.ms()
 }
@@ -205,7 +213,9 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
             "rank-slot" => RANK_SLOT.parse(value.as_slice()).is_ok(),
             "stats-period" => STATS_PERIOD.parse(value.as_slice()).is_ok(),
             "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=MAX_KEEP).contains(&v)),
-            "check-caches" => matches!(value.as_slice(), b"yes" | b"no"),
+            "check-caches" | "throttle-cell-compat" => {
+                matches!(value.as_slice(), b"yes" | b"no")
+            }
             // A plain byte count here (`CONFIG SET` also takes units such as `64mb`).
             "cache-max-memory" => parse_i64(value.as_slice()).is_ok_and(|v| v >= 0),
             "expire-budget-us" => {

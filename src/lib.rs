@@ -79,6 +79,8 @@ mod module {
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let checked = server::check_api()
             .and_then(|()| config::validate_module_args(args))
+            // First, so a name already taken fails the load before anything is registered.
+            .and_then(|()| register_cell_compat(ctx))
             .and_then(|()| {
                 commands::FAMILIES
                     .iter()
@@ -93,6 +95,23 @@ mod module {
         }
         expiry::start(ctx, commands::EXPIRY_VISITOR);
         Status::Ok
+    }
+
+    /// `CL.THROTTLE`, when loaded with `throttle-cell-compat yes`. The server refuses a
+    /// command name another module (redis-cell) registered: the load fails and says why.
+    fn register_cell_compat(ctx: &Context) -> Result<(), String> {
+        if !config::throttle_cell_compat() {
+            return Ok(());
+        }
+        commands::throttle::CELL_COMMANDS
+            .iter()
+            .try_for_each(|command| cmdinfo::register(ctx, command))
+            .map_err(|e| {
+                format!(
+                    "throttle-cell-compat: {e}: the name CL.THROTTLE is taken (is redis-cell \
+                     loaded? unload it, or load tally without throttle-cell-compat)"
+                )
+            })
     }
 
     redis_module! {
@@ -117,6 +136,7 @@ mod module {
             ],
             bool: [
                 ["check-caches", &config::CHECK_CACHES, false, ConfigurationFlags::DEFAULT, None],
+                ["throttle-cell-compat", &config::THROTTLE_CELL_COMPAT, false, ConfigurationFlags::IMMUTABLE, None],
             ],
             enum: [],
             module_args_as_configuration: true,

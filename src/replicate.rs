@@ -111,6 +111,12 @@ impl Effects {
     }
 }
 
+/// Sends one command whose arguments are at hand as bytes (a key's new value and
+/// expiry), with no buffer recorded in between.
+pub fn replicate_bytes(ctx: &Context, name: &CStr, args: &[&[u8]]) {
+    replicate(ctx, name, args);
+}
+
 /// Arguments a command may have to be passed from the stack (every hot path has fewer).
 const STACK_ARGS: usize = 19;
 

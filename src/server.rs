@@ -95,8 +95,11 @@ required_api! {
     RedisModule_ScanCursorRestart,
     RedisModule_ScanKey,
     RedisModule_SelectDb,
+    RedisModule_SetAbsExpire,
     RedisModule_SetCommandInfo,
+    RedisModule_StringDMA,
     RedisModule_StringPtrLen,
+    RedisModule_StringTruncate,
     RedisModule_SubscribeToKeyspaceEvents,
     RedisModule_SubscribeToServerEvent,
     RedisModule_UnlinkKey,
@@ -174,6 +177,20 @@ pub fn command_now_ms() -> i64 {
         // SAFETY: plain read of the server's cached time; no arguments.
         Some(cached_us) => unsafe { cached_us() }.div_euclid(1000),
         None => now_ms(),
+    }
+}
+
+/// A command's now in µs, the same time as [`command_now_ms`] where the server caches it;
+/// on Redis 7.0, which caches none for modules, the wall clock read now (the one the
+/// server's own `mstime` reads).
+pub fn command_now_us() -> i64 {
+    // SAFETY: as in `command_now_ms`.
+    match unsafe { raw::RedisModule_CachedMicroseconds } {
+        // SAFETY: plain read of the server's cached time; no arguments.
+        Some(cached_us) => unsafe { cached_us() },
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
     }
 }
 

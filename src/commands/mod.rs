@@ -9,6 +9,7 @@ pub mod caches;
 pub mod counter;
 pub mod rank;
 pub mod stats;
+pub mod throttle;
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -64,7 +65,12 @@ pub struct Family {
 /// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
 pub type ExpireVisit = fn(&Context, Key, &[u8], &[u8], i64, u64) -> Visit;
 
-pub const FAMILIES: [Family; 3] = [counter::FAMILY, stats::FAMILY, rank::FAMILY];
+pub const FAMILIES: [Family; 4] = [
+    counter::FAMILY,
+    stats::FAMILY,
+    rank::FAMILY,
+    throttle::FAMILY,
+];
 
 /// The family whose word starts `marker` (the word, then nothing or a space).
 pub fn family_of(marker: &[u8]) -> Option<&'static Family> {

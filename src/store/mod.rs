@@ -12,6 +12,7 @@
 pub mod acl;
 pub mod field_ttl;
 pub mod scan;
+pub mod string;
 pub mod zset;
 
 use std::ffi::c_void;
