@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files allowed to call the module API directly.
-const FFI_LAYER: [&str; 9] = [
+const FFI_LAYER: [&str; 10] = [
     "server.rs",
     "cmdinfo.rs",
     "reply.rs",
@@ -16,6 +16,7 @@ const FFI_LAYER: [&str; 9] = [
     "store/acl.rs",
     "store/field_ttl.rs",
     "store/scan.rs",
+    "store/string.rs",
     "store/zset.rs",
 ];
 
