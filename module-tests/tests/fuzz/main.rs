@@ -1,7 +1,7 @@
 //! Seeded randomized fuzzing of every command of every family, on every server kind.
 //!
-//! Each family's test sends at least 6,000 argument vectors per server kind (18,000 for
-//! the three families together; ten times more with `TALLY_LONG=1`), pipelined in
+//! Each family's test (counter, rank, stats, throttle) sends at least 6,000 argument
+//! vectors per server kind (24,000 for the four families together; ten times more with `TALLY_LONG=1`), pipelined in
 //! batches: random arity, the families' keywords in random case, huge / negative / float
 //! numbers, durations with and without units, timestamps near now and absurd ones,
 //! resolution specs, empty and binary strings, NUL bytes and very long strings, commands
@@ -221,4 +221,9 @@ fn fuzz_rank(kind: &ServerKind) {
 per_server!(fuzz_stats);
 fn fuzz_stats(kind: &ServerKind) {
     fuzz(kind, "stats", STATS_CMDS);
+}
+
+per_server!(fuzz_throttle);
+fn fuzz_throttle(kind: &ServerKind) {
+    fuzz(kind, "throttle", THROTTLE_CMDS);
 }

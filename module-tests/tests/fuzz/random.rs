@@ -12,6 +12,7 @@ pub(super) fn seed() -> u64 {
 
 pub(super) const KEYWORDS: &[&str] = &[
     "AT",
+    "QUANTITY",
     "FROM",
     "TO",
     "EMPTY",

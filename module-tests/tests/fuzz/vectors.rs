@@ -34,6 +34,8 @@ pub(super) const STATS_CMDS: &[&str] = &[
     "STATS.INFO",
 ];
 
+pub(super) const THROTTLE_CMDS: &[&str] = &["TSTHROTTLE.ALLOW"];
+
 /// Keys every family's fuzz shares: tally objects of each family, other types, binary
 /// and empty names.
 pub(super) const KEYS: &[&[u8]] = &[
@@ -170,6 +172,25 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
             }
             if rng.chance(40) {
                 s(&mut v, "DETAILS");
+            }
+        }
+        "TSTHROTTLE.ALLOW" => {
+            // max_burst, count, period, then QUANTITY and AT in either order.
+            for _ in 0..2 {
+                let x = num(rng);
+                s(&mut v, &x);
+            }
+            let d = rng.pick(DURATIONS).to_string();
+            s(&mut v, &d);
+            if rng.chance(40) {
+                s(&mut v, "QUANTITY");
+                let x = num(rng);
+                s(&mut v, &x);
+            }
+            if rng.chance(30) {
+                s(&mut v, "AT");
+                let t = timestamp(rng);
+                s(&mut v, &t);
             }
         }
         "TSCOUNTER.SUM" => {
@@ -353,6 +374,7 @@ pub(super) fn one_vector(rng: &mut Rng, family: &[&str]) -> Vec<Vec<u8>> {
         .iter()
         .chain(RANK_CMDS)
         .chain(STATS_CMDS)
+        .chain(THROTTLE_CMDS)
         .copied()
         .collect();
     let cmd = if rng.chance(85) {
@@ -365,6 +387,7 @@ pub(super) fn one_vector(rng: &mut Rng, family: &[&str]) -> Vec<Vec<u8>> {
     let own: &[&[u8]] = match cmd.split('.').next() {
         Some("TSCOUNTER") => &[b"k{a}", b"k{b}", b"plain", b"tc{1}"],
         Some("TSRANK") => &[b"lb{x}", b"lb{y}", b"k{b}", b"lb{1}"],
+        Some("TSTHROTTLE") => &[b"th{1}", b"th{2}", b"str", b"plain"],
         _ => &[b"k{c}", b"k{d}", b"plain", b"st{1}"],
     };
     let key = if rng.chance(65) {
