@@ -604,3 +604,45 @@ fn cl_throttle_answers_as_redis_cell_documents(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+per_server!(cell_compat_fails_the_load_when_the_name_is_taken);
+/// With another module's CL.THROTTLE loaded (a stub standing for redis-cell,
+/// `fixtures/cl_throttle_stub.c`, built here with cc), loading tally with
+/// `throttle-cell-compat yes` fails and the log says why; tally then loads without it,
+/// and the other module's command is untouched.
+fn cell_compat_fails_the_load_when_the_name_is_taken(kind: &ServerKind) {
+    let srv = Server::start_without_module(kind);
+    let stub = srv.dir().join("cl_throttle_stub.so");
+    let source = repo_root().join("module-tests/fixtures/cl_throttle_stub.c");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-fPIC", "-shared", "-o"])
+        .arg(&stub)
+        .arg(&source)
+        .status()
+        .expect("cc runs");
+    assert!(built.success(), "cc {}", source.display());
+    assert_eq!(
+        srv.cmd_value(&["MODULE", "LOAD", &stub.to_string_lossy()]),
+        v_ok()
+    );
+    let tally = module_path().to_string_lossy().into_owned();
+    let v = srv.cmd_value(&["MODULE", "LOAD", &tally, "throttle-cell-compat", "yes"]);
+    assert!(error_text(&v).is_some(), "{}: {v:?}", kind.name);
+    let log = std::fs::read_to_string(srv.log_path()).unwrap_or_default();
+    assert!(
+        log.contains("the name CL.THROTTLE is taken (is redis-cell loaded?"),
+        "{}: {}",
+        kind.name,
+        srv.log_tail(10)
+    );
+    assert_eq!(srv.cmd_value(&["MODULE", "LOAD", &tally]), v_ok());
+    assert_eq!(
+        srv.cmd_value(&["CL.THROTTLE", "a", "1", "1", "1"]),
+        v_int(42)
+    );
+    assert_eq!(
+        ints(&srv.cmd_value(&["TSTHROTTLE.ALLOW", "a", "1", "1", "1s"]))[..2],
+        [1, 2]
+    );
+    srv.assert_alive();
+}
