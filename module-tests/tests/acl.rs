@@ -83,6 +83,17 @@ fn stats_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
     ]
 }
 
+fn throttle_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
+    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    vec![
+        (v(&["TSTHROTTLE.ALLOW", "$K", "5", "10", "1m"]), true),
+        (
+            v(&["TSTHROTTLE.ALLOW", "$K", "5", "10", "1m", "QUANTITY", "0"]),
+            true,
+        ),
+    ]
+}
+
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
@@ -299,6 +310,15 @@ fn stats_report_key_needs_key_permission(kind: &ServerKind) {
     srv.assert_alive();
 }
 
+// ============================================================= TSTHROTTLE
+
+per_server!(throttle_commands_obey_key_patterns_and_read_only_users);
+fn throttle_commands_obey_key_patterns_and_read_only_users(kind: &ServerKind) {
+    let seed = ["TSTHROTTLE.ALLOW", "", "5", "10", "1m"];
+    key_patterns(kind, throttle_cmds, &seed);
+    read_only(kind, throttle_cmds, &seed);
+}
+
 // ============================================================= categories
 
 per_server!(write_and_read_categories_cover_tally_commands);
@@ -322,6 +342,7 @@ fn write_and_read_categories_cover_tally_commands(kind: &ServerKind) {
         .into_iter()
         .chain(rank_cmds("lb{r}"))
         .chain(stats_cmds("s"))
+        .chain(throttle_cmds("t"))
     {
         if write {
             assert_noperm(&srv, &mut nowrite, &strs(&args));
