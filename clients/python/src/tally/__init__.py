@@ -3,7 +3,8 @@
 imported, for flask-limiter, slowapi and limits itself."""
 
 from .client import Counter, Leaderboard, Stats, Tally
-from .types import Decision, MultiDecision, Summary, WindowState
+from .throttle import Throttle
+from .types import Decision, MultiDecision, Summary, ThrottleDecision, WindowState
 
 try:  # the storage needs `limits` (the `limits` extra); without it the helpers still work
     from .storage import AsyncTallyStorage, TallyStorage
@@ -22,5 +23,7 @@ __all__ = [
     "Summary",
     "Tally",
     "TallyStorage",
+    "Throttle",
+    "ThrottleDecision",
     "WindowState",
 ]

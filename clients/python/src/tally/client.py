@@ -8,11 +8,14 @@ awaitables of the same values. Each command carries its key first, so a
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 
 from . import _protocol as p
 from ._protocol import Duration, Key, Timestamp
 from .types import Decision, MultiDecision, Summary, WindowState
+
+if TYPE_CHECKING:
+    from .throttle import Throttle
 
 Member = Union[str, bytes]
 Resolution = Union[str, bytes, "tuple[Duration, int]"]
@@ -21,7 +24,7 @@ Windows = Union[Mapping[Duration, int], Iterable["tuple[Duration, int]"]]
 
 class Tally:
     """Entry point: `Tally(client)` then `.counter(key)`, `.leaderboard(key)`,
-    `.stats(key)`. Making these handles costs no round trip."""
+    `.stats(key)`, `.throttle(key)`. Making these handles costs no round trip."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -36,6 +39,11 @@ class Tally:
 
     def stats(self, key: Key) -> Stats:
         return Stats(self, key)
+
+    def throttle(self, key: Key) -> Throttle:
+        from .throttle import Throttle
+
+        return Throttle(self, key)
 
     def mlimit(
         self,

@@ -56,6 +56,27 @@ class MultiDecision:
 
 
 @dataclass(frozen=True)
+class ThrottleDecision:
+    """The answer of `TSTHROTTLE.ALLOW`.
+
+    `allowed`: the request was admitted (and stored). `limit`: `max_burst + 1`.
+    `remaining`: how many more requests of 1 fit now. `retry_after_ms`: 0 when allowed;
+    else the wait before the same request fits, or -1 when its quantity is more than a
+    whole burst. `reset_after_ms`: the wait until the subject is back to a full burst.
+    Times are rounded up: waiting that long is enough.
+    """
+
+    allowed: bool
+    limit: int
+    remaining: int
+    retry_after_ms: int
+    reset_after_ms: int
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass(frozen=True)
 class Summary:
     """The statistics of a window (`STATS.GET`) or of one period (`STATS.RANGE`).
 
