@@ -5,6 +5,7 @@
  */
 import * as p from "./protocol.js";
 import type { Arg, Duration, Timestamp } from "./protocol.js";
+import { Throttle } from "./throttle.js";
 
 export type { Duration, Timestamp } from "./protocol.js";
 
@@ -124,7 +125,8 @@ function numbersOrNull(reply: unknown): number[] | null {
   return reply === null || reply === undefined ? null : (reply as unknown[]).map(p.num);
 }
 
-/** Entry point: `new Tally(client)` then `.counter(key)`, `.leaderboard(key)`, `.stats(key)`. */
+/** Entry point: `new Tally(client)` then `.counter(key)`, `.leaderboard(key)`, `.stats(key)`,
+ * `.throttle(key)`. */
 export class Tally {
   readonly client: unknown;
   /** @internal */
@@ -145,6 +147,10 @@ export class Tally {
 
   stats(key: string): Stats {
     return new Stats(this, key);
+  }
+
+  throttle(key: string): Throttle {
+    return new Throttle(this, key);
   }
 
   /** Sends any command (`["TSCOUNTER.SUM", key, "1m"]`) with `key` as its routing key. */

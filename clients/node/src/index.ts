@@ -1,5 +1,7 @@
 /** tally for Node.js: typed helpers for the tally Redis module over node-redis or ioredis. */
 export { Tally, Counter, Leaderboard, Stats } from "./client.js";
+export { Throttle } from "./throttle.js";
+export type { AllowOptions, ThrottleDecision } from "./throttle.js";
 export type {
   CounterInfo, Decision, Duration, LeaderboardInfo, LimitOptions, MultiDecision, MultiLimitOptions,
   StatsInfo, Summary, Timestamp, WindowState, Windows,

@@ -1,6 +1,6 @@
 // Type-checked (tsc --noEmit) against the packed package's declarations by scripts/test.sh:
 // an ESM TypeScript user's view. Nothing here runs.
-import { Tally, type Decision, type MultiDecision, type Summary } from "tally-redis";
+import { Tally, type Decision, type MultiDecision, type Summary, type ThrottleDecision } from "tally-redis";
 import { TallyStore } from "tally-redis/express-rate-limit";
 import { RateLimiterTally } from "tally-redis/rate-limiter-flexible";
 import { rateLimit, type Store } from "express-rate-limit";
@@ -14,6 +14,7 @@ const d: Promise<Decision> = t.counter("x").limit(1, { "1m": 5 }, { details: tru
 const m: Promise<MultiDecision> = t.mlimit({ "{u}:a": [["1m", 5]] }, { increment: 2 });
 const s: Promise<Summary | null> = t.stats("s").get({ window: "1h" });
 const top: Promise<{ member: string; score: number }[]> = t.leaderboard("b").top(10);
+const th: Promise<ThrottleDecision> = t.throttle("u").allow(15, 30, "1m", { quantity: 2, at: Date.now() });
 const store: Store = new TallyStore({ client: new Redis({ lazyConnect: true }), prefix: "rl:" });
 rateLimit({ windowMs: 1000, limit: 3, store });
 const limiter = new RateLimiterTally({ storeClient: client, points: 1, duration: 1, blockDuration: 5 });
@@ -21,4 +22,4 @@ const r: Promise<RateLimiterRes> = limiter.consume("k", 2);
 const g: Promise<RateLimiterRes | null> = limiter.get("k");
 // @ts-expect-error a window is a number of ms or a duration text
 t.counter("x").sum([true]);
-void [d, m, s, top, r, g];
+void [d, m, s, top, th, r, g];
