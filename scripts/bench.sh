@@ -19,8 +19,8 @@
 #   BENCH_PORT     port of the benchmark's own redis-server (default: a free one >= 7379)
 #   BENCH_VERBOSE  1: print progress to stderr
 #   BENCH_ONLY     families to measure, e.g. "counter rank" (default: counter rank stats
-#                  host); the memory figures and the expiry latency come with a full run
-#                  only
+#                  throttle host); the memory figures and the expiry latency come with a
+#                  full run only
 #   BENCH_HOST_ROUNDS  alternating runs per server of the host tax rows (default 5)
 #   BENCH_HOST_IR  1: the host tax rows count instructions instead of timing: the three
 #                  servers run under valgrind's callgrind, and each row reports the
@@ -30,8 +30,10 @@
 #   BENCH_MODULE   the tally module to measure (default: target/release/libtally.so), e.g. a
 #                  copy of an earlier build to compare with
 #
-# The family scripts scripts/bench_rank.sh and scripts/bench_stats.sh are sourced: they
-# define their fixtures, rows and memory figures as functions that use the helpers below.
+# The family scripts scripts/bench_rank.sh, scripts/bench_stats.sh and
+# scripts/bench_throttle.sh are sourced: they define their fixtures, rows and memory figures
+# as functions that use the helpers below. The throttle rows' baseline, redis-cell's
+# CL.THROTTLE, is built by bench_throttle.sh and loaded into the same server.
 #
 # The server also loads benchfloor (scripts/floor_module.c, built here with cc into
 # target/bench/ against the redismodule.h of the redis-module crate tally is built with):
@@ -52,11 +54,11 @@ SECONDS_PER_RUN=${BENCH_SECONDS:-1}
 ROUNDS=${BENCH_ROUNDS:-3}
 EXPIRY=${BENCH_EXPIRY:-1}
 VERBOSE=${BENCH_VERBOSE:-0}
-ONLY=${BENCH_ONLY:-counter rank stats host}
+ONLY=${BENCH_ONLY:-counter rank stats throttle host}
 HOST_ROUNDS=${BENCH_HOST_ROUNDS:-5}
 wanted() { [[ " $ONLY " == *" $1 "* ]]; }
 FULL=0
-[ "$ONLY" = "counter rank stats host" ] && FULL=1
+[ "$ONLY" = "counter rank stats throttle host" ] && FULL=1
 SERVER=${REDIS_SERVER:-redis-server}
 CLIENTS=50
 PIPELINE=16
@@ -111,9 +113,17 @@ DIR=$(mktemp -d /tmp/tally-bench.XXXXXX)
 CLI=(redis-cli -p "$PORT")
 RB=(redis-benchmark -h 127.0.0.1 -p "$PORT" -c "$CLIENTS" -P "$PIPELINE")
 
+# shellcheck source=scripts/bench_throttle.sh
+source scripts/bench_throttle.sh
+CELL_LOAD=()
+if wanted throttle; then
+    build_redis_cell
+    if [ -z "$CELL_ERROR" ]; then CELL_LOAD=(--loadmodule "$CELL_SO"); fi
+fi
+
 "$SERVER" --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
     --daemonize yes --pidfile "$DIR/pid" --logfile "$DIR/log" --loadmodule "$MODULE" \
-    --loadmodule "$FLOOR" --enable-debug-command local
+    --loadmodule "$FLOOR" "${CELL_LOAD[@]}" --enable-debug-command local
 HOST_PORTS=()
 HOST_NAMES=()
 cleanup() {
@@ -750,7 +760,7 @@ if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" 'BEGIN { exit !(l >
     echo "           descheduled mid-command, more for long commands than for short ones"
 fi
 
-for family in counter rank stats; do
+for family in counter rank stats throttle; do
     if wanted "$family"; then "${family}_fixtures"; fi
 done
 if wanted host; then host_fixtures_servers; fi
@@ -759,7 +769,7 @@ progress "fixtures loaded in $(($(date +%s) - BEGAN)) s"
 echo
 # shellcheck disable=SC2059
 printf "$ROW_FMT" "row (tally / native)" "tally rps" "native rps" "ratio" "target" "tally us" "native us" "ratio" "target"
-for family in counter rank stats host; do
+for family in counter rank stats throttle host; do
     if wanted "$family"; then "${family}_rows"; fi
 done
 
@@ -768,6 +778,7 @@ if [ "$FULL" = 1 ]; then
     counter_memory
     rank_memory
     stats_memory
+    throttle_memory
 
     section "expiry of a leaderboard slot with 1,000,000 members"
     if [ "$EXPIRY" = 1 ]; then
