@@ -4,29 +4,19 @@
 //! with `notify-keyspace-events KA`, on a replica too).
 
 use module_tests::*;
-use std::time::Duration;
 
 /// The `(key, event)` pairs of every keyspace event of db 0 published while `work` runs
 /// (the subscription is made first, and stragglers are waited for briefly).
 fn events_during(srv: &Server, work: impl FnOnce()) -> Vec<(String, String)> {
-    let client = redis::Client::open(srv.url_resp2()).expect("client");
-    let mut conn = client.get_connection().expect("connection");
-    let mut pubsub = conn.as_pubsub();
-    pubsub.psubscribe("__keyspace@0__:*").expect("psubscribe");
-    pubsub
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
-    work();
-    let mut events = Vec::new();
-    while let Ok(message) = pubsub.get_message() {
-        let key = message
-            .get_channel_name()
-            .trim_start_matches("__keyspace@0__:")
-            .to_string();
-        let event: String = message.get_payload().expect("payload");
-        events.push((key, event));
-    }
-    events
+    module_tests::events_during(srv, "__keyspace@0__:*", work)
+        .into_iter()
+        .map(|(channel, event)| {
+            (
+                channel.trim_start_matches("__keyspace@0__:").to_string(),
+                event,
+            )
+        })
+        .collect()
 }
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -250,28 +250,22 @@ fn replies_with_at_are_exact(kind: &ServerKind) {
     );
     assert_eq!(srv.cmd_value(&["EXISTS", "w"]), v_int(0));
     // A sub-millisecond interval: a million per second.
-    let v = srv.cmd_value(&[
-        "TSTHROTTLE.ALLOW",
-        "m",
-        "999",
-        "1000000",
-        "1s",
-        "QUANTITY",
-        "1000",
-        "AT",
-        &t.to_string(),
-    ]);
-    assert_eq!(ints(&v), vec![1, 1000, 0, 0, 1]);
-    let v = srv.cmd_value(&[
-        "TSTHROTTLE.ALLOW",
-        "m",
-        "999",
-        "1000000",
-        "1s",
-        "AT",
-        &t.to_string(),
-    ]);
-    assert_eq!(ints(&v), vec![0, 1000, 0, 1, 1]);
+    let million = |q: &str| {
+        let at = t.to_string();
+        ints(&srv.cmd_value(&[
+            "TSTHROTTLE.ALLOW",
+            "m",
+            "999",
+            "1000000",
+            "1s",
+            "QUANTITY",
+            q,
+            "AT",
+            &at,
+        ]))
+    };
+    assert_eq!(million("1000"), vec![1, 1000, 0, 0, 1]);
+    assert_eq!(million("1"), vec![0, 1000, 0, 1, 1]);
     srv.assert_alive();
 }
 
@@ -290,76 +284,52 @@ fn errors_change_nothing(kind: &ServerKind) {
     };
     let before = snapshot(&srv);
     let future = (server_ms(&srv) + 3_600_000).to_string();
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let (not_int, syntax, wrongtype) = (
+        "ERR value is not an integer or out of range",
+        "ERR syntax error",
+        "WRONGTYPE Operation against a key holding the wrong kind of value",
+    );
+    // (arguments after the command name, error)
+    let cases: [(&[&str], &str); 20] = [
         (
-            vec!["k", "5", "10"],
+            &["k", "5", "10"],
             "ERR wrong number of arguments for 'tsthrottle.allow' command",
         ),
+        (&["k", "x", "10", "1s"], not_int),
+        (&["k", "-1", "10", "1s"], not_int),
+        (&["k", "5", "0", "1s"], not_int),
+        (&["k", "5", "10", "0"], "ERR invalid duration '0'"),
+        (&["k", "5", "10", "1x"], "ERR invalid duration '1x'"),
+        (&["k", "5", "10", "1s", "QUANTITY", "-1"], not_int),
+        (&["k", "5", "10", "1s", "QUANTITY"], syntax),
         (
-            vec!["k", "x", "10", "1s"],
-            "ERR value is not an integer or out of range",
+            &["k", "5", "10", "1s", "QUANTITY", "1", "QUANTITY", "1"],
+            syntax,
         ),
+        (&["k", "5", "10", "1s", "BOGUS", "1"], syntax),
         (
-            vec!["k", "-1", "10", "1s"],
-            "ERR value is not an integer or out of range",
-        ),
-        (
-            vec!["k", "5", "0", "1s"],
-            "ERR value is not an integer or out of range",
-        ),
-        (vec!["k", "5", "10", "0"], "ERR invalid duration '0'"),
-        (vec!["k", "5", "10", "1x"], "ERR invalid duration '1x'"),
-        (
-            vec!["k", "5", "10", "1s", "QUANTITY", "-1"],
-            "ERR value is not an integer or out of range",
-        ),
-        (vec!["k", "5", "10", "1s", "QUANTITY"], "ERR syntax error"),
-        (
-            vec!["k", "5", "10", "1s", "QUANTITY", "1", "QUANTITY", "1"],
-            "ERR syntax error",
-        ),
-        (vec!["k", "5", "10", "1s", "BOGUS", "1"], "ERR syntax error"),
-        (
-            vec!["k", "5", "10", "1s", "AT", "-1"],
+            &["k", "5", "10", "1s", "AT", "-1"],
             "ERR timestamp is outside the kept range",
         ),
         (
-            vec!["k", "5", "10", "1s", "AT", &future],
+            &["k", "5", "10", "1s", "AT", &future],
             "ERR timestamp is too far in the future",
         ),
-        (vec!["k", "5", "2000000", "1ms"], "ERR rate is too high"),
+        (&["k", "5", "2000000", "1ms"], "ERR rate is too high"),
+        (&["k", "0", "1", "10000y"], "ERR invalid duration '10000y'"),
+        (&["k", "0", "1", "3650000d"], "ERR burst window is too long"),
         (
-            vec!["k", "0", "1", "10000y"],
-            "ERR invalid duration '10000y'",
-        ),
-        (
-            vec!["k", "0", "1", "3650000d"],
+            &["k", "9223372036854775807", "1", "1s"],
             "ERR burst window is too long",
         ),
-        (
-            vec!["k", "9223372036854775807", "1", "1s"],
-            "ERR burst window is too long",
-        ),
-        (
-            vec!["garbage", "5", "10", "1s"],
-            "WRONGTYPE Operation against a key holding the wrong kind of value",
-        ),
-        (
-            vec!["garbage", "5", "10", "1s", "QUANTITY", "0"],
-            "WRONGTYPE Operation against a key holding the wrong kind of value",
-        ),
-        (
-            vec!["negative", "5", "10", "1s"],
-            "WRONGTYPE Operation against a key holding the wrong kind of value",
-        ),
-        (
-            vec!["h", "5", "10", "1s"],
-            "WRONGTYPE Operation against a key holding the wrong kind of value",
-        ),
+        (&["garbage", "5", "10", "1s"], wrongtype),
+        (&["garbage", "5", "10", "1s", "QUANTITY", "0"], wrongtype),
+        (&["negative", "5", "10", "1s"], wrongtype),
+        (&["h", "5", "10", "1s"], wrongtype),
     ];
     for (args, error) in cases {
         let mut full = vec!["TSTHROTTLE.ALLOW"];
-        full.extend(&args);
+        full.extend(args);
         assert_eq!(
             srv.cmd_value(&full),
             v_err(error),
@@ -463,23 +433,13 @@ per_server!(writes_fire_one_event_and_routes_by_key);
 fn writes_fire_one_event_and_routes_by_key(kind: &ServerKind) {
     let srv = Server::start(kind);
     srv.cmd_value(&["CONFIG", "SET", "notify-keyspace-events", "E$"]);
-    let client = redis::Client::open(srv.url_resp2()).expect("client");
-    let mut conn = client.get_connection().expect("connection");
-    let mut pubsub = conn.as_pubsub();
-    pubsub.psubscribe("__keyevent@0__:*").expect("psubscribe");
-    pubsub
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
-    srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "0", "1", "1m"]);
-    srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "0", "1", "1m"]);
-    srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "0", "1", "1m", "QUANTITY", "0"]);
-    srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "x", "1", "1m"]);
-    srv.cmd_value(&["TSTHROTTLE.ALLOW", "f", "0", "1", "1m"]);
-    let mut events = Vec::new();
-    while let Ok(message) = pubsub.get_message() {
-        let payload: String = message.get_payload().expect("payload");
-        events.push((message.get_channel_name().to_string(), payload));
-    }
+    let events = events_during(&srv, "__keyevent@0__:*", || {
+        srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "0", "1", "1m"]);
+        srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "0", "1", "1m"]);
+        srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "0", "1", "1m", "QUANTITY", "0"]);
+        srv.cmd_value(&["TSTHROTTLE.ALLOW", "e", "x", "1", "1m"]);
+        srv.cmd_value(&["TSTHROTTLE.ALLOW", "f", "0", "1", "1m"]);
+    });
     assert_eq!(
         events,
         vec![
