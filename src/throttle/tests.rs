@@ -279,7 +279,10 @@ proptest! {
         if let Ok(rate) = Rate::new(max_burst, count, period) {
             if let Ok(d) = decide(&rate, stored, now, quantity) {
                 prop_assert!(d.remaining >= 0 && d.remaining <= rate.limit);
-                prop_assert!(d.reset_after >= 0 && d.reset_after <= i64::MAX);
+                // Within the tolerance, or the stored TAT's distance when that is further.
+                let stored_distance = stored.map_or(0, |tat| tat.saturating_sub(now));
+                prop_assert!(d.reset_after >= 0);
+                prop_assert!(d.reset_after <= rate.tolerance.max(stored_distance));
                 prop_assert!(d.retry_after >= -1);
                 if let Some(tat) = d.store {
                     prop_assert!(tat > now || (quantity == 0));
