@@ -12,7 +12,7 @@ RUNS=${FLAKY_RUNS:-5}
 # or race replicas and clusters.
 read -r -a TESTS <<<"${FLAKY_TESTS:-scale_rank scale_limits scale_schedule scale_caches \
 safety_counter safety_stats safety_rank fuzz_faults faults rank rank_rebuild rank_rem \
-rank_history replication notify_rank cluster stats_cache}"
+rank_history replication notify_rank cluster stats_cache throttle}"
 OUT=target/flaky
 mkdir -p "$OUT"
 : "${TALLY_SERVERS:?run through make test-flaky}" "${TALLY_MODULE:?run through make test-flaky}"

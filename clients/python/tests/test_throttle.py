@@ -33,10 +33,10 @@ def test_throttle_allow(t: tally.Tally, key, r: redis.Redis) -> None:
     assert th.allow(15, 30, "1m", quantity=0, at=T + 4000) == tally.ThrottleDecision(True, 16, 2, 0, 28000)
     assert int(r.get(key("th"))) == (T + 32000) * 1_000_000
     # Without AT: the server's clock; the key expires when the burst is back.
-    now = t.throttle(key("now")).allow(4, 10, "1s")
-    assert now == tally.ThrottleDecision(True, 5, 4, 0, 100)
-    # Expiry in ms rounded up, PTTL counted from a later ms: at most 101.
-    assert 0 < r.pttl(key("now")) <= 101
+    now = t.throttle(key("now")).allow(4, 10, "10s")
+    assert now == tally.ThrottleDecision(True, 5, 4, 0, 1000)
+    # Expiry in ms rounded up, PTTL counted from a later ms: at most 1001.
+    assert 0 < r.pttl(key("now")) <= 1001
     with pytest.raises(redis.ResponseError, match="^rate is too high$"):
         th.allow(0, 2_000_000, "1ms")
     with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
