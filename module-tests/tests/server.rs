@@ -70,6 +70,7 @@ fn defaults() -> BTreeMap<String, String> {
         ("tally.stats-keep", "24"),
         ("tally.expire-budget-us", "1000"),
         ("tally.cache-max-memory", "4194304"),
+        ("tally.throttle-cell-compat", "no"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
