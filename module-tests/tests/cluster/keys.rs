@@ -107,6 +107,10 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
         (vec!["STATS.CDF", "s", "200", "WINDOW", "2h"], vec!["s"]),
         (vec!["STATS.RANGE", "s", "FROM", "1", "TO", "2"], vec!["s"]),
         (vec!["STATS.INFO", "s"], vec!["s"]),
+        (
+            vec!["TSTHROTTLE.ALLOW", "t", "1", "2", "3s", "QUANTITY", "2", "AT", "5"],
+            vec!["t"],
+        ),
     ]
 }
 
@@ -145,6 +149,7 @@ fn command_keys_and_flags(kind: &ServerKind) {
         ("stats.cdf", false),
         ("stats.range", false),
         ("stats.info", false),
+        ("tsthrottle.allow", true),
     ] {
         let info = srv.cmd_value(&["COMMAND", "INFO", name]);
         let Value::Array(outer) = info else {
