@@ -49,7 +49,7 @@ def test_throttle_allow(t: tally.Tally, key, r: redis.Redis) -> None:
 def test_throttle_asyncio(server, protocol: int, decode: bool, key) -> None:
     async def scenario(t: tally.Tally, client) -> None:
         th = t.throttle(key("a"))
-        assert await th.allow(0, 1, "1s", at=T) == tally.ThrottleDecision(True, 1, 0, 0, 1000)
-        assert await th.allow(0, 1, "1s", at=T) == tally.ThrottleDecision(False, 1, 0, 1000, 1000)
+        assert await th.allow(0, 1, "1m", at=T) == tally.ThrottleDecision(True, 1, 0, 0, 60000)
+        assert await th.allow(0, 1, "1m", at=T) == tally.ThrottleDecision(False, 1, 0, 60000, 60000)
 
     run_async(server, scenario, protocol=protocol, decode_responses=decode)

@@ -108,7 +108,17 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
         (vec!["STATS.RANGE", "s", "FROM", "1", "TO", "2"], vec!["s"]),
         (vec!["STATS.INFO", "s"], vec!["s"]),
         (
-            vec!["TSTHROTTLE.ALLOW", "t", "1", "2", "3s", "QUANTITY", "2", "AT", "5"],
+            vec![
+                "TSTHROTTLE.ALLOW",
+                "t",
+                "1",
+                "2",
+                "3s",
+                "QUANTITY",
+                "2",
+                "AT",
+                "5",
+            ],
             vec!["t"],
         ),
     ]
