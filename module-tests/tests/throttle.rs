@@ -123,8 +123,11 @@ fn replies_follow_the_model_at_both_ends_of_each_request(kind: &ServerKind) {
         let rate = Rate::new(burst, count, period_ms);
         let q = *rng.pick(&[0, 1, 1, 1, 2, 3, burst + 2]);
         let key = format!("t{i}");
-        let values: Vec<Value> = redis::pipe()
+        // The request, then the key it left, in one transaction (which judges expiry at
+        // its start: a state of a millisecond is still there to read), between two TIMEs.
+        let replies: Vec<Value> = redis::pipe()
             .cmd("TIME")
+            .cmd("MULTI")
             .cmd("TSTHROTTLE.ALLOW")
             .arg(&key)
             .arg(burst)
@@ -132,15 +135,22 @@ fn replies_follow_the_model_at_both_ends_of_each_request(kind: &ServerKind) {
             .arg(period)
             .arg("QUANTITY")
             .arg(q)
-            .cmd("TIME")
             .cmd("GET")
             .arg(&key)
             .cmd("PEXPIRETIME")
             .arg(&key)
+            .cmd("EXEC")
+            .cmd("TIME")
             .query(&mut conn)
             .expect("pipeline");
-        let (before, after) = (time_ns(&values[0]), time_ns(&values[2]));
-        let got = ints(&values[1]);
+        let (before, after) = (time_ns(&replies[0]), time_ns(&replies[6]));
+        let Value::Array(exec) = &replies[5] else {
+            panic!("EXEC gave {:?}", replies[5]);
+        };
+        let [reply, value, expiry] = &exec[..] else {
+            panic!("EXEC gave {exec:?}");
+        };
+        let got = ints(reply);
         let old = stored[i];
         let (lo, lo_new) = model(&rate, old, before, q);
         let (hi, hi_new) = model(&rate, old, after, q);
@@ -156,14 +166,14 @@ fn replies_follow_the_model_at_both_ends_of_each_request(kind: &ServerKind) {
                 assert!(a <= got[f] && got[f] <= b, "{at}: field {f}");
             }
         }
-        let tat = value_text(&values[3]).map(|t| t.parse::<i128>().unwrap());
+        let tat = value_text(value).map(|t| t.parse::<i128>().unwrap());
         if got[0] == 1 && q > 0 {
             allowed += 1;
             let tat = tat.expect("written");
             let (a, b) = (lo_new.or(hi_new).unwrap(), hi_new.or(lo_new).unwrap());
             assert!(a <= tat && tat <= b, "{at}: TAT {tat} not in {a}..{b}");
             // The key expires at its TAT, ms rounded up.
-            let expires = match &values[4] {
+            let expires = match expiry {
                 Value::Int(n) => *n,
                 other => panic!("{other:?}"),
             };
