@@ -7,9 +7,58 @@
 //! Owns: one step of that subtraction. May not touch: Redis (pure; the command layer scans
 //! the slot hash, bounds the steps by its deadline and replicates what the store records).
 
+use std::collections::HashMap;
+use std::mem::size_of;
+use std::os::raw::c_int;
+
 use crate::args::parse_i64;
 
-use super::DrainedSlot;
+use super::{BoardId, DrainedSlot, ENTRY_OVERHEAD};
+
+/// Where the drains in steps stand, by board: the slot index being subtracted and the
+/// resumable scan `C` of its hash (the timer's next visit goes on from there).
+pub struct DrainScans<C> {
+    scans: HashMap<BoardId, (i64, C)>,
+}
+
+impl<C> Default for DrainScans<C> {
+    fn default() -> Self {
+        DrainScans {
+            scans: HashMap::new(),
+        }
+    }
+}
+
+impl<C> DrainScans<C> {
+    pub fn bytes(&self) -> usize {
+        self.scans.len() * (size_of::<BoardId>() + ENTRY_OVERHEAD)
+    }
+
+    /// Takes the saved scan of `board`'s expiring slot, if any.
+    pub fn take(&mut self, board: &BoardId) -> Option<(i64, C)> {
+        self.scans.remove(board)
+    }
+
+    /// Saves where the scan of `board`'s expiring slot `index` stopped.
+    pub fn save(&mut self, board: BoardId, index: i64, cursor: C) {
+        self.scans.insert(board, (index, cursor));
+    }
+
+    /// The board is gone.
+    pub fn forget(&mut self, board: &BoardId) {
+        self.scans.remove(board);
+    }
+
+    /// Keeps only the databases `keep` says to.
+    pub fn retain_dbs(&mut self, keep: impl Fn(c_int) -> bool) {
+        self.scans.retain(|(d, _), _| keep(*d));
+    }
+
+    /// Saved scans restart (SWAPDB).
+    pub fn clear(&mut self) {
+        self.scans.clear();
+    }
+}
 
 /// Subtracts the fields `batch` of the slot hash being drained (`(member, value)`, as
 /// scanned) from the totals and removes them from the slot. A total that reaches 0 leaves
@@ -38,6 +87,22 @@ pub fn drain_step<S: DrainedSlot>(store: &mut S, batch: &[(Vec<u8>, Vec<u8>)]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_saved_drain_is_taken_once_and_follows_its_database() {
+        let mut scans = super::DrainScans::<u32>::default();
+        let board = (0, b"b".to_vec());
+        scans.save(board.clone(), 5, 77);
+        scans.save((1, b"c".to_vec()), 6, 78);
+        assert!(scans.bytes() > 0);
+        assert_eq!(scans.take(&board), Some((5, 77)));
+        assert_eq!(scans.take(&board), None);
+        scans.retain_dbs(|d| d != 1);
+        assert_eq!(scans.take(&(1, b"c".to_vec())), None);
+        scans.save(board.clone(), 5, 1);
+        scans.clear();
+        assert_eq!(scans.bytes(), 0);
+    }
+
     use super::*;
     use crate::testutil::{MemBoard, Rng};
 

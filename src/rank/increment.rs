@@ -6,9 +6,58 @@
 //! Owns: that arithmetic. May not touch: Redis (pure; the command layer reads the values
 //! from the keys, writes and replicates them).
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
 
 use super::MAX_TOTAL;
+
+/// Above this many increments, repeated members are found through a map.
+const LINEAR_LOOKUP_MAX: usize = 8;
+
+/// One member of an INCRBY as the command layer holds it (its handles on the keys), with
+/// the values the increments change.
+pub trait Incremented {
+    /// The member's name.
+    fn name(&self) -> &[u8];
+    /// Its values, changed in place.
+    fn counts(&mut self) -> &mut MemberCounts;
+}
+
+/// The perform step of TSRANK.INCRBY: applies `pairs` (`(increment, member)`, in order;
+/// a member may appear several times) to the members' stored values, which `current`
+/// reads the first time a member appears. Returns every member once, in the order first
+/// seen, and calls `reply` with each increment's answer (the member's exact window total
+/// after it). The first refused increment (or unreadable member) refuses the command,
+/// before anything is written.
+pub fn apply_increments<'a, T: Incremented>(
+    pairs: &[(i64, &'a [u8])],
+    mut current: impl FnMut(&'a [u8]) -> Result<T>,
+    mut reply: impl FnMut(i64),
+) -> Result<Vec<T>> {
+    let mut members: Vec<T> = Vec::with_capacity(pairs.len());
+    let mut index_of: HashMap<&[u8], usize> = HashMap::new();
+    let by_map = pairs.len() > LINEAR_LOOKUP_MAX;
+    for &(increment, name) in pairs {
+        let found = match by_map {
+            true => index_of.get(name).copied(),
+            false => members.iter().position(|m| m.name() == name),
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                members.push(current(name)?);
+                if by_map {
+                    index_of.insert(name, members.len() - 1);
+                }
+                members.len() - 1
+            }
+        };
+        let member = members.get_mut(at).ok_or(Error::Syntax)?;
+        reply(member.counts().add(increment)?);
+    }
+    Ok(members)
+}
 
 /// A member's stored values as one INCRBY changes them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,6 +157,101 @@ mod tests {
         assert_eq!(member.add(1), Err(Error::Overflow));
         let mut member = counts(0, i64::MAX, 0);
         assert_eq!(member.add(i64::MAX), Err(Error::Overflow));
+    }
+
+    /// A member as a unit test holds it: its name and values.
+    #[derive(Debug, PartialEq)]
+    struct Held(Vec<u8>, MemberCounts);
+
+    impl Incremented for Held {
+        fn name(&self) -> &[u8] {
+            &self.0
+        }
+        fn counts(&mut self) -> &mut MemberCounts {
+            &mut self.1
+        }
+    }
+
+    /// Runs `pairs` over stored values `(member, slot count, total, pending)`; answers
+    /// the members (as `(name, counts)`), the replies and how many reads were made.
+    fn run(
+        pairs: &[(i64, &str)],
+        stored: &[(&str, i64, i64, i64)],
+    ) -> (Result<Vec<(String, MemberCounts)>>, Vec<i64>, usize) {
+        let pairs: Vec<(i64, &[u8])> = pairs.iter().map(|(i, m)| (*i, m.as_bytes())).collect();
+        let mut reads = 0;
+        let mut replies = Vec::new();
+        let current = |name: &[u8]| {
+            reads += 1;
+            if name == b"unreadable" {
+                return Err(Error::WrongType);
+            }
+            let found = stored.iter().find(|(m, ..)| m.as_bytes() == name);
+            let values = found.map_or(MemberCounts::default(), |&(_, s, t, p)| counts(s, t, p));
+            Ok(Held(name.to_vec(), values))
+        };
+        let members = apply_increments(&pairs, current, |r| replies.push(r));
+        let members = members.map(|all| {
+            (all.into_iter())
+                .map(|Held(n, c)| (String::from_utf8_lossy(&n).into_owned(), c))
+                .collect()
+        });
+        (members, replies, reads)
+    }
+
+    #[test]
+    fn each_member_is_read_once_and_its_increments_accumulate_in_order() {
+        let (members, replies, reads) = run(
+            &[(2, "a"), (3, "b"), (-1, "a"), (4, "a")],
+            &[("a", 1, 5, 2)],
+        );
+        assert_eq!(reads, 2);
+        assert_eq!(replies, [5, 3, 4, 8]);
+        let expected = vec![
+            ("a".into(), counts(6, 10, 2)),
+            ("b".into(), counts(3, 3, 0)),
+        ];
+        assert_eq!(members, Ok(expected));
+    }
+
+    #[test]
+    fn many_members_are_found_through_a_map_with_the_same_answers() {
+        let names: Vec<String> = (0..20).map(|i| format!("m{}", i % 7)).collect();
+        let pairs: Vec<(i64, &str)> = names.iter().map(|n| (1, n.as_str())).collect();
+        let (members, replies, reads) = run(&pairs, &[("m3", 0, 10, 4)]);
+        assert_eq!(reads, 7);
+        let members = members.unwrap_or_default();
+        assert_eq!(members.len(), 7);
+        // m3 appears at increments 3, 10 and 17: 10 - 4 pending, plus one each time.
+        assert_eq!((replies[3], replies[10], replies[17]), (7, 8, 9));
+        let m3 = members.iter().find(|(n, _)| n == "m3").map(|(_, c)| *c);
+        assert_eq!(m3, Some(counts(3, 13, 4)));
+        // The order first seen.
+        let order: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(order, ["m0", "m1", "m2", "m3", "m4", "m5", "m6"]);
+    }
+
+    #[test]
+    fn a_refused_increment_refuses_the_command_whatever_came_before() {
+        let (members, replies, _) = run(&[(5, "a"), (-6, "a"), (1, "b")], &[]);
+        assert_eq!(
+            members,
+            Err(Error::Invalid("count would go below zero".into()))
+        );
+        // The replies so far are the command layer's to drop: nothing was written.
+        assert_eq!(replies, [5]);
+        let (members, _, reads) = run(&[(1, "a"), (1, "unreadable"), (1, "c")], &[]);
+        assert_eq!(members, Err(Error::WrongType));
+        assert_eq!(reads, 2);
+    }
+
+    #[test]
+    fn an_increment_inside_a_pending_slot_correction_answers_the_window_total() {
+        // The member's whole total (12) is in a slot that left the window and is being
+        // subtracted: the reply is what the window holds after the increment.
+        let (members, replies, _) = run(&[(1, "a"), (1, "a")], &[("a", 0, 12, 12)]);
+        assert_eq!(replies, [1, 2]);
+        assert_eq!(members.map(|m| m[0].1), Ok(counts(2, 14, 12)));
     }
 
     #[test]

@@ -157,6 +157,19 @@ impl JobQueue {
     }
 }
 
+/// The lifecycle's memory between keyspace events and the jobs they queue.
+#[derive(Default)]
+pub struct LifecycleMemory {
+    /// Jobs queued by keyspace events, in order.
+    pub jobs: JobQueue,
+    /// The key of the last `rename_from` event, waiting for its `rename_to`.
+    pub rename_from: Option<(c_int, Vec<u8>)>,
+    /// The Redis 7.0 job timer is armed.
+    pub job_timer_armed: bool,
+    /// > 0 while tally itself runs a command (UNLINK, RENAME of parts): its events are ours.
+    pub own_calls: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,8 +43,11 @@ mod board_store;
 mod drain;
 mod increment;
 mod job_queue;
+mod known_metas;
 mod meta;
 mod names;
+mod next_totals;
+mod quarantine;
 mod ranked;
 mod recount;
 mod totals;
@@ -52,11 +55,14 @@ mod totals;
 pub use adjusted::*;
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use board_store::{BoardStore, DrainedSlot};
-pub use drain::drain_step;
-pub use increment::MemberCounts;
-pub use job_queue::{Job, JobQueue, Resolution};
+pub use drain::{drain_step, DrainScans};
+pub use increment::{apply_increments, Incremented, MemberCounts};
+pub use job_queue::{Job, JobQueue, LifecycleMemory, Resolution};
+pub use known_metas::{KnownMetas, MetaOrigin};
 pub use meta::*;
 pub use names::*;
+pub use next_totals::{Next, NextScan, NextTotals};
+pub use quarantine::{Quarantine, Rebuild, View};
 pub use ranked::RankedSet;
 pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
 pub use totals::*;
@@ -74,6 +80,13 @@ pub const MAX_TOTAL: i64 = 1 << 53;
 /// `rank 10000 1 0 1000000` would make every TOP walk a million names). Tally never writes
 /// one: a write that would stretch the span this far waits for expiry (TRYAGAIN).
 pub const SPAN_WINDOWS: i64 = 2;
+
+/// A leaderboard in a database: (db, name its derived keys live under).
+pub type BoardId = (std::os::raw::c_int, Vec<u8>);
+
+/// Bookkeeping bytes of a hash-map entry besides its key and value (control byte, the
+/// key's vector header, slack of the table): the family's memory estimates count it.
+const ENTRY_OVERHEAD: usize = 40;
 
 /// A sorted-set score as an integer total (scores written by tally are integers).
 pub fn score_to_total(score: f64) -> i64 {

@@ -23,7 +23,7 @@ use super::lifecycle::{broken_meta_found, has_jobs, resolve_base};
 use super::meta;
 use super::next;
 use super::slots::{live_totals, open_pending, pending_in};
-use super::state::{self, Seen};
+use super::state::{self, MetaOrigin};
 use super::transit::Transit;
 use super::view;
 
@@ -86,7 +86,7 @@ impl Board {
         let meta = match meta::load(&key) {
             Ok(Some((meta, _))) => Some(meta),
             // A user deleted the meta of a board tally knows; a job puts it back.
-            Ok(None) if zset.kind() == KeyKind::Zset => state::with(|s| s.known_meta(db, &base)),
+            Ok(None) if zset.kind() == KeyKind::Zset => state::known(|k| k.get(db, &base)),
             Ok(None) => None,
             // A user garbled the meta of a board tally knows (HSET `_slots` garbage): the
             // queued job puts back the meta it holds, so the board answers from that one
@@ -110,7 +110,7 @@ impl Board {
                 Err(Error::WrongType)
             };
         };
-        state::with(|s| s.note_meta(db, &base, meta, Seen::Read));
+        state::known(|k| k.note(db, &base, meta, MetaOrigin::Read));
         let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
         Ok(Some(board).filter(|_| !removed_meanwhile()))
     }
@@ -130,7 +130,7 @@ impl Board {
         transit: &Transit,
     ) -> Result<Board> {
         let db = selected_db(ctx);
-        let quarantined = state::with(|s| s.is_quarantined(db, &base));
+        let quarantined = state::quarantine(|q| q.contains(db, &base));
         let view = if quarantined {
             quarantined_view(ctx, acl, db, &base, &meta, now, transit)?
         } else {
@@ -146,9 +146,9 @@ impl Board {
         // slots that left the window after it are still counted in them: they stay
         // pending, corrected by the reads.
         let from_next = match pending.first() {
-            Some((index, _)) if !quarantined && state::with(|s| s.has_nexts()) => {
+            Some((index, _)) if !quarantined && state::nexts(|n| n.any()) => {
                 next::settle(ctx, db, &base, None);
-                state::with(|s| s.ready_next(db, &base, *index).is_some())
+                state::nexts(|n| n.ready(db, &base, *index).is_some())
             }
             _ => false,
         };
@@ -171,10 +171,7 @@ impl Board {
         if !self.from_next {
             return None;
         }
-        state::with(|s| {
-            let next = s.next(self.db, &self.base)?;
-            Some(f(&next.totals))
-        })
+        state::nexts(|n| Some(f(&n.get(self.db, &self.base)?.totals)))
     }
 
     /// `member`'s exact window total (0 if absent).
@@ -221,8 +218,8 @@ impl Board {
         let mut page = std::collections::VecDeque::new();
         Box::new(std::iter::from_fn(move || {
             if page.is_empty() {
-                state::with(|s| {
-                    if let Some(next) = s.next(db, base) {
+                state::nexts(|n| {
+                    if let Some(next) = n.get(db, base) {
                         let rows = next.totals.top(offset, NEXT_WALK_PAGE);
                         page.extend(rows.map(|(m, t)| (m.to_vec(), t)));
                     }
@@ -261,12 +258,12 @@ fn quarantined_view(
         let totals = live_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
         return Ok(Some(Rc::new(totals.finish())));
     }
-    if state::with(|s| s.is_rebuilding(db, base)) {
+    if state::quarantine(|q| q.is_rebuilding(db, base)) {
         // Rebuilt in steps (see `rebuild`): the sorted set is exact for every member a
         // write or the timer has set, and the timer is busy with it.
         return Ok(None);
     }
-    let Some(totals) = state::with(|s| s.ready_view(db, base, range)) else {
+    let Some(totals) = state::quarantine(|q| q.ready_view(db, base, range)) else {
         // The timer computes them (it visits quarantined boards only when asked to: a
         // visit opens the board's keys, which can expire them lazily).
         expiry::schedule(ctx, &meta_key(base), now);

@@ -7,8 +7,6 @@
 //! through `meta`; replicates only through [`Effects`]. Nothing is written before every
 //! argument, key type and ACL permission has been checked.
 
-use std::collections::HashMap;
-
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
@@ -17,8 +15,8 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
 use crate::rank::{
-    meta_key, score_to_total, slot_key, validate_settings, KeyName, MemberCounts, Meta, MetaLayout,
-    MAX_TOTAL,
+    apply_increments, meta_key, score_to_total, slot_key, validate_settings, Incremented, KeyName,
+    MemberCounts, Meta, MetaLayout, MAX_TOTAL,
 };
 use crate::replicate::{replicate_strings, Effects};
 use crate::reply::Reply;
@@ -34,14 +32,11 @@ use super::next;
 use super::rebuild::{self, Stored};
 use super::repair::repair;
 use super::slots::open_pending;
-use super::state::{self, Seen};
+use super::state::{self, MetaOrigin};
 use super::transit::Transit;
 
 /// How many times a write opens a board whose keys expire while being opened.
 const OPEN_ATTEMPTS: usize = 3;
-
-/// Above this many increments, repeated members are found through a map.
-const LINEAR_LOOKUP_MAX: usize = 8;
 
 /// Increments (and their replies) kept on the stack: the usual write has one.
 const INLINE_PAIRS: usize = 8;
@@ -263,7 +258,7 @@ fn check(
 ) -> Result<bool> {
     if let Some(layout) = target.stored_as {
         let db = selected_db(ctx);
-        let quarantined = state::with(|s| s.is_quarantined(db, base));
+        let quarantined = state::quarantine(|q| q.contains(db, base));
         if quarantined && rebuild::begin(ctx, acl, base, &target.meta, now)? {
             target.verified = false;
             target.pending.clear();
@@ -332,35 +327,25 @@ struct Change<'a> {
 }
 
 /// The new values of every member (a member may appear several times) and the reply to
-/// each increment: the member's exact window total after it.
+/// each increment: the member's exact window total after it (the arithmetic is
+/// `crate::rank::apply_increments`).
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
     target: &Target,
 ) -> Result<(Vec<Change<'a>>, InlineVec<i64, INLINE_PAIRS>)> {
-    let mut changes: Vec<Change> = Vec::with_capacity(pairs.len());
-    let mut index_of: HashMap<&[u8], usize> = HashMap::new();
     let mut replies = InlineVec::new();
-    let by_map = pairs.len() > LINEAR_LOOKUP_MAX;
-    for &(increment, member) in pairs {
-        let found = if by_map {
-            index_of.get(member).copied()
-        } else {
-            changes.iter().position(|c| c.bytes == member)
-        };
-        let at = match found {
-            Some(at) => at,
-            None => {
-                changes.push(current_values(target, member)?);
-                if by_map {
-                    index_of.insert(member, changes.len() - 1);
-                }
-                changes.len() - 1
-            }
-        };
-        let change = changes.get_mut(at).ok_or(Error::Syntax)?;
-        replies.push(change.counts.add(increment)?);
-    }
+    let current = |member: &'a [u8]| current_values(target, member);
+    let changes = apply_increments(pairs, current, |reply| replies.push(reply))?;
     Ok((changes, replies))
+}
+
+impl Incremented for Change<'_> {
+    fn name(&self) -> &[u8] {
+        self.bytes
+    }
+    fn counts(&mut self) -> &mut MemberCounts {
+        &mut self.counts
+    }
 }
 
 /// `member`'s stored values before the write.
@@ -520,11 +505,11 @@ fn replicate(
     if target.meta_hash.is_some() {
         // (The verified meta was used only if this write left it as it was: nothing new.)
         let seen = if target.verified {
-            Seen::Verified
+            MetaOrigin::Verified
         } else {
-            Seen::Written
+            MetaOrigin::Written
         };
         let (db, meta) = (selected_db(ctx), target.meta);
-        state::with(|s| s.note_meta(db, name.as_slice(), meta, seen));
+        state::known(|k| k.note(db, name.as_slice(), meta, seen));
     }
 }

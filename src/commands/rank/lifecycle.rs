@@ -41,7 +41,7 @@ use crate::store::{Key, KeyKind};
 
 use super::meta::{self, is_marked_edited, mark_edited};
 use super::replica;
-use super::state::{self, Seen};
+use super::state::{self, MetaOrigin};
 use super::transit::slot_in_transit;
 
 // ------------------------------------------------------------------------------ events
@@ -53,16 +53,18 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     // RENAME), its meta must be read again before INCRBY trusts it.
     let db = selected_db(ctx);
     let acting = is_acting_primary(ctx);
-    let own = state::with(|s| {
-        if let Some(base) = base_of_meta(key) {
-            s.unverify(db, base);
-        }
-        // On a primary, next totals follow tally's own writes only.
-        if acting && s.has_nexts() {
-            s.drop_next(db, base_of_part(key).unwrap_or(key));
-        }
-        s.own_calls > 0
-    });
+    if let Some(base) = base_of_meta(key) {
+        state::known(|k| k.unverify(db, base));
+    }
+    // On a primary, next totals follow tally's own writes only.
+    if acting {
+        state::nexts(|n| {
+            if n.any() {
+                n.drop(db, base_of_part(key).unwrap_or(key));
+            }
+        });
+    }
+    let own = state::lifecycle(|l| l.own_calls > 0);
     // Replicas and loads receive the primary's effects: they must not act themselves. A
     // replica's next totals follow those effects member by member (`replica`).
     if !acting {
@@ -80,11 +82,11 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     }
     let job = match event {
         "rename_from" => {
-            state::with(|s| s.rename_from = Some((db, key.to_vec())));
+            state::lifecycle(|l| l.rename_from = Some((db, key.to_vec())));
             return;
         }
         "rename_to" => {
-            let from = state::with(|s| s.rename_from.take());
+            let from = state::lifecycle(|l| l.rename_from.take());
             match from {
                 Some((from_db, from)) if from_db == db && is_board(db, &from) => Job::Rename {
                     db,
@@ -143,12 +145,12 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
 /// True if `name` is a board tally knows (at its name, or at the old name of a rename
 /// still queued).
 fn is_board(db: c_int, name: &[u8]) -> bool {
-    resolve_base(db, name).is_some_and(|base| state::with(|s| s.known_meta(db, &base)).is_some())
+    resolve_base(db, name).is_some_and(|base| state::known(|k| k.get(db, &base)).is_some())
 }
 
 /// An event on `base|meta` or `base|slot|<index>`.
 fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &str) {
-    let known = state::with(|s| s.known_meta(db, base));
+    let known = state::known(|k| k.get(db, base));
     match event {
         // No user is behind these: the board cannot stay consistent, it goes whole.
         "expired" | "evicted" => {
@@ -209,7 +211,7 @@ pub(super) fn broken_meta_found(
     if meta_hash.kind() != KeyKind::Hash {
         return None;
     }
-    let meta = state::with(|s| s.known_meta(db, base))?;
+    let meta = state::known(|k| k.get(db, base))?;
     if !is_acting_primary(ctx) || slot_in_transit(ctx, base) {
         return None;
     }
@@ -231,10 +233,10 @@ fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
     // large board asks the timer for new ones).
     // A rebuild in steps (see `rebuild`) stops: the edit may be a forgery, and only a
     // write whose caller may write every part starts it again.
-    let newly = state::with(|s| {
-        s.drop_view(db, base);
-        s.cancel_rebuild(db, base);
-        s.quarantine(db, base)
+    let newly = state::quarantine(|q| {
+        q.drop_view(db, base);
+        q.cancel_rebuild(db, base);
+        q.insert(db, base)
     });
     if newly {
         push_job(
@@ -253,31 +255,31 @@ fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
 const PAUSED_RETRY_MS: u64 = 20;
 
 pub(super) fn has_jobs() -> bool {
-    state::with(|s| !s.jobs.is_empty())
+    state::lifecycle(|l| !l.jobs.is_empty())
 }
 
 /// What the queued jobs make of the board at `name` (see `crate::rank::JobQueue::resolve`).
 pub(super) fn resolve(db: c_int, name: &[u8]) -> Resolution {
-    state::with(|s| s.jobs.resolve(db, name))
+    state::lifecycle(|l| l.jobs.resolve(db, name))
 }
 
 /// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
 /// whose job has not run yet, or `None` if they belong to a deleted board.
 pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
-    state::with(|s| s.jobs.resolve_base(db, name))
+    state::lifecycle(|l| l.jobs.resolve_base(db, name))
 }
 
 /// The meta a queued job is about to put back at `base|meta` (a user deleted, renamed
 /// away or garbled it), if any. Until that job runs (on Redis 7.0 from a timer, and on
 /// every server not before a client pause ends), reads answer from it.
 pub(super) fn pending_restore(db: c_int, base: &[u8]) -> Option<Meta> {
-    state::with(|s| s.jobs.pending_restore(db, base))
+    state::lifecycle(|l| l.jobs.pending_restore(db, base))
 }
 
 /// Queues `job` and asks the server to run the queue right after the current command or
 /// event.
 pub(super) fn push_job(ctx: &Context, job: Job) {
-    state::with(|s| s.jobs.push(job));
+    state::lifecycle(|l| l.jobs.push(job));
     if matches!(
         ctx.add_post_notification_job(|ctx| run_jobs(ctx, false)),
         Ok(Status::Ok)
@@ -289,14 +291,14 @@ pub(super) fn push_job(ctx: &Context, job: Job) {
 }
 
 fn arm_job_timer(ctx: &Context, delay_ms: u64) {
-    let armed = state::with(|s| std::mem::replace(&mut s.job_timer_armed, true));
+    let armed = state::lifecycle(|l| std::mem::replace(&mut l.job_timer_armed, true));
     if !armed {
         ctx.create_timer(Duration::from_millis(delay_ms), jobs_timer, ());
     }
 }
 
 fn jobs_timer(ctx: &Context, _: ()) {
-    state::with(|s| s.job_timer_armed = false);
+    state::lifecycle(|l| l.job_timer_armed = false);
     run_jobs(ctx, false);
 }
 
@@ -314,14 +316,14 @@ fn run_jobs(ctx: &Context, in_command: bool) {
         return;
     }
     if !is_acting_primary(ctx) {
-        state::with(|s| s.jobs.clear());
+        state::lifecycle(|l| l.jobs.clear());
         return;
     }
     if !in_command && replica_traffic_paused() {
         arm_job_timer(ctx, PAUSED_RETRY_MS);
         return;
     }
-    let jobs = state::with(|s| s.jobs.take());
+    let jobs = state::lifecycle(|l| l.jobs.take());
     let db_guard = DbGuard::new(ctx);
     for job in jobs {
         if !db_guard.select(job.db()) {
@@ -354,9 +356,9 @@ fn run_jobs(ctx: &Context, in_command: bool) {
 
 /// Runs a command as tally itself (its keyspace events are not a user's edits).
 fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
-    state::with(|s| s.own_calls += 1);
+    state::lifecycle(|l| l.own_calls += 1);
     let _ = ctx.call(command, args);
-    state::with(|s| s.own_calls = s.own_calls.saturating_sub(1));
+    state::lifecycle(|l| l.own_calls = l.own_calls.saturating_sub(1));
 }
 
 /// Existing parts of the board at `base`: meta first (if present), then slot hashes.
@@ -365,7 +367,7 @@ fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
 /// rather than stay behind as a name that answers WRONGTYPE.
 fn parts(ctx: &Context, db: c_int, base: &[u8]) -> Vec<Vec<u8>> {
     let stored = meta::read_at(ctx, base);
-    let known = state::with(|s| s.known_meta(db, base));
+    let known = state::known(|k| k.get(db, base));
     let Some(meta) = stored.or(known) else {
         return Vec::new();
     };
@@ -424,7 +426,7 @@ pub(super) fn remove_whole(ctx: &Context, db: c_int, base: &[u8]) {
 /// board is removed whole instead.
 pub(super) fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
     let names = parts(ctx, db, from);
-    let meta = meta::read_at(ctx, from).or_else(|| state::with(|s| s.known_meta(db, from)));
+    let meta = meta::read_at(ctx, from).or_else(|| state::known(|k| k.get(db, from)));
     let targets: Vec<Vec<u8>> = names
         .iter()
         .filter_map(|name| Some([to, name.get(from.len()..)?].concat()))
@@ -452,16 +454,14 @@ pub(super) fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
         effects.command(c"RENAME").arg(name).arg(target);
     }
     effects.emit(ctx);
-    let quarantined = state::with(|s| s.is_quarantined(db, from));
+    let quarantined = state::quarantine(|q| q.contains(db, from));
     expiry::unschedule(ctx, &meta_key(from));
     state::with(|s| s.forget_board(db, from));
     if let Some(meta) = meta {
-        state::with(|s| {
-            s.note_meta(db, to, meta, Seen::Written);
-            if quarantined {
-                s.quarantine(db, to);
-            }
-        });
+        state::known(|k| k.note(db, to, meta, MetaOrigin::Written));
+        if quarantined {
+            state::quarantine(|q| q.insert(db, to));
+        }
         expiry::schedule(ctx, &meta_key(to), 0);
         // A meta left behind, or moved along after a user garbled it (both only on Redis
         // 7.0, where this job runs after the next commands): put back from the registry.
@@ -494,8 +494,7 @@ pub(super) fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) ->
     // A board lives on in its sorted set, or, never incremented yet, in its meta alone: a
     // garbled meta of such a board tally still knows (no removal ran since) is put back
     // too. A deleted one is not: nothing is left of that board.
-    let empty_board =
-        key.kind() == KeyKind::Hash && state::with(|s| s.known_meta(db, base)).is_some();
+    let empty_board = key.kind() == KeyKind::Hash && state::known(|k| k.get(db, base)).is_some();
     if !(zset_here || empty_board) || !broken {
         return false;
     }
@@ -504,10 +503,8 @@ pub(super) fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) ->
     effects.emit(ctx);
     let marked = is_marked_edited(&key);
     drop(key);
-    let quarantined = state::with(|s| {
-        s.note_meta(db, base, meta, Seen::Written);
-        s.is_quarantined(db, base)
-    });
+    state::known(|k| k.note(db, base, meta, MetaOrigin::Written));
+    let quarantined = state::quarantine(|q| q.contains(db, base));
     if let Some(due) = meta.next_due() {
         expiry::schedule(ctx, &name, due);
     }

@@ -31,7 +31,7 @@ pub(super) fn verified(
     base: &[u8],
     meta_name: &[u8],
 ) -> Result<Option<Meta>> {
-    let Some(meta) = state::with(|s| s.verified_meta(db, base)) else {
+    let Some(meta) = state::verified_meta(db, base) else {
         return Ok(None);
     };
     if config::check_caches() {
@@ -39,7 +39,7 @@ pub(super) fn verified(
             .filter(|key| !key.has_ttl())
             .and_then(|key| read(&key));
         if stored != Some((meta, MetaLayout::Current)) {
-            state::with(|s| s.note_mismatch(db, base));
+            state::known(|k| k.note_mismatch(db, base));
             ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
             return Err(Error::TryAgain(
                 "tally's copy of this leaderboard's meta was stale (check-caches)".into(),

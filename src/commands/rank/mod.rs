@@ -75,7 +75,7 @@ pub use state::memory_bytes;
 pub use visit::{expire, release};
 
 use lifecycle::flush_jobs;
-use state::Seen;
+use state::MetaOrigin;
 use transit::Transit;
 
 /// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
@@ -176,7 +176,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     meta::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);
     let db = selected_db(ctx);
-    state::with(|s| s.note_meta(db, name.as_slice(), meta, Seen::Written));
+    state::known(|k| k.note(db, name.as_slice(), meta, MetaOrigin::Written));
     notify(ctx, NotifyEvent::ZSET, c"tsrank.create", name);
     Ok(Reply::Ok)
 }

@@ -79,39 +79,39 @@ pub(super) fn visit(
         return Some(Visit::Unfinished);
     }
     let Some((oldest, slot)) = oldest_slot(ctx, base, meta) else {
-        state::with(|s| s.drop_next(db, base));
+        state::nexts(|n| n.drop(db, base));
         return None;
     };
     let big = slot.len() > BIG_SLOT;
-    let current = state::with(|s| {
-        s.next(db, base)
+    let current = state::nexts(|n| {
+        n.get(db, base)
             .map(|next| (next.excluded, next.scan.is_none()))
     });
     match current {
         Some((excluded, _)) if excluded == oldest => {}
         // The slot they left out is subtracted and gone: they equal the sorted set, and
         // now leave out the next oldest slot.
-        Some((excluded, true)) if big && excluded < oldest => state::with(|s| {
-            if let Some(next) = s.next_mut(db, base) {
+        Some((excluded, true)) if big && excluded < oldest => state::nexts(|n| {
+            if let Some(next) = n.get_mut(db, base) {
                 next.excluded = oldest;
                 next.scan = Some(NextScan::Excluded(HashCursor::new()));
             }
         }),
         _ if big => {
             let scan = first_scan(ctx, base, meta, oldest);
-            state::with(|s| {
-                s.drop_next(db, base);
+            state::nexts(|n| {
+                n.drop(db, base);
                 let next = Next {
                     excluded: oldest,
                     totals: RankedSet::default(),
                     scan: Some(scan),
                     dirty: HashSet::new(),
                 };
-                s.put_next(db, base, next);
+                n.put(db, base, next);
             })
         }
         _ => {
-            state::with(|s| s.drop_next(db, base));
+            state::nexts(|n| n.drop(db, base));
             return None;
         }
     }
@@ -150,13 +150,13 @@ fn fill(
     slot: &Key,
     deadline_us: u64,
 ) -> Option<Visit> {
-    let mut scan = state::with(|s| s.next_mut(db, base)?.scan.take())?;
+    let mut scan = state::nexts(|n| n.get_mut(db, base)?.scan.take())?;
     let zset = Key::open_bytes_untouched(ctx, base).filter(|z| z.kind() == KeyKind::Zset);
     let Some(zset) = zset else {
-        state::with(|s| s.drop_next(db, base));
+        state::nexts(|n| n.drop(db, base));
         return None;
     };
-    let hi = state::with(|s| s.known_meta(db, base)).map_or(excluded, |meta| meta.hi);
+    let hi = state::known(|k| k.get(db, base)).map_or(excluded, |meta| meta.hi);
     let mut batch = Vec::new();
     let mut values = Vec::new();
     loop {
@@ -197,8 +197,8 @@ fn fill(
                 more
             }
         };
-        state::with(|s| {
-            if let Some(next) = s.next_mut(db, base) {
+        state::nexts(|n| {
+            if let Some(next) = n.get_mut(db, base) {
                 for ((member, _), &value) in batch.iter().zip(&values) {
                     next.totals.set(member, value);
                 }
@@ -208,8 +208,8 @@ fn fill(
             return None;
         }
         if monotonic_us() >= deadline_us {
-            state::with(|s| {
-                if let Some(next) = s.next_mut(db, base) {
+            state::nexts(|n| {
+                if let Some(next) = n.get_mut(db, base) {
                     if next.excluded == excluded {
                         next.scan = Some(scan);
                     }
@@ -232,7 +232,7 @@ pub(super) fn follow_write<'a>(
     (index, slot_len): (i64, usize),
     members: impl Iterator<Item = (&'a RStr, &'a [u8], i64, i64)>,
 ) -> bool {
-    let Some(excluded) = state::with(|s| s.next(db, base).map(|next| next.excluded)) else {
+    let Some(excluded) = state::nexts(|n| n.get(db, base).map(|next| next.excluded)) else {
         return index == meta.lo && slot_len > BIG_SLOT;
     };
     let slot = match excluded == index {
@@ -249,8 +249,8 @@ pub(super) fn follow_write<'a>(
             (bytes, total.saturating_sub(left_out))
         })
         .collect();
-    state::with(|s| {
-        if let Some(next) = s.next_mut(db, base) {
+    state::nexts(|n| {
+        if let Some(next) = n.get_mut(db, base) {
             for (member, value) in values {
                 next.totals.set(member, value);
             }
@@ -267,8 +267,8 @@ const SETTLED_PER_STEP: usize = 64;
 /// deadline, stops once it has passed and answers false if some are left.
 pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8], deadline_us: Option<u64>) -> bool {
     loop {
-        let taken = state::with(|s| {
-            let next = s.next_mut(db, base)?;
+        let taken = state::nexts(|n| {
+            let next = n.get_mut(db, base)?;
             if next.dirty.is_empty() {
                 return None;
             }
@@ -287,7 +287,7 @@ pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8], deadline_us: Option<
         };
         settle_members(ctx, db, base, excluded, members);
         if deadline_us.is_some_and(|deadline| monotonic_us() >= deadline) {
-            return state::with(|s| s.next(db, base).is_none_or(|next| next.dirty.is_empty()));
+            return state::nexts(|n| n.get(db, base).is_none_or(|next| next.dirty.is_empty()));
         }
     }
 }
@@ -308,8 +308,8 @@ fn settle_members(ctx: &Context, db: c_int, base: &[u8], excluded: i64, members:
             (member, value)
         })
         .collect();
-    state::with(|s| {
-        if let Some(next) = s.next_mut(db, base) {
+    state::nexts(|n| {
+        if let Some(next) = n.get_mut(db, base) {
             if next.excluded == excluded {
                 for (member, value) in &values {
                     next.totals.set(member, *value);

@@ -61,7 +61,7 @@ pub(super) type Stored = Vec<(i64, Key)>;
 /// rebuild writes what a user allowed only on `base|*` could not.
 pub(super) fn begin(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64) -> Result<bool> {
     let db = selected_db(ctx);
-    let rebuilding = state::with(|s| s.is_rebuilding(db, base));
+    let rebuilding = state::quarantine(|q| q.is_rebuilding(db, base));
     if !rebuilding
         && (meta.is_empty()
             || view::fields_in(ctx, base, (meta.lo, meta.hi), REPAIRED_AT_ONCE) <= REPAIRED_AT_ONCE)
@@ -75,10 +75,10 @@ pub(super) fn begin(ctx: &Context, acl: &Acl, base: &[u8], meta: &Meta, now: i64
     }
     if !rebuilding {
         let cursor = HashCursor::new();
-        state::with(|s| {
+        state::quarantine(|q| {
             // The timer's totals for reads would miss this write and the next ones.
-            s.drop_view(db, base);
-            s.put_rebuild((db, base.to_vec()), Rebuild::Members(cursor));
+            q.drop_view(db, base);
+            q.put_rebuild((db, base.to_vec()), Rebuild::Members(cursor));
         });
         expiry::schedule(ctx, &meta_key(base), now);
     }
@@ -170,10 +170,10 @@ pub(super) fn visit(
     deadline_us: u64,
 ) -> Visit {
     let board: BoardId = (db, base.to_vec());
-    let Some(mut step) = state::with(|s| s.take_rebuild(&board)) else {
+    let Some(mut step) = state::quarantine(|q| q.take_rebuild(&board)) else {
         return Visit::DueAt(now.saturating_add(1));
     };
-    let put_back = |step: Rebuild| state::with(|s| s.put_rebuild(board.clone(), step));
+    let put_back = |step: Rebuild| state::quarantine(|q| q.put_rebuild(board.clone(), step));
     // During a reshard the board's keys may be split between two nodes.
     if Transit::new(ctx, &ctx.get_flags(), base).active() {
         put_back(step);
@@ -252,7 +252,7 @@ pub(super) fn visit(
     }
     // Every member is its sum over the stored slots: the board is healthy again, and the
     // usual drain subtracts the slots that left the window.
-    state::with(|s| s.lift_quarantine(db, base));
+    state::quarantine(|q| q.lift(db, base));
     mark_edited(ctx, base, false);
     meta.next_due().map_or(Visit::Done, Visit::DueAt)
 }

@@ -160,7 +160,7 @@ fn check(
     transit: &Transit,
 ) -> Result<(Target, bool)> {
     let db = selected_db(ctx);
-    if !state::with(|s| s.is_quarantined(db, base)) {
+    if !state::quarantine(|q| q.contains(db, base)) {
         return Ok((target, false));
     }
     if rebuild::begin(ctx, acl, base, &target.meta, now)? {
@@ -178,7 +178,7 @@ fn check(
         &mut effects,
     );
     effects.emit(ctx);
-    state::with(|s| s.note_meta(db, base, target.meta, state::Seen::Written));
+    state::known(|k| k.note(db, base, target.meta, state::MetaOrigin::Written));
     let meta = target.meta;
     if !meta.is_empty() {
         for index in meta.lo..=meta.hi {
@@ -260,8 +260,8 @@ fn remove(
     }
     // The board's next totals (see `next`), if it keeps them: the members are gone.
     let db = selected_db(ctx);
-    state::with(|s| {
-        if let Some(next) = s.next_mut(db, name.as_slice()) {
+    state::nexts(|n| {
+        if let Some(next) = n.get_mut(db, name.as_slice()) {
             for member in members {
                 next.totals.set(member.as_bytes(), 0);
             }

@@ -75,7 +75,7 @@ pub(super) fn repair(
     }
     effects.emit(ctx);
     let db = selected_db(ctx);
-    state::with(|s| s.lift_quarantine(db, base));
+    state::quarantine(|q| q.lift(db, base));
     // The timer frees the totals it computed for the quarantined board, in steps.
     expiry::schedule(ctx, &meta_key(base), now);
     mark_edited(ctx, base, false);

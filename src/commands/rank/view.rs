@@ -60,14 +60,14 @@ pub(super) fn visit(
 ) -> Visit {
     let board: BoardId = (db, base.to_vec());
     let Some(range) = meta.live_range(now) else {
-        state::with(|s| s.drop_view(db, base));
+        state::quarantine(|q| q.drop_view(db, base));
         return Visit::Done;
     };
     // The window moves at the next slot start: the totals are computed again then.
     let moves_at = slot_start(slot_index(now, meta.slot).saturating_add(1), meta.slot);
-    let (mut index, mut cursor, mut sums) = match state::with(|s| s.take_view(&board)) {
+    let (mut index, mut cursor, mut sums) = match state::quarantine(|q| q.take_view(&board)) {
         Some(View::Ready { range: r, totals }) if r == range => {
-            state::with(|s| s.put_view(board, View::Ready { range, totals }));
+            state::quarantine(|q| q.put_view(board, View::Ready { range, totals }));
             return Visit::DueAt(moves_at);
         }
         Some(View::Building {
@@ -119,7 +119,7 @@ pub(super) fn visit(
                 cursor,
                 sums,
             };
-            state::with(|s| s.put_view(board, view));
+            state::quarantine(|q| q.put_view(board, view));
             return Visit::Unfinished;
         }
     }
@@ -132,11 +132,11 @@ pub(super) fn visit(
                 cursor,
                 sums,
             };
-            state::with(|s| s.put_view(board, view));
+            state::quarantine(|q| q.put_view(board, view));
             return Visit::Unfinished;
         }
     }
     let totals = Rc::new(sums.finish());
-    state::with(|s| s.put_view(board, View::Ready { range, totals }));
+    state::quarantine(|q| q.put_view(board, View::Ready { range, totals }));
     Visit::DueAt(moves_at)
 }

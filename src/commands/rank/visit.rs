@@ -27,7 +27,7 @@ use super::meta::{self, is_marked_edited};
 use super::next;
 use super::rebuild;
 use super::slots::count_in;
-use super::state::{self, BoardId, Seen};
+use super::state::{self, BoardId, MetaOrigin};
 use super::transit::Transit;
 use super::view;
 
@@ -116,7 +116,7 @@ fn drain_slot(
     deadline_us: u64,
 ) -> bool {
     let (zset, slot, slot_name) = keys;
-    let mut cursor = match state::with(|s| s.take_drain(board)) {
+    let mut cursor = match state::drains(|d| d.take(board)) {
         Some((saved_index, cursor)) if saved_index == index => cursor,
         _ => HashCursor::new(),
     };
@@ -138,7 +138,7 @@ fn drain_slot(
             cursor = HashCursor::new();
         }
         if monotonic_us() >= deadline_us {
-            state::with(|s| s.save_drain(board.clone(), index, cursor));
+            state::drains(|d| d.save(board.clone(), index, cursor));
             break false;
         }
     };
@@ -194,12 +194,12 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
     };
     // The board's keys are opened below, for writing when there is work.
     drop(key);
-    let (quarantined, rebuilding) = state::with(|s| {
-        s.note_meta(db, base, meta, Seen::Read);
+    state::known(|k| k.note(db, base, meta, MetaOrigin::Read));
+    let (quarantined, rebuilding) = state::quarantine(|q| {
         if marked {
-            s.quarantine(db, base);
+            q.insert(db, base);
         }
-        (s.is_quarantined(db, base), s.is_rebuilding(db, base))
+        (q.contains(db, base), q.is_rebuilding(db, base))
     });
     if rebuilding {
         // A write whose caller may write every part asked for the rebuild (see `rebuild`).
@@ -258,7 +258,7 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         let mut effects = Effects::new();
         meta::write_range(&key, name, &meta, layout, &mut effects);
         effects.emit(ctx);
-        state::with(|s| s.note_meta(db, base, meta, Seen::Written));
+        state::known(|k| k.note(db, base, meta, MetaOrigin::Written));
     }
     drop((key, zset));
     match progress {
@@ -311,9 +311,9 @@ fn drain_pending(
                 break Progress::Done;
             };
             // Next totals that leave out another slot would change with this one.
-            state::with(|s| {
-                if s.next(db, base).is_some_and(|next| next.excluded != index) {
-                    s.drop_next(db, base);
+            state::nexts(|n| {
+                if n.get(db, base).is_some_and(|next| next.excluded != index) {
+                    n.drop(db, base);
                 }
             });
             let board: BoardId = (db, base.to_vec());
