@@ -4,7 +4,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::*;
+use super::order::ahead;
 
 #[derive(Debug, PartialEq, Eq)]
 struct Entry {

@@ -13,7 +13,8 @@ use std::os::raw::c_int;
 
 use crate::args::parse_i64;
 
-use super::{BoardId, DrainedSlot, ENTRY_OVERHEAD};
+use super::board_id::{BoardId, ENTRY_OVERHEAD};
+use super::board_store::DrainedSlot;
 
 /// Where the drains in steps stand, by board: the slot index being subtracted and the
 /// resumable scan `C` of its hash (the timer's next visit goes on from there).

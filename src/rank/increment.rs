@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 
-use super::MAX_TOTAL;
+use super::order::MAX_TOTAL;
 
 /// Above this many increments, repeated members are found through a map.
 const LINEAR_LOOKUP_MAX: usize = 8;
@@ -172,12 +172,13 @@ mod tests {
         }
     }
 
+    /// What [`run`] answers: the members (as `(name, counts)`), the replies and how many
+    /// reads were made.
+    type Run = (Result<Vec<(String, MemberCounts)>>, Vec<i64>, usize);
+
     /// Runs `pairs` over stored values `(member, slot count, total, pending)`; answers
     /// the members (as `(name, counts)`), the replies and how many reads were made.
-    fn run(
-        pairs: &[(i64, &str)],
-        stored: &[(&str, i64, i64, i64)],
-    ) -> (Result<Vec<(String, MemberCounts)>>, Vec<i64>, usize) {
+    fn run(pairs: &[(i64, &str)], stored: &[(&str, i64, i64, i64)]) -> Run {
         let pairs: Vec<(i64, &[u8])> = pairs.iter().map(|(i, m)| (*i, m.as_bytes())).collect();
         let mut reads = 0;
         let mut replies = Vec::new();

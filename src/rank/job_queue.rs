@@ -9,7 +9,7 @@
 use std::mem::size_of;
 use std::os::raw::c_int;
 
-use super::Meta;
+use super::meta::Meta;
 
 /// Work on a board's keys that a keyspace event asked for.
 #[derive(Clone, Debug, PartialEq)]

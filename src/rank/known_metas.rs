@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use std::mem::size_of;
 use std::os::raw::c_int;
 
-use super::{Meta, ENTRY_OVERHEAD};
+use super::board_id::ENTRY_OVERHEAD;
+use super::meta::Meta;
 
 /// A board's last meta and whether it is verified (see the module doc).
 #[derive(Clone, Copy)]

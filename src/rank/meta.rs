@@ -6,7 +6,13 @@ use crate::error::{Error, Result};
 use crate::layout;
 use crate::window::{first_kept, leaves_at, slot_index};
 
-use super::*;
+/// At most this many slots in a window.
+pub const MAX_SLOTS: i64 = 10_000;
+/// A meta's `hi - lo` stays below this many windows. Every slot index in between may be
+/// probed by a read, so a span that does not fit its window is not a leaderboard (a forged
+/// `rank 10000 1 0 1000000` would make every TOP walk a million names). Tally never writes
+/// one: a write that would stretch the span this far waits for expiry (TRYAGAIN).
+pub const SPAN_WINDOWS: i64 = 2;
 
 /// How a meta hash stored its settings and slot range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

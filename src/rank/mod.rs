@@ -35,18 +35,20 @@
 //! Owns: leaderboard arithmetic, key names and the meta's stored text. May not touch:
 //! Redis (pure).
 
-use std::cmp::Ordering;
-
 mod adjusted;
 mod announced;
+mod board_id;
 mod board_store;
+mod discarded;
 mod drain;
 mod increment;
 mod job_queue;
 mod known_metas;
 mod meta;
 mod names;
+mod next_fill;
 mod next_totals;
+mod order;
 mod quarantine;
 mod ranked;
 mod recount;
@@ -54,6 +56,7 @@ mod totals;
 
 pub use adjusted::*;
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
+pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
 pub use drain::{drain_step, DrainScans};
 pub use increment::{apply_increments, Incremented, MemberCounts};
@@ -61,46 +64,13 @@ pub use job_queue::{Job, JobQueue, LifecycleMemory, Resolution};
 pub use known_metas::{KnownMetas, MetaOrigin};
 pub use meta::*;
 pub use names::*;
+pub use next_fill::{fill_step, next_value, value_after_write, NextSource};
 pub use next_totals::{Next, NextScan, NextTotals};
+pub use order::{ahead, score_to_total, MAX_TOTAL};
 pub use quarantine::{Quarantine, Rebuild, View};
 pub use ranked::RankedSet;
 pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
 pub use totals::*;
-
-/// Suffix of the meta hash name.
-pub const META_SUFFIX: &[u8] = b"|meta";
-/// Infix of slot hash names: `key|slot|<index>`.
-pub const SLOT_INFIX: &[u8] = b"|slot|";
-/// At most this many slots in a window.
-pub const MAX_SLOTS: i64 = 10_000;
-/// Totals are kept in sorted-set scores (doubles): integers are exact up to 2^53.
-pub const MAX_TOTAL: i64 = 1 << 53;
-/// A meta's `hi - lo` stays below this many windows. Every slot index in between may be
-/// probed by a read, so a span that does not fit its window is not a leaderboard (a forged
-/// `rank 10000 1 0 1000000` would make every TOP walk a million names). Tally never writes
-/// one: a write that would stretch the span this far waits for expiry (TRYAGAIN).
-pub const SPAN_WINDOWS: i64 = 2;
-
-/// A leaderboard in a database: (db, name its derived keys live under).
-pub type BoardId = (std::os::raw::c_int, Vec<u8>);
-
-/// Bookkeeping bytes of a hash-map entry besides its key and value (control byte, the
-/// key's vector header, slack of the table): the family's memory estimates count it.
-const ENTRY_OVERHEAD: usize = 40;
-
-/// A sorted-set score as an integer total (scores written by tally are integers).
-pub fn score_to_total(score: f64) -> i64 {
-    if score.is_nan() {
-        return 0;
-    }
-    score.round().clamp(i64::MIN as f64, i64::MAX as f64) as i64
-}
-
-/// Leaderboard order: higher total first, ties by member descending (as `ZREVRANGE`).
-/// `Ordering::Greater` means `a` ranks ahead of `b`.
-pub fn ahead(a: (i64, &[u8]), b: (i64, &[u8])) -> Ordering {
-    a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1))
-}
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,10 @@
 use crate::args::parse_i64;
 use crate::collections::inline_vec::InlineVec;
 
-use super::*;
+/// Suffix of the meta hash name.
+pub const META_SUFFIX: &[u8] = b"|meta";
+/// Infix of slot hash names: `key|slot|<index>`.
+pub const SLOT_INFIX: &[u8] = b"|slot|";
 
 /// A derived key's name, built on the stack when short (every INCRBY builds two).
 pub type KeyName = InlineVec<u8, 64>;

@@ -8,7 +8,10 @@
 use std::collections::{HashMap, HashSet};
 use std::os::raw::c_int;
 
-use super::{slot_key, RankedSet, ENTRY_OVERHEAD};
+use super::board_id::ENTRY_OVERHEAD;
+use super::discarded::Discarded;
+use super::names::slot_key;
+use super::ranked::RankedSet;
 
 /// A board's totals without slot `excluded` (its oldest slot hash), in leaderboard order:
 /// for every member, its sorted-set total less its count in that slot. Complete once
@@ -38,14 +41,14 @@ pub struct NextTotals<C> {
     /// By database, then base; looked up by every INCRBY of a board that has one.
     by_db: HashMap<c_int, HashMap<Vec<u8>, Next<C>>>,
     /// Next totals no longer used, freed by the timer in steps.
-    discarded: Vec<RankedSet>,
+    discarded: Discarded<RankedSet>,
 }
 
 impl<C> Default for NextTotals<C> {
     fn default() -> Self {
         NextTotals {
             by_db: HashMap::new(),
-            discarded: Vec::new(),
+            discarded: Discarded::default(),
         }
     }
 }
@@ -59,7 +62,7 @@ impl<C> NextTotals<C> {
                 base.len() + ENTRY_OVERHEAD + next.totals.bytes() + dirty
             })
             .sum();
-        let discarded: usize = self.discarded.iter().map(RankedSet::bytes).sum();
+        let discarded = self.discarded.bytes();
         nexts + discarded
     }
 
@@ -130,9 +133,7 @@ impl<C> NextTotals<C> {
     }
 
     fn discard(&mut self, next: Next<C>) {
-        if !next.totals.is_empty() {
-            self.discarded.push(next.totals);
-        }
+        self.discarded.push(next.totals);
     }
 
     /// Drops the next totals of the databases `gone` says.
@@ -156,11 +157,7 @@ impl<C> NextTotals<C> {
 
     /// Frees discarded totals, about `work` members' worth.
     pub fn free_discarded(&mut self, work: usize) {
-        if let Some(last) = self.discarded.last_mut() {
-            if last.free_step(work) {
-                self.discarded.pop();
-            }
-        }
+        self.discarded.free_step(work);
     }
 }
 

@@ -10,7 +10,9 @@ use std::mem::size_of;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use super::{BoardId, Totals, TotalsBuilder, ENTRY_OVERHEAD};
+use super::board_id::{BoardId, ENTRY_OVERHEAD};
+use super::discarded::Discarded;
+use super::totals::{Totals, TotalsBuilder};
 
 /// A quarantined board's totals over its live slots `range` (first and last slot index),
 /// from its slot hashes as they were when computed: being computed, or done.
@@ -53,9 +55,8 @@ pub struct Quarantine<C> {
     boards: HashSet<BoardId>,
     rebuilds: HashMap<BoardId, Rebuild<C>>,
     views: HashMap<BoardId, View<C>>,
-    /// Views no longer true, freed by the timer in steps (freeing a million members at
-    /// once would hold the server for tens of milliseconds).
-    discarded: Vec<Totals>,
+    /// Views no longer true, freed by the timer in steps.
+    discarded: Discarded<Totals>,
 }
 
 impl<C> Default for Quarantine<C> {
@@ -64,7 +65,7 @@ impl<C> Default for Quarantine<C> {
             boards: HashSet::new(),
             rebuilds: HashMap::new(),
             views: HashMap::new(),
-            discarded: Vec::new(),
+            discarded: Discarded::default(),
         }
     }
 }
@@ -78,7 +79,7 @@ impl<C> Quarantine<C> {
         let board_ids = |n: usize| n * (size_of::<BoardId>() + ENTRY_OVERHEAD);
         let names: usize = self.boards.iter().map(|(_, b)| b.len()).sum();
         let views: usize = self.views.values().map(View::bytes).sum();
-        let discarded: usize = self.discarded.iter().map(Totals::bytes).sum();
+        let discarded = self.discarded.bytes();
         board_ids(self.boards.len())
             + names
             + board_ids(self.rebuilds.len())
@@ -167,9 +168,7 @@ impl<C> Quarantine<C> {
             },
             None => return,
         };
-        if !totals.is_empty() {
-            self.discarded.push(totals);
-        }
+        self.discarded.push(totals);
     }
 
     pub fn has_discarded(&self) -> bool {
@@ -178,11 +177,7 @@ impl<C> Quarantine<C> {
 
     /// Frees discarded totals, about `work` members' worth.
     pub fn free_discarded(&mut self, work: usize) {
-        if let Some(last) = self.discarded.last_mut() {
-            if last.free_step(work) {
-                self.discarded.pop();
-            }
-        }
+        self.discarded.free_step(work);
     }
 
     // ---------------------------------------------------------- boards and databases

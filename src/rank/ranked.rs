@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::mem::size_of;
 use std::rc::Rc;
 
-use super::{ahead, Member};
+use super::order::ahead;
+use super::totals::Member;
 use crate::collections::sharded_map::ShardedMap;
 
 /// Entries per block after a split.

@@ -7,7 +7,7 @@
 //! Redis (pure; the command layer scans the keys, bounds the steps by its deadline and
 //! replicates what the store records).
 
-use super::BoardStore;
+use super::board_store::BoardStore;
 
 /// A member's counts `(slot index, count)` summed: over all of them, and over those of the
 /// slots up to `pending_end` (the slots that left the window).

@@ -6,7 +6,9 @@ use std::rc::Rc;
 
 use crate::args::parse_i64;
 
-use super::*;
+use std::cmp::Ordering;
+
+use super::order::ahead;
 
 /// A member name shared by the lists of computed [`Totals`].
 pub type Member = Rc<[u8]>;

@@ -1,10 +1,10 @@
 //! Opening a leaderboard for a read: the sorted set, the meta (its verified copy, its hash,
 //! or what tally knows while a job puts a deleted one back), the slots still being subtracted, and
 //! for a quarantined board the totals computed from its slot hashes (by the read when
-//! they are few, by the timer in steps when they are many: see `view`).
+//! they are few, by the timer in steps when they are many: see `recount`).
 //!
 //! Owns: [`Board`] and the read-only walks over a board's keys. May not touch: writes of
-//! any kind (the write paths are `incrby`, `rem`, `repair`, `rebuild`, `visit` and
+//! any kind (the write paths are `incrby`, `rem`, `recount`, `visit` and
 //! `lifecycle`). Every derived key is opened through the caller's [`Acl`].
 
 use std::os::raw::c_int;
@@ -20,12 +20,12 @@ use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{broken_meta_found, has_jobs, resolve_base};
-use super::meta;
+use super::memory::{self, MetaOrigin};
+use super::meta_hash;
 use super::next;
+use super::recount;
 use super::slots::{live_totals, open_pending, pending_in};
-use super::state::{self, MetaOrigin};
 use super::transit::Transit;
-use super::view;
 
 /// Rows of the next totals copied at a time by a walk over them.
 const NEXT_WALK_PAGE: usize = 256;
@@ -72,9 +72,9 @@ impl Board {
         // board with it: the expiry queues the removal, and from then on the board
         // answers as the removed board it is about to be (a write starts over instead).
         let removed_meanwhile = || has_jobs() && resolve_base(db, name.as_slice()).is_none();
-        // The usual read: a verified meta (equal to the stored one, see `state`) spares
+        // The usual read: a verified meta (equal to the stored one, see `crate::rank::KnownMetas`) spares
         // reading and parsing the meta hash. The read permission is checked all the same.
-        if let Some(meta) = meta::verified(ctx, db, &base, &meta_name)? {
+        if let Some(meta) = meta_hash::verified(ctx, db, &base, &meta_name)? {
             acl.check_bytes(&meta_name, false)?;
             let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
             return Ok(Some(board).filter(|_| !removed_meanwhile()));
@@ -83,10 +83,10 @@ impl Board {
         if removed_meanwhile() {
             return Ok(None);
         }
-        let meta = match meta::load(&key) {
+        let meta = match meta_hash::load(&key) {
             Ok(Some((meta, _))) => Some(meta),
             // A user deleted the meta of a board tally knows; a job puts it back.
-            Ok(None) if zset.kind() == KeyKind::Zset => state::known(|k| k.get(db, &base)),
+            Ok(None) if zset.kind() == KeyKind::Zset => memory::known(|k| k.get(db, &base)),
             Ok(None) => None,
             // A user garbled the meta of a board tally knows (HSET `_slots` garbage): the
             // queued job puts back the meta it holds, so the board answers from that one
@@ -110,14 +110,14 @@ impl Board {
                 Err(Error::WrongType)
             };
         };
-        state::known(|k| k.note(db, &base, meta, MetaOrigin::Read));
+        memory::known(|k| k.note(db, &base, meta, MetaOrigin::Read));
         let board = Board::with_meta(ctx, acl, zset, base, meta, now, transit)?;
         Ok(Some(board).filter(|_| !removed_meanwhile()))
     }
 
     /// The board of sorted set `zset` and meta `meta`, with the slots still being
     /// subtracted, or for a quarantined board the totals computed from its slot hashes:
-    /// summed here when they are few, else the timer's (see `view`); until the timer's are
+    /// summed here when they are few, else the timer's (see `recount`); until the timer's are
     /// done, a large quarantined board answers from its sorted set, the board as tally last
     /// left it.
     fn with_meta(
@@ -130,7 +130,7 @@ impl Board {
         transit: &Transit,
     ) -> Result<Board> {
         let db = selected_db(ctx);
-        let quarantined = state::quarantine(|q| q.contains(db, &base));
+        let quarantined = memory::quarantine(|q| q.contains(db, &base));
         let view = if quarantined {
             quarantined_view(ctx, acl, db, &base, &meta, now, transit)?
         } else {
@@ -146,9 +146,9 @@ impl Board {
         // slots that left the window after it are still counted in them: they stay
         // pending, corrected by the reads.
         let from_next = match pending.first() {
-            Some((index, _)) if !quarantined && state::nexts(|n| n.any()) => {
+            Some((index, _)) if !quarantined && memory::nexts(|n| n.any()) => {
                 next::settle(ctx, db, &base, None);
-                state::nexts(|n| n.ready(db, &base, *index).is_some())
+                memory::nexts(|n| n.ready(db, &base, *index).is_some())
             }
             _ => false,
         };
@@ -171,7 +171,7 @@ impl Board {
         if !self.from_next {
             return None;
         }
-        state::nexts(|n| Some(f(&n.get(self.db, &self.base)?.totals)))
+        memory::nexts(|n| Some(f(&n.get(self.db, &self.base)?.totals)))
     }
 
     /// `member`'s exact window total (0 if absent).
@@ -218,7 +218,7 @@ impl Board {
         let mut page = std::collections::VecDeque::new();
         Box::new(std::iter::from_fn(move || {
             if page.is_empty() {
-                state::nexts(|n| {
+                memory::nexts(|n| {
                     if let Some(next) = n.get(db, base) {
                         let rows = next.totals.top(offset, NEXT_WALK_PAGE);
                         page.extend(rows.map(|(m, t)| (m.to_vec(), t)));
@@ -253,17 +253,18 @@ fn quarantined_view(
     let Some(range) = meta.live_range(now) else {
         return Ok(Some(Rc::new(Totals::default())));
     };
-    let few = view::fields_in(ctx, base, range, view::SUMMED_BY_READS) <= view::SUMMED_BY_READS;
+    let few =
+        recount::fields_in(ctx, base, range, recount::SUMMED_BY_READS) <= recount::SUMMED_BY_READS;
     if few || transit.active() {
         let totals = live_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
         return Ok(Some(Rc::new(totals.finish())));
     }
-    if state::quarantine(|q| q.is_rebuilding(db, base)) {
-        // Rebuilt in steps (see `rebuild`): the sorted set is exact for every member a
+    if memory::quarantine(|q| q.is_rebuilding(db, base)) {
+        // Rebuilt in steps (see `recount`): the sorted set is exact for every member a
         // write or the timer has set, and the timer is busy with it.
         return Ok(None);
     }
-    let Some(totals) = state::quarantine(|q| q.ready_view(db, base, range)) else {
+    let Some(totals) = memory::quarantine(|q| q.ready_view(db, base, range)) else {
         // The timer computes them (it visits quarantined boards only when asked to: a
         // visit opens the board's keys, which can expire them lazily).
         expiry::schedule(ctx, &meta_key(base), now);

@@ -4,7 +4,7 @@
 //! reply.
 //!
 //! Owns: the write path of increments. May not touch: the meta hash's fields other than
-//! through `meta`; replicates only through [`Effects`]. Nothing is written before every
+//! through `meta_hash`; replicates only through [`Effects`]. Nothing is written before every
 //! argument, key type and ACL permission has been checked.
 
 use redis_module::{Context, NotifyEvent, RedisString};
@@ -25,15 +25,13 @@ use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 
-use super::check_cluster;
 use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
-use super::meta;
+use super::memory::{self, MetaOrigin};
+use super::meta_hash;
 use super::next;
-use super::rebuild::{self, Stored};
-use super::repair::repair;
+use super::recount::{self, Stored};
 use super::slots::open_pending;
-use super::state::{self, MetaOrigin};
-use super::transit::Transit;
+use super::transit::{check_cluster, Transit};
 
 /// How many times a write opens a board whose keys expire while being opened.
 const OPEN_ATTEMPTS: usize = 3;
@@ -124,7 +122,7 @@ struct Target {
     /// neither reads nor writes it).
     meta_hash: Option<Key>,
     meta: Meta,
-    /// The meta is known to equal the stored one (see `state`), after this write too.
+    /// The meta is known to equal the stored one (see `crate::rank::KnownMetas`), after this write too.
     verified: bool,
     /// How the meta hash holds the meta (`None`: a new board, nothing stored yet).
     stored_as: Option<MetaLayout>,
@@ -138,7 +136,7 @@ struct Target {
     slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
-    /// A board being rebuilt in steps (see `rebuild`): its stored slot hashes but the
+    /// A board being rebuilt in steps (see `recount`): its stored slot hashes but the
     /// written one, over which the members written are summed; the pending slots are
     /// among them (and `pending` is empty).
     /// With the last index of the slots that left the window, if any.
@@ -163,11 +161,11 @@ fn open(
     }
     let meta_name = meta_key(base);
     let db = selected_db(ctx);
-    // The usual write: the verified meta (see `state`) spares reading the meta hash, as
+    // The usual write: the verified meta (see `crate::rank::KnownMetas`) spares reading the meta hash, as
     // long as the write stays in the board's slot range (a new slot rewrites the meta).
     // The caller's write permission on the meta hash is checked all the same.
     let verified = match zset.kind() {
-        KeyKind::Zset => meta::verified(ctx, db, base, &meta_name)?
+        KeyKind::Zset => meta_hash::verified(ctx, db, base, &meta_name)?
             .filter(|meta| !meta.clone().note_write(slot_index(ts, meta.slot))),
         _ => None,
     };
@@ -181,7 +179,7 @@ fn open(
             if has_jobs() {
                 return Ok(None);
             }
-            let loaded = match meta::load(&meta_hash) {
+            let loaded = match meta_hash::load(&meta_hash) {
                 Ok(loaded) => loaded,
                 // A field past its TTL the server has not reclaimed yet: the meta is put
                 // back first, as after an `HDEL` of the field (see `broken_meta_found`).
@@ -210,7 +208,7 @@ fn open(
             let verified = stored_as == Some(MetaLayout::Current)
                 && zset.kind() == KeyKind::Zset
                 && !meta_hash.has_ttl()
-                && meta::fields_never_expire(ctx, &meta_hash, &meta_name);
+                && meta_hash::fields_never_expire(ctx, &meta_hash, &meta_name);
             (Some(meta_hash), meta, stored_as, verified)
         }
     };
@@ -245,7 +243,7 @@ fn open(
 
 /// Makes the board ready for the write: a quarantined board with few slot fields is
 /// rebuilt (and that is saved and replicated at once, whatever follows), a larger one is
-/// rebuilt in steps (see `rebuild`: this write sums its members over the stored slots);
+/// rebuilt in steps (see `recount`: this write sums its members over the stored slots);
 /// then the write must fit the range and must not create a slot hash that may exist on
 /// another node. `Ok(false)` if an open queued a lifecycle job (the write starts over).
 fn check(
@@ -258,14 +256,14 @@ fn check(
 ) -> Result<bool> {
     if let Some(layout) = target.stored_as {
         let db = selected_db(ctx);
-        let quarantined = state::quarantine(|q| q.contains(db, base));
-        if quarantined && rebuild::begin(ctx, acl, base, &target.meta, now)? {
+        let quarantined = memory::quarantine(|q| q.contains(db, base));
+        if quarantined && recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
             target.verified = false;
             target.pending.clear();
             // The written slot's count comes from its open handle (`current_values`).
             let meta = &target.meta;
             let slots = (meta, Some(target.index));
-            let stored = rebuild::open_stored(ctx, acl, base, slots, transit)?;
+            let stored = recount::open_stored(ctx, acl, base, slots, transit)?;
             let pending_end = meta.pending_range(now).map(|(_, end)| end);
             target.stored = Some((stored, pending_end));
             if has_jobs() {
@@ -278,10 +276,10 @@ fn check(
             target.pending.clear();
             target.verified = false;
             let meta = &mut target.meta;
-            repair(ctx, acl, &target.zset, base, meta, now, transit)?;
+            recount::at_once(ctx, acl, &target.zset, base, meta, now, transit)?;
             let mut effects = Effects::new();
             if let Some(meta_hash) = &target.meta_hash {
-                meta::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
+                meta_hash::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
             }
             effects.emit(ctx);
             target.stored_as = Some(MetaLayout::Current);
@@ -364,7 +362,7 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
         // A board being rebuilt: the member's sum over every stored slot (its total on a
         // healthy board), and the part of it that left the window.
         Some((stored, pending_end)) => {
-            let (all, pending) = rebuild::sums(stored, &rstr, *pending_end);
+            let (all, pending) = recount::sums(stored, &rstr, *pending_end);
             (all.saturating_add(slot_count), pending)
         }
         None => {
@@ -428,9 +426,9 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
     if let Some(meta_hash) = &target.meta_hash {
         let name = &target.meta_name;
         match target.stored_as {
-            None => meta::write_all(meta_hash, name, &meta, &mut effects),
+            None => meta_hash::write_all(meta_hash, name, &meta, &mut effects),
             Some(layout) if range_changed || layout != MetaLayout::Current => {
-                meta::write_range(meta_hash, name, &meta, layout, &mut effects)
+                meta_hash::write_range(meta_hash, name, &meta, layout, &mut effects)
             }
             Some(_) => {}
         }
@@ -457,7 +455,7 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
 /// Replicates the write as absolute values (`HSET meta ...` and the removal of a leftover
 /// slot hash first, then `HSET slot member count ...`, `HDEL slot member ...` for counts
 /// lowered to 0, `ZADD key total member ...`, `ZREM key member ...` for totals lowered to
-/// 0), and records the meta this write leaves (see `state`).
+/// 0), and records the meta this write leaves (see `crate::rank::KnownMetas`).
 fn replicate(
     ctx: &Context,
     name: &RedisString,
@@ -510,6 +508,6 @@ fn replicate(
             MetaOrigin::Written
         };
         let (db, meta) = (selected_db(ctx), target.meta);
-        state::known(|k| k.note(db, name.as_slice(), meta, seen));
+        memory::known(|k| k.note(db, name.as_slice(), meta, seen));
     }
 }

@@ -2,7 +2,7 @@
 //! keyspace events on its keys and carried out by jobs.
 //!
 //! Events, from anyone but tally's own leaderboard commands, are understood from the known
-//! metas in `state` (never by opening a key: an open inside the notification callback can
+//! metas in `memory` (never by opening a key: an open inside the notification callback can
 //! lazily expire a key and lose events), and queue jobs (writing keys is not allowed
 //! there):
 //!
@@ -10,10 +10,10 @@
 //! * the loss of a part to expiry or eviction removes the board whole;
 //! * a native edit of a part (`HSET`/`HDEL` on a slot hash or the meta, `ZADD` on the
 //!   totals, `RENAME` of a part, ...) puts the board in quarantine, recorded in the meta
-//!   (`_edited`, see `meta`): the timer never acts on a quarantined board (the edit may be
+//!   (`_edited`, see `meta_hash`): the timer never acts on a quarantined board (the edit may be
 //!   a forgery by a user who may not touch the totals key); reads compute its totals from
 //!   the slot hashes and the next write, whose caller's ACL covers every key, rebuilds the
-//!   totals (`repair`, `rebuild`);
+//!   totals (`recount`);
 //! * a meta deleted or garbled by a user is put back, and so is one found broken with no
 //!   event told (a field past its TTL, not reclaimed yet: [`broken_meta_found`]).
 //!
@@ -26,7 +26,7 @@
 //!
 //! Owns: the reading of events, when the queue runs, and whole parts (listing, deleting,
 //! moving them, putting back a meta). May not touch: the totals or slot counts, the meta's
-//! fields other than through `meta`; replicates only through [`Effects`].
+//! fields other than through `meta_hash`; replicates only through [`Effects`].
 
 use std::os::raw::c_int;
 use std::time::Duration;
@@ -39,9 +39,9 @@ use crate::replicate::Effects;
 use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
 use crate::store::{Key, KeyKind};
 
-use super::meta::{self, is_marked_edited, mark_edited};
+use super::memory::{self, MetaOrigin};
+use super::meta_hash::{self, is_marked_edited, mark_edited};
 use super::replica;
-use super::state::{self, MetaOrigin};
 use super::transit::slot_in_transit;
 
 // ------------------------------------------------------------------------------ events
@@ -54,17 +54,17 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     let db = selected_db(ctx);
     let acting = is_acting_primary(ctx);
     if let Some(base) = base_of_meta(key) {
-        state::known(|k| k.unverify(db, base));
+        memory::known(|k| k.unverify(db, base));
     }
     // On a primary, next totals follow tally's own writes only.
     if acting {
-        state::nexts(|n| {
+        memory::nexts(|n| {
             if n.any() {
                 n.drop(db, base_of_part(key).unwrap_or(key));
             }
         });
     }
-    let own = state::lifecycle(|l| l.own_calls > 0);
+    let own = memory::lifecycle(|l| l.own_calls > 0);
     // Replicas and loads receive the primary's effects: they must not act themselves. A
     // replica's next totals follow those effects member by member (`replica`).
     if !acting {
@@ -82,11 +82,11 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     }
     let job = match event {
         "rename_from" => {
-            state::lifecycle(|l| l.rename_from = Some((db, key.to_vec())));
+            memory::lifecycle(|l| l.rename_from = Some((db, key.to_vec())));
             return;
         }
         "rename_to" => {
-            let from = state::lifecycle(|l| l.rename_from.take());
+            let from = memory::lifecycle(|l| l.rename_from.take());
             match from {
                 Some((from_db, from)) if from_db == db && is_board(db, &from) => Job::Rename {
                     db,
@@ -145,12 +145,12 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
 /// True if `name` is a board tally knows (at its name, or at the old name of a rename
 /// still queued).
 fn is_board(db: c_int, name: &[u8]) -> bool {
-    resolve_base(db, name).is_some_and(|base| state::known(|k| k.get(db, &base)).is_some())
+    resolve_base(db, name).is_some_and(|base| memory::known(|k| k.get(db, &base)).is_some())
 }
 
 /// An event on `base|meta` or `base|slot|<index>`.
 fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &str) {
-    let known = state::known(|k| k.get(db, base));
+    let known = memory::known(|k| k.get(db, base));
     match event {
         // No user is behind these: the board cannot stay consistent, it goes whole.
         "expired" | "evicted" => {
@@ -211,7 +211,7 @@ pub(super) fn broken_meta_found(
     if meta_hash.kind() != KeyKind::Hash {
         return None;
     }
-    let meta = state::known(|k| k.get(db, base))?;
+    let meta = memory::known(|k| k.get(db, base))?;
     if !is_acting_primary(ctx) || slot_in_transit(ctx, base) {
         return None;
     }
@@ -231,9 +231,9 @@ pub(super) fn broken_meta_found(
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
     // Totals computed from the keys as they were are no longer true (the first read of a
     // large board asks the timer for new ones).
-    // A rebuild in steps (see `rebuild`) stops: the edit may be a forgery, and only a
+    // A rebuild in steps (see `recount`) stops: the edit may be a forgery, and only a
     // write whose caller may write every part starts it again.
-    let newly = state::quarantine(|q| {
+    let newly = memory::quarantine(|q| {
         q.drop_view(db, base);
         q.cancel_rebuild(db, base);
         q.insert(db, base)
@@ -255,31 +255,31 @@ fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
 const PAUSED_RETRY_MS: u64 = 20;
 
 pub(super) fn has_jobs() -> bool {
-    state::lifecycle(|l| !l.jobs.is_empty())
+    memory::lifecycle(|l| !l.jobs.is_empty())
 }
 
 /// What the queued jobs make of the board at `name` (see `crate::rank::JobQueue::resolve`).
 pub(super) fn resolve(db: c_int, name: &[u8]) -> Resolution {
-    state::lifecycle(|l| l.jobs.resolve(db, name))
+    memory::lifecycle(|l| l.jobs.resolve(db, name))
 }
 
 /// Where the derived keys of `name` are right now: `name` itself, the old name of a rename
 /// whose job has not run yet, or `None` if they belong to a deleted board.
 pub(super) fn resolve_base(db: c_int, name: &[u8]) -> Option<Vec<u8>> {
-    state::lifecycle(|l| l.jobs.resolve_base(db, name))
+    memory::lifecycle(|l| l.jobs.resolve_base(db, name))
 }
 
 /// The meta a queued job is about to put back at `base|meta` (a user deleted, renamed
 /// away or garbled it), if any. Until that job runs (on Redis 7.0 from a timer, and on
 /// every server not before a client pause ends), reads answer from it.
 pub(super) fn pending_restore(db: c_int, base: &[u8]) -> Option<Meta> {
-    state::lifecycle(|l| l.jobs.pending_restore(db, base))
+    memory::lifecycle(|l| l.jobs.pending_restore(db, base))
 }
 
 /// Queues `job` and asks the server to run the queue right after the current command or
 /// event.
 pub(super) fn push_job(ctx: &Context, job: Job) {
-    state::lifecycle(|l| l.jobs.push(job));
+    memory::lifecycle(|l| l.jobs.push(job));
     if matches!(
         ctx.add_post_notification_job(|ctx| run_jobs(ctx, false)),
         Ok(Status::Ok)
@@ -291,14 +291,14 @@ pub(super) fn push_job(ctx: &Context, job: Job) {
 }
 
 fn arm_job_timer(ctx: &Context, delay_ms: u64) {
-    let armed = state::lifecycle(|l| std::mem::replace(&mut l.job_timer_armed, true));
+    let armed = memory::lifecycle(|l| std::mem::replace(&mut l.job_timer_armed, true));
     if !armed {
         ctx.create_timer(Duration::from_millis(delay_ms), jobs_timer, ());
     }
 }
 
 fn jobs_timer(ctx: &Context, _: ()) {
-    state::lifecycle(|l| l.job_timer_armed = false);
+    memory::lifecycle(|l| l.job_timer_armed = false);
     run_jobs(ctx, false);
 }
 
@@ -316,14 +316,14 @@ fn run_jobs(ctx: &Context, in_command: bool) {
         return;
     }
     if !is_acting_primary(ctx) {
-        state::lifecycle(|l| l.jobs.clear());
+        memory::lifecycle(|l| l.jobs.clear());
         return;
     }
     if !in_command && replica_traffic_paused() {
         arm_job_timer(ctx, PAUSED_RETRY_MS);
         return;
     }
-    let jobs = state::lifecycle(|l| l.jobs.take());
+    let jobs = memory::lifecycle(|l| l.jobs.take());
     let db_guard = DbGuard::new(ctx);
     for job in jobs {
         if !db_guard.select(job.db()) {
@@ -356,9 +356,9 @@ fn run_jobs(ctx: &Context, in_command: bool) {
 
 /// Runs a command as tally itself (its keyspace events are not a user's edits).
 fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
-    state::lifecycle(|l| l.own_calls += 1);
+    memory::lifecycle(|l| l.own_calls += 1);
     let _ = ctx.call(command, args);
-    state::lifecycle(|l| l.own_calls = l.own_calls.saturating_sub(1));
+    memory::lifecycle(|l| l.own_calls = l.own_calls.saturating_sub(1));
 }
 
 /// Existing parts of the board at `base`: meta first (if present), then slot hashes.
@@ -366,8 +366,8 @@ fn own_call(ctx: &Context, command: &str, args: &[&[u8]]) {
 /// when tally knows the board (it would put it back): it goes (or moves) with the board,
 /// rather than stay behind as a name that answers WRONGTYPE.
 fn parts(ctx: &Context, db: c_int, base: &[u8]) -> Vec<Vec<u8>> {
-    let stored = meta::read_at(ctx, base);
-    let known = state::known(|k| k.get(db, base));
+    let stored = meta_hash::read_at(ctx, base);
+    let known = memory::known(|k| k.get(db, base));
     let Some(meta) = stored.or(known) else {
         return Vec::new();
     };
@@ -408,7 +408,7 @@ fn unlink(ctx: &Context, names: &[Vec<u8>]) {
 pub(super) fn delete_parts(ctx: &Context, db: c_int, base: &[u8]) {
     unlink(ctx, &parts(ctx, db, base));
     expiry::unschedule(ctx, &meta_key(base));
-    state::with(|s| s.forget_board(db, base));
+    memory::with(|s| s.forget_board(db, base));
 }
 
 pub(super) fn remove_whole(ctx: &Context, db: c_int, base: &[u8]) {
@@ -418,7 +418,7 @@ pub(super) fn remove_whole(ctx: &Context, db: c_int, base: &[u8]) {
     }
     unlink(ctx, &names);
     expiry::unschedule(ctx, &meta_key(base));
-    state::with(|s| s.forget_board(db, base));
+    memory::with(|s| s.forget_board(db, base));
 }
 
 /// Moves the parts of `from` to `to`. A target name already holding a key that is not a
@@ -426,7 +426,7 @@ pub(super) fn remove_whole(ctx: &Context, db: c_int, base: &[u8]) {
 /// board is removed whole instead.
 pub(super) fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
     let names = parts(ctx, db, from);
-    let meta = meta::read_at(ctx, from).or_else(|| state::known(|k| k.get(db, from)));
+    let meta = meta_hash::read_at(ctx, from).or_else(|| memory::known(|k| k.get(db, from)));
     let targets: Vec<Vec<u8>> = names
         .iter()
         .filter_map(|name| Some([to, name.get(from.len()..)?].concat()))
@@ -444,7 +444,7 @@ pub(super) fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
             unlink(ctx, &[to.to_vec()]);
         }
         expiry::unschedule(ctx, &meta_key(from));
-        state::with(|s| s.forget_board(db, from));
+        memory::with(|s| s.forget_board(db, from));
         return;
     }
     // Slot hashes first, meta last: until the meta moves, `from` still owns the slots.
@@ -454,13 +454,13 @@ pub(super) fn rename_parts(ctx: &Context, db: c_int, from: &[u8], to: &[u8]) {
         effects.command(c"RENAME").arg(name).arg(target);
     }
     effects.emit(ctx);
-    let quarantined = state::quarantine(|q| q.contains(db, from));
+    let quarantined = memory::quarantine(|q| q.contains(db, from));
     expiry::unschedule(ctx, &meta_key(from));
-    state::with(|s| s.forget_board(db, from));
+    memory::with(|s| s.forget_board(db, from));
     if let Some(meta) = meta {
-        state::known(|k| k.note(db, to, meta, MetaOrigin::Written));
+        memory::known(|k| k.note(db, to, meta, MetaOrigin::Written));
         if quarantined {
-            state::quarantine(|q| q.insert(db, to));
+            memory::quarantine(|q| q.insert(db, to));
         }
         expiry::schedule(ctx, &meta_key(to), 0);
         // A meta left behind, or moved along after a user garbled it (both only on Redis
@@ -488,23 +488,23 @@ pub(super) fn restore_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) ->
     // forged one: the quarantine handles it) stays as it is.
     let broken = match key.kind() {
         KeyKind::Empty => true,
-        KeyKind::Hash => meta::read(&key).is_none(),
+        KeyKind::Hash => meta_hash::read(&key).is_none(),
         _ => false,
     };
     // A board lives on in its sorted set, or, never incremented yet, in its meta alone: a
     // garbled meta of such a board tally still knows (no removal ran since) is put back
     // too. A deleted one is not: nothing is left of that board.
-    let empty_board = key.kind() == KeyKind::Hash && state::known(|k| k.get(db, base)).is_some();
+    let empty_board = key.kind() == KeyKind::Hash && memory::known(|k| k.get(db, base)).is_some();
     if !(zset_here || empty_board) || !broken {
         return false;
     }
     let mut effects = Effects::new();
-    meta::write_all(&key, &name, &meta, &mut effects);
+    meta_hash::write_all(&key, &name, &meta, &mut effects);
     effects.emit(ctx);
     let marked = is_marked_edited(&key);
     drop(key);
-    state::known(|k| k.note(db, base, meta, MetaOrigin::Written));
-    let quarantined = state::quarantine(|q| q.contains(db, base));
+    memory::known(|k| k.note(db, base, meta, MetaOrigin::Written));
+    let quarantined = memory::quarantine(|q| q.contains(db, base));
     if let Some(due) = meta.next_due() {
         expiry::schedule(ctx, &name, due);
     }

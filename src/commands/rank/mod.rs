@@ -6,25 +6,27 @@
 //! `UNLINK`, `RENAME`). Reads on a primary are exact even while an expired slot is still
 //! being subtracted (see `crate::rank`).
 //!
-//! Files, by concern (each says what it owns and may not touch):
-//! * this one: the family entry, the cluster check, TSRANK.CREATE;
-//! * `state`: everything the family keeps in memory, one value behind one access point;
-//! * `meta`: the meta hash's `_tally` and `_slots` fields (both layouts), the verified
-//!   copy a command may use instead, and the `_edited` mark of a quarantine;
-//! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `repair`: rebuilding a small quarantined
-//!   board before a write; `rebuild`: rebuilding a large one in steps, started by a write
-//!   and continued by the timer;
-//! * `board`: opening a board for a read; `read`: TOP, SCORE, RANK, INFO, HISTORY;
-//!   `view`: the timer's in-memory totals of a large quarantined board, for its reads;
+//! Files, by concern, each importing only files listed after it (each says what it owns
+//! and may not touch):
+//! * this one: the family's registration and TSRANK.CREATE;
+//! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //! * `visit`: the expiry timer's visit of a board: the resumable subtraction (drain) of
-//!   the slots that left the window, or the visit `rebuild`, `view` or `next` makes;
-//! * `slots`: reading a board's slot hashes (a member's count, pending and live slots);
-//!   `next`: the totals without a large oldest slot, ready before it leaves, for the reads
-//!   meanwhile;
+//!   the slots that left the window, or the visit `recount` or `next` makes;
+//! * `board`: opening a board for a read;
+//! * `recount`: a quarantined board's totals from its slot hashes, at once before a write,
+//!   in steps on the keys (a rebuild), in steps in memory (for reads);
 //! * `lifecycle`: the life of a board made of several keys: the keyspace events on its keys
 //!   (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits and the
 //!   quarantine they cause) queue jobs, which move or remove its parts whole;
-//! * `transit`: is the board's cluster slot moving.
+//! * `replica`: a replica's next totals, following its primary's effects;
+//! * `next`: the totals without a large oldest slot, ready before it leaves, for the reads
+//!   meanwhile;
+//! * `meta_hash`: the meta hash's `_tally` and `_slots` fields (both layouts), the verified
+//!   copy a command may use instead, and the `_edited` mark of a quarantine;
+//! * `slots`: reading a board's slot hashes (a member's count, pending and live slots);
+//! * `transit`: the cluster's rules: a hash tag in the name, is the board's slot moving;
+//! * `memory`: what the family keeps in memory, each concern's part (`crate::rank`)
+//!   borrowed alone.
 //!
 //! May not touch (this file): other families' keys; raw module calls.
 //!
@@ -39,28 +41,26 @@
 mod board;
 mod incrby;
 mod lifecycle;
-mod meta;
+mod memory;
+mod meta_hash;
 mod next;
 mod read;
-mod rebuild;
+mod recount;
 mod rem;
-mod repair;
 mod replica;
 mod slots;
-mod state;
 mod transit;
-mod view;
 mod visit;
 
 use std::os::raw::c_int;
 
-use redis_module::{Context, ContextFlags, NotifyEvent, RedisString};
+use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
 use crate::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
 use crate::config;
 use crate::error::{Error, Result};
-use crate::rank::{has_hash_tag, meta_key, validate_settings, Meta};
+use crate::rank::{meta_key, validate_settings, Meta};
 use crate::replicate::Effects;
 use crate::reply::Reply;
 use crate::server::selected_db;
@@ -69,14 +69,14 @@ use crate::store::{notify, Key, KeyKind};
 
 pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;
+pub use memory::memory_bytes;
 pub use read::{history, info, rank, score, top};
 pub use rem::rem;
-pub use state::memory_bytes;
 pub use visit::{expire, release};
 
 use lifecycle::flush_jobs;
-use state::MetaOrigin;
-use transit::Transit;
+use memory::MetaOrigin;
+use transit::{check_cluster, Transit};
 
 /// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
 /// keyspace event of the server on a key tally does not track: most names are turned
@@ -107,12 +107,12 @@ pub const FAMILY: super::Family = super::Family {
     on_keyspace_event,
     // Tally never deletes a board's keys behind its own bookkeeping.
     forget: |_, _| {},
-    flushed: |db| state::with(|s| s.forget_db(db)),
-    swapped: |a, b| state::with(|s| s.swap_dbs(|d| swap_db(d, a, b))),
-    loading: || state::with(|s| s.forget_db(-1)),
+    flushed: |db| memory::with(|s| s.forget_db(db)),
+    swapped: |a, b| memory::with(|s| s.swap_dbs(|d| swap_db(d, a, b))),
+    loading: || memory::with(|s| s.forget_db(-1)),
     info: || {
         vec![
-            (c"cache_mismatches", state::mismatches() as i64),
+            (c"cache_mismatches", memory::mismatches() as i64),
             (c"rank_memory_bytes", memory_bytes() as i64),
         ]
     },
@@ -130,16 +130,6 @@ fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
         d if d == b => a,
         d => d,
     }
-}
-
-/// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
-fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
-    if flags.contains(ContextFlags::CLUSTER) && !has_hash_tag(name) {
-        return Err(Error::Invalid(
-            "in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot".into(),
-        ));
-    }
-    Ok(())
 }
 
 /// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
@@ -173,10 +163,10 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     Transit::new(ctx, &flags, name.as_slice()).missing()?;
     let meta = Meta::new(window, slot);
     let mut effects = Effects::new();
-    meta::write_all(&meta_hash, &meta_name, &meta, &mut effects);
+    meta_hash::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);
     let db = selected_db(ctx);
-    state::known(|k| k.note(db, name.as_slice(), meta, MetaOrigin::Written));
+    memory::known(|k| k.note(db, name.as_slice(), meta, MetaOrigin::Written));
     notify(ctx, NotifyEvent::ZSET, c"tsrank.create", name);
     Ok(Reply::Ok)
 }

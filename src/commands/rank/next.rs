@@ -1,5 +1,5 @@
 //! The totals of a board without its oldest slot, ready before that slot leaves the window,
-//! so that no read subtracts a large slot member by member (see `state::Next`).
+//! so that no read subtracts a large slot member by member (see `memory::Next`).
 //!
 //! When a slot leaves the window its counts are still in the sorted set until the timer
 //! has subtracted them, in steps. Reads meanwhile answer from these totals: for every
@@ -15,7 +15,7 @@
 //! the sorted set, a pass over the next oldest slot hash); every TSRANK.INCRBY, which sets
 //! the new value of each member it writes; the subtraction itself, which leaves every
 //! value as it is. Any other change to the board's keys drops them (`lifecycle`), and so do
-//! flushes, SWAPDB, loads and the removal of the board (`state`). They live in memory: a
+//! flushes, SWAPDB, loads and the removal of the board (`memory`). They live in memory: a
 //! primary that has just started answers as before until its timer has filled them again.
 //! A replica fills its own with the same code, from its copies of the keys, and follows
 //! the primary's effects member by member (`replica`): the members they change are marked
@@ -29,15 +29,16 @@ use std::os::raw::c_int;
 
 use redis_module::Context;
 
-use crate::args::parse_i64;
 use crate::expiry::Visit;
-use crate::rank::{score_to_total, slot_key, Meta, RankedSet};
+use crate::rank::{
+    fill_step, next_value, score_to_total, slot_key, value_after_write, Meta, NextSource, RankedSet,
+};
 use crate::server::monotonic_us;
 use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
+use super::memory::{self, Next, NextScan};
 use super::slots::count_in;
-use super::state::{self, Next, NextScan};
 
 /// An oldest slot hash with more members than this gets next totals; with fewer, a read
 /// corrects the pending counts of the members it passes itself.
@@ -55,14 +56,56 @@ fn oldest_slot(ctx: &Context, base: &[u8], meta: &Meta) -> Option<(i64, Key)> {
     })
 }
 
-/// `member`'s total without the excluded slot `slot` (its count there given, or read):
-/// the board's total less that count.
-fn value_of(zset: &Key, slot: &Key, member: &[u8], count: Option<i64>) -> i64 {
-    let Some(m) = RStr::new(member) else {
-        return 0;
-    };
-    let total = zset.zscore(&m).map_or(0, score_to_total);
-    total.saturating_sub(count.unwrap_or_else(|| count_in(slot, &m)))
+/// A board's keys as its next totals read them (`crate::rank::NextSource`): the sorted
+/// set, the excluded slot hash, the others opened by name; all read-only, without
+/// touching their LRU/LFU clock.
+struct NextKeys<'a> {
+    ctx: &'a Context,
+    base: &'a [u8],
+    zset: Option<&'a Key>,
+    excluded: (i64, Option<&'a Key>),
+}
+
+impl NextSource for NextKeys<'_> {
+    type Cursor = HashCursor;
+
+    fn new_cursor(&self) -> HashCursor {
+        HashCursor::new()
+    }
+
+    fn scan_totals(&mut self, cursor: &mut HashCursor, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> bool {
+        self.zset.is_some_and(|zset| cursor.step(zset, out))
+    }
+
+    fn scan_slot(
+        &mut self,
+        index: i64,
+        cursor: &mut HashCursor,
+        out: &mut Vec<(Vec<u8>, Vec<u8>)>,
+    ) -> bool {
+        if let (excluded, Some(slot)) = self.excluded {
+            if excluded == index {
+                return cursor.step(slot, out);
+            }
+        }
+        let slot = Key::open_bytes_untouched(self.ctx, &slot_key(self.base, index));
+        slot.filter(|slot| slot.kind() == KeyKind::Hash)
+            .is_some_and(|slot| cursor.step(&slot, out))
+    }
+
+    fn total(&mut self, member: &[u8]) -> i64 {
+        match (self.zset, RStr::new(member)) {
+            (Some(zset), Some(m)) => zset.zscore(&m).map_or(0, score_to_total),
+            _ => 0,
+        }
+    }
+
+    fn excluded_count(&mut self, member: &[u8]) -> i64 {
+        match (self.excluded.1, RStr::new(member)) {
+            (Some(slot), Some(m)) => count_in(slot, &m),
+            _ => 0,
+        }
+    }
 }
 
 /// The timer's visit of a board that is not quarantined and has nothing left to subtract:
@@ -79,11 +122,11 @@ pub(super) fn visit(
         return Some(Visit::Unfinished);
     }
     let Some((oldest, slot)) = oldest_slot(ctx, base, meta) else {
-        state::nexts(|n| n.drop(db, base));
+        memory::nexts(|n| n.drop(db, base));
         return None;
     };
     let big = slot.len() > BIG_SLOT;
-    let current = state::nexts(|n| {
+    let current = memory::nexts(|n| {
         n.get(db, base)
             .map(|next| (next.excluded, next.scan.is_none()))
     });
@@ -91,7 +134,7 @@ pub(super) fn visit(
         Some((excluded, _)) if excluded == oldest => {}
         // The slot they left out is subtracted and gone: they equal the sorted set, and
         // now leave out the next oldest slot.
-        Some((excluded, true)) if big && excluded < oldest => state::nexts(|n| {
+        Some((excluded, true)) if big && excluded < oldest => memory::nexts(|n| {
             if let Some(next) = n.get_mut(db, base) {
                 next.excluded = oldest;
                 next.scan = Some(NextScan::Excluded(HashCursor::new()));
@@ -99,7 +142,7 @@ pub(super) fn visit(
         }),
         _ if big => {
             let scan = first_scan(ctx, base, meta, oldest);
-            state::nexts(|n| {
+            memory::nexts(|n| {
                 n.drop(db, base);
                 let next = Next {
                     excluded: oldest,
@@ -111,7 +154,7 @@ pub(super) fn visit(
             })
         }
         _ => {
-            state::nexts(|n| n.drop(db, base));
+            memory::nexts(|n| n.drop(db, base));
             return None;
         }
     }
@@ -150,57 +193,27 @@ fn fill(
     slot: &Key,
     deadline_us: u64,
 ) -> Option<Visit> {
-    let mut scan = state::nexts(|n| n.get_mut(db, base)?.scan.take())?;
+    let mut scan = memory::nexts(|n| n.get_mut(db, base)?.scan.take())?;
     let zset = Key::open_bytes_untouched(ctx, base).filter(|z| z.kind() == KeyKind::Zset);
     let Some(zset) = zset else {
-        state::nexts(|n| n.drop(db, base));
+        memory::nexts(|n| n.drop(db, base));
         return None;
     };
-    let hi = state::known(|k| k.get(db, base)).map_or(excluded, |meta| meta.hi);
-    let mut batch = Vec::new();
+    let hi = memory::known(|k| k.get(db, base)).map_or(excluded, |meta| meta.hi);
+    let mut keys = NextKeys {
+        ctx,
+        base,
+        zset: Some(&zset),
+        excluded: (excluded, Some(slot)),
+    };
     let mut values = Vec::new();
     loop {
-        batch.clear();
         values.clear();
-        let more = match &mut scan {
-            NextScan::Slots { index, cursor } => {
-                let other = Key::open_bytes_untouched(ctx, &slot_key(base, *index))
-                    .filter(|other| other.kind() == KeyKind::Hash);
-                let more = match &other {
-                    Some(other) => cursor.step(other, &mut batch),
-                    None => false,
-                };
-                for (member, _) in &batch {
-                    values.push(value_of(&zset, slot, member, None));
-                }
-                if more {
-                    true
-                } else {
-                    *index = index.saturating_add(1);
-                    *cursor = HashCursor::new();
-                    *index <= hi
-                }
-            }
-            NextScan::Totals(cursor) => {
-                let more = cursor.step(&zset, &mut batch);
-                for (member, _) in &batch {
-                    values.push(value_of(&zset, slot, member, None));
-                }
-                more
-            }
-            NextScan::Excluded(cursor) => {
-                let more = cursor.step(slot, &mut batch);
-                for (member, count) in &batch {
-                    let count = parse_i64(count).unwrap_or(0).max(0);
-                    values.push(value_of(&zset, slot, member, Some(count)));
-                }
-                more
-            }
-        };
-        state::nexts(|n| {
+        let more = fill_step(&mut keys, excluded, hi, &mut scan, &mut values);
+        memory::nexts(|n| {
             if let Some(next) = n.get_mut(db, base) {
-                for ((member, _), &value) in batch.iter().zip(&values) {
-                    next.totals.set(member, value);
+                for (member, value) in &values {
+                    next.totals.set(member, *value);
                 }
             }
         });
@@ -208,7 +221,7 @@ fn fill(
             return None;
         }
         if monotonic_us() >= deadline_us {
-            state::nexts(|n| {
+            memory::nexts(|n| {
                 if let Some(next) = n.get_mut(db, base) {
                     if next.excluded == excluded {
                         next.scan = Some(scan);
@@ -232,7 +245,7 @@ pub(super) fn follow_write<'a>(
     (index, slot_len): (i64, usize),
     members: impl Iterator<Item = (&'a RStr, &'a [u8], i64, i64)>,
 ) -> bool {
-    let Some(excluded) = state::nexts(|n| n.get(db, base).map(|next| next.excluded)) else {
+    let Some(excluded) = memory::nexts(|n| n.get(db, base).map(|next| next.excluded)) else {
         return index == meta.lo && slot_len > BIG_SLOT;
     };
     let slot = match excluded == index {
@@ -241,15 +254,12 @@ pub(super) fn follow_write<'a>(
     };
     let values: Vec<(&[u8], i64)> = members
         .map(|(member, bytes, count, total)| {
-            let left_out = match &slot {
-                None if excluded == index => count,
-                None => 0,
-                Some(slot) => count_in(slot, member),
-            };
-            (bytes, total.saturating_sub(left_out))
+            let in_excluded = || slot.as_ref().map_or(0, |slot| count_in(slot, member));
+            let value = value_after_write(excluded, index, (count, total), in_excluded);
+            (bytes, value)
         })
         .collect();
-    state::nexts(|n| {
+    memory::nexts(|n| {
         if let Some(next) = n.get_mut(db, base) {
             for (member, value) in values {
                 next.totals.set(member, value);
@@ -267,7 +277,7 @@ const SETTLED_PER_STEP: usize = 64;
 /// deadline, stops once it has passed and answers false if some are left.
 pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8], deadline_us: Option<u64>) -> bool {
     loop {
-        let taken = state::nexts(|n| {
+        let taken = memory::nexts(|n| {
             let next = n.get_mut(db, base)?;
             if next.dirty.is_empty() {
                 return None;
@@ -287,7 +297,7 @@ pub(super) fn settle(ctx: &Context, db: c_int, base: &[u8], deadline_us: Option<
         };
         settle_members(ctx, db, base, excluded, members);
         if deadline_us.is_some_and(|deadline| monotonic_us() >= deadline) {
-            return state::nexts(|n| n.get(db, base).is_none_or(|next| next.dirty.is_empty()));
+            return memory::nexts(|n| n.get(db, base).is_none_or(|next| next.dirty.is_empty()));
         }
     }
 }
@@ -297,18 +307,20 @@ fn settle_members(ctx: &Context, db: c_int, base: &[u8], excluded: i64, members:
     let zset = Key::open_bytes_untouched(ctx, base).filter(|z| z.kind() == KeyKind::Zset);
     let slot = Key::open_bytes_untouched(ctx, &slot_key(base, excluded))
         .filter(|slot| slot.kind() == KeyKind::Hash);
+    let mut keys = NextKeys {
+        ctx,
+        base,
+        zset: zset.as_ref(),
+        excluded: (excluded, slot.as_ref()),
+    };
     let values: Vec<(Vec<u8>, i64)> = members
         .into_iter()
         .map(|member| {
-            let value = match (&zset, &slot, RStr::new(&member)) {
-                (Some(zset), Some(slot), _) => value_of(zset, slot, &member, None),
-                (Some(zset), None, Some(m)) => zset.zscore(&m).map_or(0, score_to_total),
-                _ => 0,
-            };
+            let value = next_value(&mut keys, &member);
             (member, value)
         })
         .collect();
-    state::nexts(|n| {
+    memory::nexts(|n| {
         if let Some(next) = n.get_mut(db, base) {
             if next.excluded == excluded {
                 for (member, value) in &values {

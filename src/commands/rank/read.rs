@@ -20,9 +20,8 @@ use crate::store::{KeyKind, RStr};
 use crate::window::slot_start;
 
 use super::board::Board;
-use super::check_cluster;
 use super::slots::{live_totals, pending_in};
-use super::transit::Transit;
+use super::transit::{check_cluster, Transit};
 
 /// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
 pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

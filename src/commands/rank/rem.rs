@@ -3,7 +3,7 @@
 //! from the sorted set and from every slot hash, replicate the removals, reply.
 //!
 //! Owns: the removal of members. May not touch: the meta hash's fields other than through
-//! `meta`; replicates only through [`Effects`]. Nothing is written before every key type
+//! `meta_hash`; replicates only through [`Effects`]. Nothing is written before every key type
 //! and ACL permission has been checked.
 
 use std::collections::HashSet;
@@ -18,14 +18,12 @@ use crate::server::{command_now_ms, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 
-use super::check_cluster;
 use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
-use super::meta;
-use super::rebuild;
-use super::repair::repair;
+use super::memory;
+use super::meta_hash;
+use super::recount;
 use super::slots::count_in;
-use super::state;
-use super::transit::Transit;
+use super::transit::{check_cluster, Transit};
 
 /// How many times a removal opens a board whose keys expire while being opened.
 const OPEN_ATTEMPTS: usize = 3;
@@ -98,7 +96,7 @@ fn open(
     if has_jobs() {
         return Ok(None);
     }
-    let loaded = match meta::load(&meta_hash) {
+    let loaded = match meta_hash::load(&meta_hash) {
         Ok(loaded) => loaded,
         // A field past its TTL the server has not reclaimed yet: the meta is put back
         // first, as after an `HDEL` of the field (see `broken_meta_found`).
@@ -149,7 +147,7 @@ fn open(
 
 /// Rebuilds a quarantined board with few slot fields first (saved and replicated at once,
 /// whatever follows): its totals become the sums of its live slot hashes, its pending
-/// slots go. A larger one is rebuilt in steps (see `rebuild`; true): this removal counts
+/// slots go. A larger one is rebuilt in steps (see `recount`; true): this removal counts
 /// its members from the slot hashes.
 fn check(
     ctx: &Context,
@@ -160,17 +158,17 @@ fn check(
     transit: &Transit,
 ) -> Result<(Target, bool)> {
     let db = selected_db(ctx);
-    if !state::quarantine(|q| q.contains(db, base)) {
+    if !memory::quarantine(|q| q.contains(db, base)) {
         return Ok((target, false));
     }
-    if rebuild::begin(ctx, acl, base, &target.meta, now)? {
+    if recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
         return Ok((target, true));
     }
     // The rebuild deletes the pending slot hashes: close our handles on them first.
     target.slots.clear();
-    repair(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
+    recount::at_once(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
     let mut effects = Effects::new();
-    meta::write_range(
+    meta_hash::write_range(
         &target.meta_hash,
         &target.meta_name,
         &target.meta,
@@ -178,7 +176,7 @@ fn check(
         &mut effects,
     );
     effects.emit(ctx);
-    state::known(|k| k.note(db, base, target.meta, state::MetaOrigin::Written));
+    memory::known(|k| k.note(db, base, target.meta, memory::MetaOrigin::Written));
     let meta = target.meta;
     if !meta.is_empty() {
         for index in meta.lo..=meta.hi {
@@ -260,7 +258,7 @@ fn remove(
     }
     // The board's next totals (see `next`), if it keeps them: the members are gone.
     let db = selected_db(ctx);
-    state::nexts(|n| {
+    memory::nexts(|n| {
         if let Some(next) = n.get_mut(db, name.as_slice()) {
             for member in members {
                 next.totals.set(member.as_bytes(), 0);

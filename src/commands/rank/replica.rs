@@ -51,9 +51,9 @@ use crate::server::{
 };
 use crate::store::Key;
 
-use super::meta::{self, is_marked_edited};
+use super::memory::{self, MetaOrigin};
+use super::meta_hash::{self, is_marked_edited};
 use super::next;
-use super::state::{self, MetaOrigin};
 
 /// How long the timer sleeps when nothing is due (a board's due time may be far away).
 const IDLE_MS: i64 = 100;
@@ -95,14 +95,14 @@ fn with<R>(f: impl FnOnce(&mut Replica) -> R) -> R {
 pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
     let base = base_of_part(key).unwrap_or(key);
     let is_part = base.len() < key.len();
-    if !is_part && !state::nexts(|n| n.any()) {
+    if !is_part && !memory::nexts(|n| n.any()) {
         // Not a board's part, and no totals to keep: nothing to do (the common event).
         return;
     }
     let flags = ctx.get_flags();
     if !flags.contains(ContextFlags::SLAVE) || flags.contains(ContextFlags::LOADING) {
         // A load (which drops every next totals when it ends): drop, as a primary would.
-        state::nexts(|n| n.drop(db, base));
+        memory::nexts(|n| n.drop(db, base));
         return;
     }
     if let Some(base) = base_of_meta(key) {
@@ -114,11 +114,11 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
         Some(base) => (base, true),
         None => (key, false),
     };
-    let excluded = state::nexts(|n| n.get(db, base).map(|next| next.excluded));
+    let excluded = memory::nexts(|n| n.get(db, base).map(|next| next.excluded));
     let Some(excluded) = excluded else {
         // A write to the oldest slot may have made it large: the timer looks.
         if is_slot {
-            let lo = state::known(|k| k.get(db, base)).map(|meta| meta.lo);
+            let lo = memory::known(|k| k.get(db, base)).map(|meta| meta.lo);
             if lo.is_none_or(|lo| slot_key(base, lo).as_ref() == key) {
                 watch(ctx, db, base, 0);
             }
@@ -143,7 +143,7 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
     let kept = match (event, members) {
         (_, Some(members)) => {
             if !members.is_empty() {
-                state::nexts(|n| n.mark_dirty(base, members));
+                memory::nexts(|n| n.mark_dirty(base, members));
                 // The timer settles them in steps, before they pile up for a read.
                 watch(ctx, db, base, 0);
             }
@@ -154,7 +154,7 @@ pub(super) fn on_event(ctx: &Context, db: c_int, event: &str, key: &[u8]) {
         _ => false,
     };
     if !kept {
-        state::nexts(|n| n.drop(db, base));
+        memory::nexts(|n| n.drop(db, base));
         // The filter goes once no board needs it.
         watch(ctx, db, base, 0);
     }
@@ -173,8 +173,8 @@ fn on_command(args: &FilterArgs) {
     }
     // The sorted set, or the excluded slot hash: other slot hashes change no next value.
     let follows = match base_of_slot(key) {
-        Some(base) => state::nexts(|n| n.excludes_slot(base, key)),
-        None => state::nexts(|n| n.has_named(key)),
+        Some(base) => memory::nexts(|n| n.excludes_slot(base, key)),
+        None => memory::nexts(|n| n.has_named(key)),
     };
     if !follows {
         return;
@@ -185,7 +185,7 @@ fn on_command(args: &FilterArgs) {
         .collect();
     if !with(|r| r.announced.announce(key, members)) {
         // Commands queued and never run: every next totals go.
-        state::nexts(|n| n.drop_where(|_| true));
+        memory::nexts(|n| n.drop_where(|_| true));
     }
 }
 
@@ -257,11 +257,11 @@ fn tick(ctx: &Context, generation: u64) {
         }
     }
     drop(guard);
-    let freeing = state::with(|s| s.free_discarded(FREED_PER_TICK));
+    let freeing = memory::with(|s| s.free_discarded(FREED_PER_TICK));
     expiry::record_tick(started);
     // The filter exactly while some board has next totals (they were made in this tick,
     // before any command could change them).
-    let needed = state::nexts(|n| n.any());
+    let needed = memory::nexts(|n| n.any());
     if needed != has_command_filter() {
         set_command_filter(ctx, needed.then_some(on_command as fn(&FilterArgs)));
     }
@@ -282,17 +282,17 @@ fn tick(ctx: &Context, generation: u64) {
 fn visit(ctx: &Context, db: c_int, base: &[u8], now: i64, deadline_us: u64) -> Visit {
     let read = Key::open_bytes_untouched(ctx, &meta_key(base)).map(|key| {
         let marked = is_marked_edited(&key);
-        (meta::read(&key), marked)
+        (meta_hash::read(&key), marked)
     });
     let Some((Some((meta, _)), false)) = read else {
         // Gone, not a board, or edited by a native command: no next totals.
-        state::nexts(|n| n.drop(db, base));
+        memory::nexts(|n| n.drop(db, base));
         return Visit::Done;
     };
-    state::known(|k| k.note(db, base, meta, MetaOrigin::Read));
-    let quarantined = state::quarantine(|q| q.contains(db, base));
+    memory::known(|k| k.note(db, base, meta, MetaOrigin::Read));
+    let quarantined = memory::quarantine(|q| q.contains(db, base));
     if quarantined {
-        state::nexts(|n| n.drop(db, base));
+        memory::nexts(|n| n.drop(db, base));
         return Visit::Done;
     }
     if meta.pending_range(now).is_some() {
@@ -301,7 +301,7 @@ fn visit(ctx: &Context, db: c_int, base: &[u8], now: i64, deadline_us: u64) -> V
         if !next::settle(ctx, db, base, Some(deadline_us)) {
             return Visit::Unfinished;
         }
-        let has = state::nexts(|n| n.get(db, base).is_some());
+        let has = memory::nexts(|n| n.get(db, base).is_some());
         return match has {
             true => Visit::DueAt(now.saturating_add(DRAINING_MS)),
             false => Visit::Done,

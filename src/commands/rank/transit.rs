@@ -1,11 +1,23 @@
-//! Cluster resharding of leaderboards: is a board's slot moving between nodes right now?
-//! Owns only the question; the leaderboard code that asks decides what to do (TRYAGAIN, wait).
+//! Leaderboards in a cluster: a board's name must keep its derived keys in its slot, and
+//! is that slot moving between nodes right now? Owns only the questions; the leaderboard
+//! code that asks decides what to do (an error, TRYAGAIN, wait).
 
 use std::cell::Cell;
 
 use redis_module::{Context, ContextFlags, RedisValue};
 
 use crate::error::{Error, Result};
+use crate::rank::has_hash_tag;
+
+/// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
+pub(super) fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {
+    if flags.contains(ContextFlags::CLUSTER) && !has_hash_tag(name) {
+        return Err(Error::Invalid(
+            "in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot".into(),
+        ));
+    }
+    Ok(())
+}
 
 /// True if `key`'s cluster slot is being resharded to or from this node (MIGRATING or
 /// IMPORTING). MIGRATE moves keys one batch at a time, so for a while a leaderboard's keys

@@ -4,8 +4,8 @@
 //!
 //! Owns: the timer's visit of a board and the resumable drain of expired slots. May not
 //! touch: quarantined boards (the timer writes none of their keys unless a write asked for
-//! their rebuild, `rebuild`; `view` computes a large one's totals in memory), a board whose
-//! cluster slot is moving, the meta hash's fields other than through `meta`; replicates
+//! their rebuild; `recount` computes a large one's totals in memory), a board whose
+//! cluster slot is moving, the meta hash's fields other than through `meta_hash`; replicates
 //! only through [`Effects`]. Opens keys for writing only when there is work (a write open
 //! invalidates WATCH).
 
@@ -23,13 +23,12 @@ use crate::store::scan::HashCursor;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{broken_meta_found, has_jobs};
-use super::meta::{self, is_marked_edited};
+use super::memory::{self, BoardId, MetaOrigin};
+use super::meta_hash::{self, is_marked_edited};
 use super::next;
-use super::rebuild;
+use super::recount;
 use super::slots::count_in;
-use super::state::{self, BoardId, MetaOrigin};
 use super::transit::Transit;
-use super::view;
 
 /// How soon the expiry timer looks again at a board whose slot is being resharded.
 const TRANSIT_RETRY_MS: i64 = 100;
@@ -116,7 +115,7 @@ fn drain_slot(
     deadline_us: u64,
 ) -> bool {
     let (zset, slot, slot_name) = keys;
-    let mut cursor = match state::drains(|d| d.take(board)) {
+    let mut cursor = match memory::drains(|d| d.take(board)) {
         Some((saved_index, cursor)) if saved_index == index => cursor,
         _ => HashCursor::new(),
     };
@@ -138,7 +137,7 @@ fn drain_slot(
             cursor = HashCursor::new();
         }
         if monotonic_us() >= deadline_us {
-            state::drains(|d| d.save(board.clone(), index, cursor));
+            memory::drains(|d| d.save(board.clone(), index, cursor));
             break false;
         }
     };
@@ -167,7 +166,7 @@ pub fn expire(
 /// server for tens of milliseconds); true when none are left. Every tick calls it, on
 /// every server: a flush may leave no board to visit.
 pub fn release(deadline_us: u64) -> bool {
-    while state::with(|s| s.free_discarded(FREED_PER_STEP)) {
+    while memory::with(|s| s.free_discarded(FREED_PER_STEP)) {
         if monotonic_us() >= deadline_us {
             return false;
         }
@@ -181,7 +180,7 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         // A rename or delete of this board may be queued: let it run first.
         return Visit::DueAt(now.saturating_add(1));
     }
-    let read = meta::read(&key);
+    let read = meta_hash::read(&key);
     let marked = is_marked_edited(&key);
     let db = selected_db(ctx);
     let (Some((mut meta, layout)), Some(base)) = (read, base_of_meta(name)) else {
@@ -194,22 +193,22 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
     };
     // The board's keys are opened below, for writing when there is work.
     drop(key);
-    state::known(|k| k.note(db, base, meta, MetaOrigin::Read));
-    let (quarantined, rebuilding) = state::quarantine(|q| {
+    memory::known(|k| k.note(db, base, meta, MetaOrigin::Read));
+    let (quarantined, rebuilding) = memory::quarantine(|q| {
         if marked {
             q.insert(db, base);
         }
         (q.contains(db, base), q.is_rebuilding(db, base))
     });
     if rebuilding {
-        // A write whose caller may write every part asked for the rebuild (see `rebuild`).
-        return rebuild::visit(ctx, db, base, &meta, now, deadline_us);
+        // A write whose caller may write every part asked for the rebuild (see `recount`).
+        return recount::rebuild_step(ctx, db, base, &meta, now, deadline_us);
     }
     if quarantined {
         // Edited by a native command, maybe by a user who may not touch the totals: the
         // timer writes none of its keys (the next write rebuilds the board), it only
         // computes the totals of a large one in memory for the reads.
-        return view::visit(ctx, db, base, &meta, now, deadline_us);
+        return recount::view_step(ctx, db, base, &meta, now, deadline_us);
     }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
@@ -252,13 +251,13 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
             let mut effects = Effects::new();
             effects.command(c"DEL").arg(name);
             effects.emit(ctx);
-            state::with(|s| s.forget_board(db, base));
+            memory::with(|s| s.forget_board(db, base));
             return Visit::Done;
         }
         let mut effects = Effects::new();
-        meta::write_range(&key, name, &meta, layout, &mut effects);
+        meta_hash::write_range(&key, name, &meta, layout, &mut effects);
         effects.emit(ctx);
-        state::known(|k| k.note(db, base, meta, MetaOrigin::Written));
+        memory::known(|k| k.note(db, base, meta, MetaOrigin::Written));
     }
     drop((key, zset));
     match progress {
@@ -311,7 +310,7 @@ fn drain_pending(
                 break Progress::Done;
             };
             // Next totals that leave out another slot would change with this one.
-            state::nexts(|n| {
+            memory::nexts(|n| {
                 if n.get(db, base).is_some_and(|next| next.excluded != index) {
                     n.drop(db, base);
                 }

@@ -1,7 +1,7 @@
 //! The meta of a leaderboard: its hash as stored (`key|meta`, layout in `crate::rank`):
 //! reading `_tally` and `_slots` (or the older four-number `_tally`), writing them back in
 //! the current layout, recorded as effects; and the *verified* copy a command may use
-//! instead of reading the hash ([`verified`], see `state`).
+//! instead of reading the hash ([`verified`], see `crate::rank::KnownMetas`).
 //!
 //! Owns: the `_tally`, `_slots` and `_edited` fields of meta hashes (`_edited` records a
 //! quarantine, so it survives a restart or a failover). May not touch: other keys or
@@ -19,9 +19,9 @@ use crate::rank::{meta_key, Meta, MetaLayout};
 use crate::replicate::Effects;
 use crate::store::{Key, KeyKind, RStr};
 
-use super::state;
+use super::memory;
 
-/// The board's verified meta (see `state`), for a command that may use it without reading
+/// The board's verified meta (see `crate::rank::KnownMetas`), for a command that may use it without reading
 /// the meta hash `meta_name`: none while the board is quarantined. With `check-caches` the
 /// stored meta is read and compared, and a stale copy is an error (counted, and the copy
 /// dropped).
@@ -31,7 +31,7 @@ pub(super) fn verified(
     base: &[u8],
     meta_name: &[u8],
 ) -> Result<Option<Meta>> {
-    let Some(meta) = state::verified_meta(db, base) else {
+    let Some(meta) = memory::verified_meta(db, base) else {
         return Ok(None);
     };
     if config::check_caches() {
@@ -39,7 +39,7 @@ pub(super) fn verified(
             .filter(|key| !key.has_ttl())
             .and_then(|key| read(&key));
         if stored != Some((meta, MetaLayout::Current)) {
-            state::known(|k| k.note_mismatch(db, base));
+            memory::known(|k| k.note_mismatch(db, base));
             ctx.log_warning("tally: a verified leaderboard meta differs from the stored one");
             return Err(Error::TryAgain(
                 "tally's copy of this leaderboard's meta was stale (check-caches)".into(),
