@@ -15,8 +15,10 @@
 //! `TIME` calls and only assert when both give the same window.
 //!
 //! Files: `model.rs`, `expiry.rs`, `persistence.rs` (replication, reloads, keyspace
-//! operations), `errors.rs`, `replies.rs`, `access.rs` (ACL, cluster mode); this file
-//! holds the shared error texts and reply helpers.
+//! operations), `errors.rs`, `replies.rs`, `access.rs` (ACL, cluster mode); `rem.rs`
+//! (TSRANK.REM and negative INCRBY), `history.rs` (TSRANK.HISTORY), `layout.rs` (the
+//! meta's layouts, old boards migrated by their next write), `notify.rs` (keyspace
+//! notifications); this file holds the shared error texts and reply helpers.
 
 use module_tests::*;
 use std::time::{Duration, Instant};
@@ -28,8 +30,12 @@ const HOUR: i64 = 3_600_000;
 mod access;
 mod errors;
 mod expiry;
+mod history;
+mod layout;
 mod model;
+mod notify;
 mod persistence;
+mod rem;
 mod replies;
 
 // ================================================================= helpers
