@@ -52,6 +52,7 @@ mod order;
 mod quarantine;
 mod ranked;
 mod recount;
+mod removal;
 mod totals;
 
 pub use adjusted::*;
@@ -70,6 +71,7 @@ pub use order::{ahead, score_to_total, MAX_TOTAL};
 pub use quarantine::{Quarantine, Rebuild, View};
 pub use ranked::RankedSet;
 pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
+pub use removal::{remove_totals, RemovalStore};
 pub use totals::*;
 
 #[cfg(test)]

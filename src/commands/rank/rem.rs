@@ -11,7 +11,9 @@ use std::collections::HashSet;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::error::{Error, Result};
-use crate::rank::{meta_key, score_to_total, slot_key, KeyName, Meta, MetaLayout};
+use crate::rank::{
+    meta_key, remove_totals, score_to_total, slot_key, KeyName, Meta, MetaLayout, RemovalStore,
+};
 use crate::replicate::Effects;
 use crate::reply::Reply;
 use crate::server::{command_now_ms, selected_db};
@@ -190,6 +192,53 @@ fn check(
     Ok((target, false))
 }
 
+/// A board as TSRANK.REM removes members from it (`crate::rank::RemovalStore`): the
+/// removals from the sorted set are recorded as one `ZREM`.
+struct Removing<'a> {
+    name: &'a RedisString,
+    target: &'a Target,
+    /// The last slot that left the window, if any did.
+    pending_end: Option<i64>,
+    zrem: Effects,
+    started: bool,
+}
+
+impl Removing<'_> {
+    /// `member`'s counts in the board's slots that left the window (`pending`) or not.
+    fn sum(&self, member: &RStr, pending: bool) -> i64 {
+        let left = |index: i64| self.pending_end.is_some_and(|end| index <= end);
+        (self.target.slots.iter())
+            .filter(|(_, index, _)| left(*index) == pending)
+            .map(|(_, _, slot)| count_in(slot, member))
+            .fold(0i64, i64::saturating_add)
+    }
+}
+
+impl RemovalStore for Removing<'_> {
+    type Member = RStr;
+
+    fn total(&mut self, member: &RStr) -> Option<i64> {
+        self.target.zset.zscore(member).map(score_to_total)
+    }
+
+    fn pending_sum(&mut self, member: &RStr) -> i64 {
+        self.sum(member, true)
+    }
+
+    fn live_sum(&mut self, member: &RStr) -> i64 {
+        self.sum(member, false)
+    }
+
+    fn remove_total(&mut self, member: &RStr) {
+        self.target.zset.zrem(member);
+        if !self.started {
+            self.zrem.command(c"ZREM").arg(self.name.as_slice());
+            self.started = true;
+        }
+        self.zrem.arg(member.as_bytes());
+    }
+}
+
 /// Removes `members` from the board: returns how many had a non-zero window total, and
 /// whether anything was removed. Replicated as `ZREM key member ...` and one
 /// `HDEL slot member ...` per slot hash that held some of them. On a board being rebuilt
@@ -205,41 +254,18 @@ fn remove(
     // The sorted set still holds the counts of slots that left the window until the timer
     // has subtracted them: the window total leaves them out.
     let pending_end = target.meta.pending_range(now).map(|(_, end)| end);
-    let pending: Vec<&Key> = target
-        .slots
-        .iter()
-        .filter(|(_, index, _)| pending_end.is_some_and(|end| *index <= end))
-        .map(|(_, _, slot)| slot)
-        .collect();
-    let mut removed = 0i64;
-    let mut zrem = Effects::new();
-    let mut any = false;
-    for member in members {
-        if rebuilding {
-            let live = (target.slots.iter())
-                .filter(|(_, index, _)| pending_end.is_none_or(|end| *index > end))
-                .map(|(_, _, slot)| count_in(slot, member))
-                .fold(0i64, i64::saturating_add);
-            removed += i64::from(live > 0);
-        }
-        let Some(score) = target.zset.zscore(member) else {
-            continue;
-        };
-        let total = score_to_total(score).max(0);
-        let pending_count = pending
-            .iter()
-            .map(|slot| count_in(slot, member))
-            .fold(0i64, i64::saturating_add);
-        if !rebuilding && total.saturating_sub(pending_count) > 0 {
-            removed += 1;
-        }
-        target.zset.zrem(member);
-        if !any {
-            zrem.command(c"ZREM").arg(name.as_slice());
-            any = true;
-        }
-        zrem.arg(member.as_bytes());
-    }
+    let mut store = Removing {
+        name,
+        target,
+        pending_end,
+        zrem: Effects::new(),
+        started: false,
+    };
+    let removed = remove_totals(&mut store, members, rebuilding);
+    let Removing {
+        mut zrem, started, ..
+    } = store;
+    let mut any = started;
     zrem.emit(ctx);
     for (slot_name, _, slot) in &target.slots {
         let mut hdel = Effects::new();
