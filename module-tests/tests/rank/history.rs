@@ -14,6 +14,8 @@
 //! the same slot.
 
 use module_tests::*;
+
+use super::{cluster_node, seeded_board, NO_HASH_TAG};
 use std::time::Duration;
 
 const HOUR: i64 = 3_600_000;
@@ -54,13 +56,7 @@ fn history_matches_the_model_on_random_traffic(kind: &ServerKind) {
     let mut conn = srv.conn();
     let mut conn3 = srv.conn_resp3();
     for (seed, board) in [(3u64, "h:a"), (2024, "h:b")] {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        assert_eq!(
-            srv.cmd_value(&["TSRANK.CREATE", board, "WINDOW", "24h", "SLOT", "1h"]),
-            v_ok()
-        );
-        let t0 = server_ms(&srv);
-        let cur = t0 / HOUR;
+        let (mut rng, t0, cur) = seeded_board(&srv, seed, board);
         let mut model = RankModel::default();
         for round in 0..4 {
             // Members m0..m11, increments 1..4, AT up to 22 h back (inside the window).
@@ -287,19 +283,8 @@ fn history_keys_acl_and_cluster(kind: &ServerKind) {
     assert_eq!(rows(&v)[0].1, 2, "{k}: {v:?}");
 
     // Cluster mode: a key without a hash tag is refused, like every other command.
-    let node = Server::start_with(kind, ServerOptions::new().cluster(true));
-    let mut cmd = strings(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
-    if node.cmd(&cmd).is_err() {
-        cmd = strings(&["CLUSTER", "ADDSLOTS"]);
-        cmd.extend((0..16384).map(|i| i.to_string()));
-        assert_eq!(node.cmd_value(&cmd), v_ok());
-    }
-    assert!(wait_until(Duration::from_secs(10), || {
-        value_text(&node.cmd_value(&["CLUSTER", "INFO"]))
-            .unwrap_or_default()
-            .contains("cluster_state:ok")
-    }));
-    let err = "ERR in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot";
+    let node = cluster_node(kind);
+    let err = NO_HASH_TAG;
     assert_eq!(
         node.cmd_value(&["TSRANK.HISTORY", "lb", "a"]),
         v_err(err),

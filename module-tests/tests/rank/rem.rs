@@ -10,6 +10,8 @@
 //! * REM and negative increments while a large slot is being subtracted stay exact.
 
 use module_tests::*;
+
+use super::{cluster_node, NO_HASH_TAG};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -357,19 +359,8 @@ fn acl_on_slot_keys_and_hash_tags_in_cluster(kind: &ServerKind) {
     );
     assert_eq!(conn_value(&mut all, &["TSRANK.REM", "lb", "a"]), v_int(1));
 
-    let node = Server::start_with(kind, ServerOptions::new().cluster(true));
-    let mut cmd = strings(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
-    if node.cmd(&cmd).is_err() {
-        cmd = strings(&["CLUSTER", "ADDSLOTS"]);
-        cmd.extend((0..16384).map(|i| i.to_string()));
-        node.cmd(&cmd).expect("addslots");
-    }
-    assert!(wait_until(Duration::from_secs(10), || {
-        value_text(&node.cmd_value(&["CLUSTER", "INFO"]))
-            .unwrap_or_default()
-            .contains("cluster_state:ok")
-    }));
-    let err = "ERR in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot";
+    let node = cluster_node(kind);
+    let err = NO_HASH_TAG;
     assert_eq!(
         node.cmd_value(&["TSRANK.REM", "lb", "a"]),
         v_err(err),
