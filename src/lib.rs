@@ -57,6 +57,8 @@ mod config;
 #[cfg(not(test))]
 mod expiry;
 #[cfg(not(test))]
+mod family;
+#[cfg(not(test))]
 mod replicate;
 #[cfg(not(test))]
 mod reply;

@@ -98,7 +98,7 @@ pub const COMMANDS: &[Command] = command_table! {
 };
 
 /// This family, for the layer around the families.
-pub const FAMILY: super::Family = super::Family {
+pub const FAMILY: crate::family::Family = crate::family::Family {
     commands: COMMANDS,
     owner_of_part,
     word: crate::layout::RANK,
