@@ -23,7 +23,7 @@ pub struct Family {
     pub commands: &'static [Command],
     /// The name of the object a derived key (`<base>|meta`) belongs to, for families whose
     /// objects span several keys. Runs for keyspace events on keys tally does not track
-    /// whose name contains `crate::rank::PART_BYTE`, which every derived name contains.
+    /// whose name contains `crate::rank::model::PART_BYTE`, which every derived name contains.
     pub owner_of_part: for<'a> fn(&'a [u8]) -> Option<&'a [u8]>,
     /// The word that starts the `_tally` value of the family's hashes.
     pub word: &'static str,
@@ -55,4 +55,3 @@ pub struct Family {
 
 /// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
 pub type ExpireVisit = fn(&Context, Key, &[u8], &[u8], i64, u64) -> Visit;
-

@@ -32,7 +32,6 @@ pub mod layout;
 pub mod limit;
 #[forbid(unsafe_code)]
 pub mod moments;
-#[forbid(unsafe_code)]
 pub mod rank;
 #[forbid(unsafe_code)]
 pub mod sketch;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::counter::SlotStore;
-use crate::rank::{BoardStore, DrainedSlot, NextSource};
+use crate::rank::model::{BoardStore, DrainedSlot, NextSource};
 
 /// A counter's slots in a plain ordered map. Range reads use the trait's default (one
 /// probe per position) unless made with [`MapStore::ordered`], which reads ranges from the

@@ -7,7 +7,6 @@
 
 pub mod caches;
 pub mod counter;
-pub mod rank;
 pub mod stats;
 
 use std::ffi::CStr;
@@ -18,6 +17,7 @@ use redis_module::{Context, NotifyEvent, RedisValue};
 
 use crate::expiry::{Visit, Visitor};
 pub use crate::family::Family;
+use crate::rank::commands as rank;
 use crate::server::Hooks;
 use crate::store::{Key, KeyKind};
 
@@ -93,7 +93,7 @@ pub const HOOKS: Hooks = Hooks {
     keyspace_event: on_keyspace_event,
     owner_of,
     // Only leaderboards have derived keys.
-    part_byte: crate::rank::PART_BYTE,
+    part_byte: crate::rank::model::PART_BYTE,
     flushed,
     swapped,
     loading,

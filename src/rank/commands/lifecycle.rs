@@ -1,4 +1,4 @@
-//! The lifecycle of a board made of several keys (`crate::rank` layout), told by the
+//! The lifecycle of a board made of several keys (`crate::rank::model` layout), told by the
 //! keyspace events on its keys and carried out by jobs.
 //!
 //! Events, from anyone but tally's own leaderboard commands, are understood from the known
@@ -21,7 +21,7 @@
 //! and first thing in every leaderboard write. Outside a command they wait while
 //! replication traffic must be avoided (`CLIENT PAUSE WRITE`, failover): replicating then
 //! aborts Redis. Until a job has run, reads resolve names through the queue
-//! (`crate::rank::JobQueue`: [`resolve_base`], [`pending_restore`]). A job moves or
+//! (`crate::rank::model::JobQueue`: [`resolve_base`], [`pending_restore`]). A job moves or
 //! removes a board's parts whole, never their content.
 //!
 //! Owns: the reading of events, when the queue runs, and whole parts (listing, deleting,
@@ -34,7 +34,7 @@ use std::time::Duration;
 use redis_module::{Context, NotifyEvent, Status};
 
 use crate::expiry;
-use crate::rank::{base_of_meta, base_of_part, meta_key, slot_key, Job, Meta, Resolution};
+use crate::rank::model::{base_of_meta, base_of_part, meta_key, slot_key, Job, Meta, Resolution};
 use crate::replicate::Effects;
 use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
 use crate::store::{Key, KeyKind};
@@ -258,7 +258,7 @@ pub(super) fn has_jobs() -> bool {
     memory::lifecycle(|l| !l.jobs.is_empty())
 }
 
-/// What the queued jobs make of the board at `name` (see `crate::rank::JobQueue::resolve`).
+/// What the queued jobs make of the board at `name` (see `crate::rank::model::JobQueue::resolve`).
 pub(super) fn resolve(db: c_int, name: &[u8]) -> Resolution {
     memory::lifecycle(|l| l.jobs.resolve(db, name))
 }

@@ -1,7 +1,7 @@
-//! The meta of a leaderboard: its hash as stored (`key|meta`, layout in `crate::rank`):
+//! The meta of a leaderboard: its hash as stored (`key|meta`, layout in `crate::rank::model`):
 //! reading `_tally` and `_slots` (or the older four-number `_tally`), writing them back in
 //! the current layout, recorded as effects; and the *verified* copy a command may use
-//! instead of reading the hash ([`verified`], see `crate::rank::KnownMetas`).
+//! instead of reading the hash ([`verified`], see `crate::rank::model::KnownMetas`).
 //!
 //! Owns: the `_tally`, `_slots` and `_edited` fields of meta hashes (`_edited` records a
 //! quarantine, so it survives a restart or a failover). May not touch: other keys or
@@ -15,13 +15,13 @@ use redis_module::Context;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::layout::{MARKER_FIELD, RANK_EDITED_FIELD, RANK_SLOTS_FIELD};
-use crate::rank::{meta_key, Meta, MetaLayout};
+use crate::rank::model::{meta_key, Meta, MetaLayout};
 use crate::replicate::Effects;
 use crate::store::{Key, KeyKind, RStr};
 
 use super::memory;
 
-/// The board's verified meta (see `crate::rank::KnownMetas`), for a command that may use it without reading
+/// The board's verified meta (see `crate::rank::model::KnownMetas`), for a command that may use it without reading
 /// the meta hash `meta_name`: none while the board is quarantined. With `check-caches` the
 /// stored meta is read and compared, and a stale copy is an error (counted, and the copy
 /// dropped).

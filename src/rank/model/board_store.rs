@@ -26,7 +26,7 @@ pub trait BoardStore {
 }
 
 /// A board whose slot hash that left the window is being subtracted (see
-/// `crate::rank::drain_step`): its fields go as they are subtracted.
+/// `crate::rank::model::drain_step`): its fields go as they are subtracted.
 pub trait DrainedSlot: BoardStore {
     /// Removes `member`'s field from the slot hash being drained.
     fn remove_count(&mut self, name: &[u8], member: &Self::Member);

@@ -16,7 +16,7 @@
 //! less the count in the excluded slot, nothing else.
 //!
 //! How announcements follow a MULTI, and which arguments are members, is
-//! `crate::rank::Announcements`. The filter does not know a command's database (`SELECT` in the stream): an event marks its members
+//! `crate::rank::model::Announcements`. The filter does not know a command's database (`SELECT` in the stream): an event marks its members
 //! dirty in every database with a board of that name (a needless refresh, never a missed
 //! one). A command that changes nothing fires no event: its count stays until a later
 //! event on the key uses it. What this cannot see is a write to those keys that does not
@@ -41,7 +41,7 @@ use redis_module::{Context, ContextFlags};
 use crate::collections::due_queue::{DueQueue, Popped};
 use crate::config;
 use crate::expiry::{self, Visit};
-use crate::rank::{
+use crate::rank::model::{
     base_of_meta, base_of_part, base_of_slot, member_positions, meta_key, slot_key, Announcements,
     Taken,
 };

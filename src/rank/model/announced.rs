@@ -1,5 +1,5 @@
 //! What a replica's command filter announces of the primary's effects on a board's keys,
-//! until the keyspace events of those commands take it (see `commands/rank/replica.rs`):
+//! until the keyspace events of those commands take it (see `rank/commands/replica.rs`):
 //! the members that `ZADD`/`ZINCRBY`/`ZREM` on a sorted set and `HSET`/`HMSET`/`HDEL`/
 //! `HINCRBY` on a slot hash name, since the events name the key only.
 //!

@@ -2,7 +2,7 @@
 //! member by member, in steps (a slot may hold a million members), each count removed
 //! from the slot hash in the step that subtracts it. So at any moment what is not yet
 //! subtracted is exactly what the slot hashes that left the window still hold, and a
-//! member's window total is its total less its counts there (see `crate::rank`).
+//! member's window total is its total less its counts there (see `crate::rank::model`).
 //!
 //! Owns: one step of that subtraction. May not touch: Redis (pure; the command layer scans
 //! the slot hash, bounds the steps by its deadline and replicates what the store records).

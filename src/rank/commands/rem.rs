@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::error::{Error, Result};
-use crate::rank::{
+use crate::rank::model::{
     meta_key, remove_totals, score_to_total, slot_key, KeyName, Meta, MetaLayout, RemovalStore,
 };
 use crate::replicate::Effects;
@@ -192,7 +192,7 @@ fn check(
     Ok((target, false))
 }
 
-/// A board as TSRANK.REM removes members from it (`crate::rank::RemovalStore`): the
+/// A board as TSRANK.REM removes members from it (`crate::rank::model::RemovalStore`): the
 /// removals from the sorted set are recorded as one `ZREM`.
 struct Removing<'a> {
     name: &'a RedisString,

@@ -36,7 +36,7 @@ use redis_module::Context;
 
 use crate::error::Result;
 use crate::expiry::{self, Visit};
-use crate::rank::{
+use crate::rank::model::{
     meta_key, recount_members, recount_missing, score_to_total, slot_key, sums_over_slots,
     BoardStore, Meta, TotalsBuilder,
 };
@@ -204,7 +204,7 @@ pub(super) fn sums(stored: &[(i64, Key)], member: &RStr, pending_end: Option<i64
     sums_over_slots(counts, pending_end)
 }
 
-/// A board being rebuilt, as the recount sees it (see `crate::rank::recount_members`): its
+/// A board being rebuilt, as the recount sees it (see `crate::rank::model::recount_members`): its
 /// sorted set, opened for writing, every write recorded as `ZADD key total member ...` and
 /// `ZREM key member ...`, and its stored slot hashes, read only.
 struct Rebuilding<'a> {

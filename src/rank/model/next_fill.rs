@@ -108,7 +108,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::rank::{drain_step, RankedSet};
+    use crate::rank::model::{drain_step, RankedSet};
     use crate::testutil::{MemBoard, Rng};
 
     /// A healthy board: members `m0..m{members}` incremented at random in slots

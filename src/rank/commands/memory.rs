@@ -20,19 +20,19 @@
 use std::cell::RefCell;
 use std::os::raw::c_int;
 
-use crate::rank::{DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Quarantine};
+use crate::rank::model::{DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Quarantine};
 use crate::store::scan::HashCursor;
 
-pub(super) use crate::rank::{BoardId, MetaOrigin};
+pub(super) use crate::rank::model::{BoardId, MetaOrigin};
 
 /// A quarantined board's totals computed by the timer, over native keys.
-pub(super) type View = crate::rank::View<HashCursor>;
+pub(super) type View = crate::rank::model::View<HashCursor>;
 /// Where a rebuild in steps stands, over native keys.
-pub(super) type Rebuild = crate::rank::Rebuild<HashCursor>;
+pub(super) type Rebuild = crate::rank::model::Rebuild<HashCursor>;
 /// A board's totals without its oldest slot, over native keys.
-pub(super) type Next = crate::rank::Next<HashCursor>;
+pub(super) type Next = crate::rank::model::Next<HashCursor>;
 /// How the timer fills a [`Next`], over native keys.
-pub(super) type NextScan = crate::rank::NextScan<HashCursor>;
+pub(super) type NextScan = crate::rank::model::NextScan<HashCursor>;
 
 /// The leaderboard family's memory (see the module doc).
 #[derive(Default)]

@@ -30,7 +30,7 @@ use std::os::raw::c_int;
 use redis_module::Context;
 
 use crate::expiry::Visit;
-use crate::rank::{
+use crate::rank::model::{
     fill_step, next_value, score_to_total, slot_key, value_after_write, Meta, NextSource, RankedSet,
 };
 use crate::server::monotonic_us;
@@ -56,7 +56,7 @@ fn oldest_slot(ctx: &Context, base: &[u8], meta: &Meta) -> Option<(i64, Key)> {
     })
 }
 
-/// A board's keys as its next totals read them (`crate::rank::NextSource`): the sorted
+/// A board's keys as its next totals read them (`crate::rank::model::NextSource`): the sorted
 /// set, the excluded slot hash, the others opened by name; all read-only, without
 /// touching their LRU/LFU clock.
 struct NextKeys<'a> {

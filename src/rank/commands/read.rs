@@ -1,6 +1,6 @@
 //! The read commands: TSRANK.TOP, TSRANK.SCORE, TSRANK.RANK, TSRANK.INFO and
 //! TSRANK.HISTORY. Exact on a primary even while an expired slot is still being
-//! subtracted (see `crate::rank`).
+//! subtracted (see `crate::rank::model`).
 //!
 //! Owns: the answers. May not touch: writes of any kind (opens every key read-only, the
 //! derived keys through the caller's [`Acl`]).
@@ -12,7 +12,7 @@ use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 use crate::args::set_once;
 use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::rank::{rank_adjusted, slot_key, top_adjusted, Meta};
+use crate::rank::model::{rank_adjusted, slot_key, top_adjusted, Meta};
 use crate::reply::Reply;
 use crate::server::command_now_ms;
 use crate::store::acl::Acl;

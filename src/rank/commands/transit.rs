@@ -7,7 +7,7 @@ use std::cell::Cell;
 use redis_module::{Context, ContextFlags, RedisValue};
 
 use crate::error::{Error, Result};
-use crate::rank::has_hash_tag;
+use crate::rank::model::has_hash_tag;
 
 /// In cluster mode the derived keys must hash like `key`: only a hash tag guarantees it.
 pub(super) fn check_cluster(flags: &ContextFlags, name: &[u8]) -> Result<()> {

@@ -14,7 +14,7 @@ use redis_module::{Context, RedisString};
 
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::rank::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals};
+use crate::rank::model::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals};
 use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
@@ -72,7 +72,7 @@ impl Board {
         // board with it: the expiry queues the removal, and from then on the board
         // answers as the removed board it is about to be (a write starts over instead).
         let removed_meanwhile = || has_jobs() && resolve_base(db, name.as_slice()).is_none();
-        // The usual read: a verified meta (equal to the stored one, see `crate::rank::KnownMetas`) spares
+        // The usual read: a verified meta (equal to the stored one, see `crate::rank::model::KnownMetas`) spares
         // reading and parsing the meta hash. The read permission is checked all the same.
         if let Some(meta) = meta_hash::verified(ctx, db, &base, &meta_name)? {
             acl.check_bytes(&meta_name, false)?;

@@ -14,7 +14,7 @@ use crate::collections::inline_vec::InlineVec;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
-use crate::rank::{
+use crate::rank::model::{
     apply_increments, meta_key, score_to_total, slot_key, validate_settings, Incremented, KeyName,
     MemberCounts, Meta, MetaLayout, MAX_TOTAL,
 };
@@ -122,7 +122,7 @@ struct Target {
     /// neither reads nor writes it).
     meta_hash: Option<Key>,
     meta: Meta,
-    /// The meta is known to equal the stored one (see `crate::rank::KnownMetas`), after this write too.
+    /// The meta is known to equal the stored one (see `crate::rank::model::KnownMetas`), after this write too.
     verified: bool,
     /// How the meta hash holds the meta (`None`: a new board, nothing stored yet).
     stored_as: Option<MetaLayout>,
@@ -161,7 +161,7 @@ fn open(
     }
     let meta_name = meta_key(base);
     let db = selected_db(ctx);
-    // The usual write: the verified meta (see `crate::rank::KnownMetas`) spares reading the meta hash, as
+    // The usual write: the verified meta (see `crate::rank::model::KnownMetas`) spares reading the meta hash, as
     // long as the write stays in the board's slot range (a new slot rewrites the meta).
     // The caller's write permission on the meta hash is checked all the same.
     let verified = match zset.kind() {
@@ -326,7 +326,7 @@ struct Change<'a> {
 
 /// The new values of every member (a member may appear several times) and the reply to
 /// each increment: the member's exact window total after it (the arithmetic is
-/// `crate::rank::apply_increments`).
+/// `crate::rank::model::apply_increments`).
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
     target: &Target,
@@ -455,7 +455,7 @@ fn write(ctx: &Context, base: &[u8], target: &mut Target, changes: &mut [Change]
 /// Replicates the write as absolute values (`HSET meta ...` and the removal of a leftover
 /// slot hash first, then `HSET slot member count ...`, `HDEL slot member ...` for counts
 /// lowered to 0, `ZADD key total member ...`, `ZREM key member ...` for totals lowered to
-/// 0), and records the meta this write leaves (see `crate::rank::KnownMetas`).
+/// 0), and records the meta this write leaves (see `crate::rank::model::KnownMetas`).
 fn replicate(
     ctx: &Context,
     name: &RedisString,

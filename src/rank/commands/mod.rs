@@ -1,10 +1,10 @@
-//! TSRANK.*: sliding-window leaderboards on native keys (layout: `crate::rank`).
+//! TSRANK.*: sliding-window leaderboards on native keys (layout: `crate::rank::model`).
 //!
 //! Every command parses and checks all of its arguments and ACL permissions before the
 //! first write. Writes go through the key API and are replicated only as
 //! `crate::replicate::Effects` with absolute values (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`,
 //! `UNLINK`, `RENAME`). Reads on a primary are exact even while an expired slot is still
-//! being subtracted (see `crate::rank`).
+//! being subtracted (see `crate::rank::model`).
 //!
 //! Files, by concern, each importing only files listed after it (each says what it owns
 //! and may not touch):
@@ -25,7 +25,7 @@
 //!   copy a command may use instead, and the `_edited` mark of a quarantine;
 //! * `slots`: reading a board's slot hashes (a member's count, pending and live slots);
 //! * `transit`: the cluster's rules: a hash tag in the name, is the board's slot moving;
-//! * `memory`: what the family keeps in memory, each concern's part (`crate::rank`)
+//! * `memory`: what the family keeps in memory, each concern's part (`crate::rank::model`)
 //!   borrowed alone.
 //!
 //! May not touch (this file): other families' keys; raw module calls.
@@ -60,7 +60,7 @@ use crate::args::{set_once, Args};
 use crate::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
 use crate::config;
 use crate::error::{Error, Result};
-use crate::rank::{meta_key, validate_settings, Meta};
+use crate::rank::model::{meta_key, validate_settings, Meta};
 use crate::replicate::Effects;
 use crate::reply::Reply;
 use crate::server::selected_db;
@@ -80,9 +80,9 @@ use transit::{check_cluster, Transit};
 
 /// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
 /// keyspace event of the server on a key tally does not track: most names are turned
-/// away by their last bytes (`crate::rank::may_be_part`).
+/// away by their last bytes (`crate::rank::model::may_be_part`).
 fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
-    crate::rank::base_of_part(name)
+    crate::rank::model::base_of_part(name)
 }
 
 /// The family's commands, one line each (see [`Command`]).

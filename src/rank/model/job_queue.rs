@@ -1,5 +1,5 @@
 //! The lifecycle jobs of boards made of several keys, queued in order until they run: what
-//! a keyspace event asks for (`commands/rank/lifecycle.rs`, where writing keys is not
+//! a keyspace event asks for (`rank/commands/lifecycle.rs`, where writing keys is not
 //! allowed), and what the queue makes of a board's name until then (a rename not yet
 //! carried out, a board about to be removed, a meta about to be put back).
 //!

@@ -14,7 +14,7 @@ use std::os::raw::c_int;
 use redis_module::Context;
 
 use crate::expiry::{self, Visit};
-use crate::rank::{
+use crate::rank::model::{
     base_of_meta, drain_step, score_to_total, slot_key, BoardStore, DrainedSlot, Meta,
 };
 use crate::replicate::{Batch, Effects};
@@ -64,7 +64,7 @@ impl<'a> DrainEffects<'a> {
 }
 
 /// A board whose slot hash that left the window is being drained, as the pure drain sees
-/// it (see `crate::rank::drain_step`): its sorted set and that slot hash, opened for
+/// it (see `crate::rank::model::drain_step`): its sorted set and that slot hash, opened for
 /// writing, every write recorded in `effects`.
 struct Draining<'a> {
     zset: &'a Key,

@@ -297,8 +297,8 @@ mod tests {
     }
 
     /// The recount at once, in memory: every field of the slots `live` summed.
-    fn summed(board: &MemBoard, live: &[i64]) -> crate::rank::Totals {
-        let mut builder = crate::rank::TotalsBuilder::new();
+    fn summed(board: &MemBoard, live: &[i64]) -> crate::rank::model::Totals {
+        let mut builder = crate::rank::model::TotalsBuilder::new();
         for index in live {
             for (member, value) in board.slots.get(index).into_iter().flatten() {
                 builder.add(member, value);
@@ -328,7 +328,7 @@ mod tests {
                 .top(0, usize::MAX)
                 .map(|(m, t)| (m.to_vec(), t))
                 .collect();
-            assert_eq!(top, crate::rank::sort_totals(top.clone()));
+            assert_eq!(top, crate::rank::model::sort_totals(top.clone()));
             top.sort();
             assert_eq!(rows, top);
             assert_eq!(rows.len(), board.totals.len());

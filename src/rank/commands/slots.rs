@@ -8,7 +8,7 @@
 use redis_module::Context;
 
 use crate::error::Result;
-use crate::rank::{slot_key, Meta, TotalsBuilder};
+use crate::rank::model::{slot_key, Meta, TotalsBuilder};
 use crate::store::acl::Acl;
 use crate::store::{Key, KeyKind, RStr};
 
