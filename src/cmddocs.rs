@@ -260,6 +260,17 @@ pub static DOCS: &[Doc] = &[
         ],
     },
     Doc {
+        command: c"tscounter.msum",
+        summary: c"Sum each window over several counters at once",
+        complexity: c"O(K * W * S) where K is the number of keys, W the number of windows and S the number of slots a window covers: the cost of K TSCOUNTER.SUM calls",
+        args: &[
+            integer(c"numkeys"),
+            Arg::new(c"key", Kind::Key(0)).multiple(),
+            string(c"window").multiple(),
+            AT,
+        ],
+    },
+    Doc {
         command: c"tsrank.create",
         summary: c"Create a sliding-window leaderboard",
         complexity: c"O(1)",

@@ -389,3 +389,15 @@ pub fn key_at(ctx: &Context, pos: c_int) {
     // SAFETY: live context of the current command; the server bounds-checks `pos`.
     unsafe { api!(RedisModule_KeyAtPos)(ctx.ctx, pos) };
 }
+
+/// Answers a keys-position request of a command whose argument 1 is `numkeys`: arguments
+/// 2 to `count + 1` are keys, as far as the call has arguments (`after`: those after
+/// `numkeys`). Redis 7.0 and Valkey route cluster commands (and answer CROSSSLOT) by
+/// asking the module, since the legacy key range cannot count keys.
+pub fn counted_keys_at(ctx: &Context, count: usize, after: usize) {
+    for i in 0..count.min(after) {
+        if let Ok(pos) = c_int::try_from(i + 2) {
+            key_at(ctx, pos);
+        }
+    }
+}

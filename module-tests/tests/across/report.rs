@@ -1,0 +1,1 @@
+//! STATS.ADD ... REPORT ... BY.
