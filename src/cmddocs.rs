@@ -392,6 +392,27 @@ pub static DOCS: &[Doc] = &[
         complexity: c"O(min(F, K)) where F is the number of fields of the object's hash and K its KEEP (at most 2000)",
         args: &[KEY],
     },
+    Doc {
+        command: c"stats.mget",
+        summary: c"Get count, sum, min, max, mean, stddev and percentiles over the values of several objects' windows",
+        complexity: c"O(K * P * B) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period: the cost of K STATS.QUANTILE calls",
+        args: &[
+            integer(c"numkeys"),
+            Arg::new(c"key", Kind::Key(0)).multiple(),
+            WINDOW,
+        ],
+    },
+    Doc {
+        command: c"stats.mquantile",
+        summary: c"Estimate quantiles over the values of several objects' windows",
+        complexity: c"O(K * P * B + Q * log(Q)) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
+        args: &[
+            integer(c"numkeys"),
+            Arg::new(c"key", Kind::Key(0)).multiple(),
+            double(c"q").multiple(),
+            WINDOW,
+        ],
+    },
 ];
 
 #[cfg(test)]

@@ -30,9 +30,11 @@ use crate::moments::Moments;
 use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
+mod across;
 pub mod cache;
 mod field;
 
+pub use across::KeysMerge;
 pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};
 
 /// Largest `KEEP` of a new object (the config `tally.stats-keep` has the same bound), and

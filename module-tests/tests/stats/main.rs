@@ -6,7 +6,8 @@
 //! current hour; each runs inside [`in_one_period`], which repeats the body in the rare
 //! case the hour changed while it ran, so no test depends on timing.
 //!
-//! Files: `accuracy.rs`, `cdf.rs` (STATS.CDF against a log of every value), `windows.rs`,
+//! Files: `accuracy.rs`, `across.rs` (STATS.MGET and STATS.MQUANTILE against the union
+//! of every value), `cdf.rs` (STATS.CDF against a log of every value), `windows.rs`,
 //! `errors.rs`, `replies.rs` (reply shapes, REPORT),
 //! `persistence.rs` (replica, reloads, timer), `storage.rs` (memory, damaged fields). This
 //! file holds what they share: the reference statistics and the reply helpers.
@@ -204,6 +205,7 @@ fn datasets() -> Vec<(&'static str, Vec<f64>)> {
 }
 
 mod accuracy;
+mod across;
 mod cdf;
 mod errors;
 mod persistence;

@@ -29,6 +29,7 @@ use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
 
 mod caches;
+mod multi;
 mod periods;
 mod window_reads;
 
@@ -36,6 +37,7 @@ use caches::caches;
 
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use caches::bytes as cache_bytes;
+pub use multi::{mget, mquantile};
 use periods::*;
 pub use window_reads::{cdf, get, quantile};
 
@@ -48,7 +50,15 @@ pub const COMMANDS: &[Command] = command_table! {
     c"stats.cdf" => cdf, -3, c"readonly", &[first_key(READ)], c"read";
     c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read";
     c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.mget" => mget, -3, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
+    c"stats.mquantile" => mquantile, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
 };
+
+/// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
 
 /// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
 /// checks cover it. Values are numbers, never the word REPORT.

@@ -1,5 +1,7 @@
-//! TSCOUNTER.MSUM against a model of SUM per key, its replies, errors, key declarations
-//! and permissions.
+//! TSCOUNTER.MSUM (each window summed over several counters): seeded random traffic
+//! checked against a brute-force model of SUM per key, exact replies in RESP2 and RESP3,
+//! errors, key declarations and key permissions. The cluster case is in
+//! `across_cluster.rs`.
 
 use module_tests::*;
 

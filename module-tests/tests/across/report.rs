@@ -1,1 +1,0 @@
-//! STATS.ADD ... REPORT ... BY.

@@ -1,0 +1,106 @@
+//! STATS.MGET and STATS.MQUANTILE: one summary of several objects, as if every value of
+//! every key's window had been added to one object. Each key's window is read as its own
+//! QUANTILE reads it (the read cache of closed periods, then the current period), and the
+//! windows are merged in key order by the pure `crate::stats::KeysMerge`.
+//!
+//! Owns: parsing and answering the two reads across keys. May not touch: raw module calls,
+//! writes.
+
+use super::*;
+use crate::args::{parse_key_count, MAX_READ_KEYS};
+use crate::stats::KeysMerge;
+
+/// STATS.MGET numkeys key [key ...] [WINDOW dur]
+pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if let Some(reply) = answer_key_positions(ctx, numkeys, rest) {
+        return Ok(reply);
+    }
+    let (names, mut args) = split_keys(numkeys, rest)?;
+    let window = parse_window(&mut args)?;
+    let merged = merge_windows(ctx, names, window)?;
+    Ok(merged.summary().map_or(Reply::Nil, |s| {
+        Reply::Summary(Rc::new(ShownSummary::new(&s)))
+    }))
+}
+
+/// STATS.MQUANTILE numkeys key [key ...] q [q ...] [WINDOW dur]
+pub fn mquantile(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if let Some(reply) = answer_key_positions(ctx, numkeys, rest) {
+        return Ok(reply);
+    }
+    let (names, mut args) = split_keys(numkeys, rest)?;
+    let q_args = args.values_until(0, &["WINDOW"]);
+    if q_args.is_empty() {
+        return Err(Error::NotFloat);
+    }
+    let mut qs = Vec::with_capacity(q_args.len());
+    for arg in q_args {
+        qs.push(check_quantile(parse_finite_f64(arg)?)?);
+    }
+    let window = parse_window(&mut args)?;
+    let merged = merge_windows(ctx, names, window)?;
+    if merged.count() == 0 {
+        return Ok(Reply::Nil);
+    }
+    Ok(Reply::Array(
+        merged
+            .quantiles(&qs)
+            .into_iter()
+            .map(|v| v.map_or(Reply::Nil, Reply::Double))
+            .collect(),
+    ))
+}
+
+/// A keys-position request (cluster routing, CROSSSLOT, GETKEYS on Redis 7.0 and Valkey):
+/// the keys after `numkeys`. A bad `numkeys` names no key (the command then refuses it).
+fn answer_key_positions(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Option<Reply> {
+    if !cmdinfo::is_keys_position_request(ctx) {
+        return None;
+    }
+    if let Ok(count) = parse_key_count(numkeys.as_slice(), MAX_READ_KEYS) {
+        cmdinfo::counted_keys_at(ctx, count, rest.len());
+    }
+    Some(Reply::Nil)
+}
+
+/// The keys (1 to [`MAX_READ_KEYS`]) and the arguments after them.
+fn split_keys<'a>(
+    numkeys: &RedisString,
+    rest: &'a [&'a [u8]],
+) -> Result<(&'a [&'a [u8]], Args<'a>)> {
+    let count = parse_key_count(numkeys.as_slice(), MAX_READ_KEYS)?;
+    let (names, rest) = rest.split_at_checked(count).ok_or(Error::Syntax)?;
+    Ok((names, Args::new(rest)))
+}
+
+/// The union of the keys' windows: each key's `WINDOW` resolved by its own period (a
+/// missing key by the defaults, as GET resolves it, and adds nothing); the first error a
+/// key's GET would give is the reply.
+fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<Record> {
+    let now = command_now_ms();
+    let db = selected_db(ctx);
+    let mut merge = KeysMerge::default();
+    for &name in names {
+        // Each handle is closed before the next key opens.
+        let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
+        let settings = load(&key)?;
+        let periods = settings
+            .unwrap_or_else(default_settings)
+            .window_periods(window)?;
+        let Some(settings) = settings else {
+            continue;
+        };
+        let (lo, hi) = settings.window_range(now, periods);
+        let mut admission = Admission::new(ctx, db, name);
+        merge.add(&window_record(
+            &key,
+            db,
+            name,
+            &settings,
+            lo,
+            hi,
+            &mut admission,
+        ));
+    }
+    Ok(merge.finish())
+}
