@@ -344,8 +344,8 @@ pub static DOCS: &[Doc] = &[
     },
     Doc {
         command: c"stats.add",
-        summary: c"Add values to the statistics of their period, optionally ranking the period's mean",
-        complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking",
+        summary: c"Add values to the statistics of their period, optionally ranking the period by its mean or another statistic",
+        complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking, and O(B) more to rank by a quantile (BY p50, p90 or p99)",
         args: &[
             KEY,
             double(c"value").multiple(),
@@ -356,6 +356,20 @@ pub static DOCS: &[Doc] = &[
                     Arg::new(c"rankkey", Kind::Key(1)),
                     string(c"member"),
                     integer(c"n").token(c"KEEP").optional(),
+                    Arg {
+                        args: &[
+                            pure_token(c"mean", c"MEAN"),
+                            pure_token(c"max", c"MAX"),
+                            pure_token(c"count", c"COUNT"),
+                            pure_token(c"sum", c"SUM"),
+                            pure_token(c"p50", c"P50"),
+                            pure_token(c"p90", c"P90"),
+                            pure_token(c"p99", c"P99"),
+                        ],
+                        ..Arg::new(c"stat", Kind::OneOf)
+                    }
+                    .token(c"BY")
+                    .optional(),
                 ],
             )
             .token(c"REPORT")

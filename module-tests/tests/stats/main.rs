@@ -8,7 +8,7 @@
 //!
 //! Files: `accuracy.rs`, `across.rs` (STATS.MGET and STATS.MQUANTILE against the union
 //! of every value), `cdf.rs` (STATS.CDF against a log of every value), `windows.rs`,
-//! `errors.rs`, `replies.rs` (reply shapes, REPORT),
+//! `errors.rs`, `replies.rs` (reply shapes, REPORT), `report_by.rs` (REPORT ... BY),
 //! `persistence.rs` (replica, reloads, timer), `storage.rs` (memory, damaged fields). This
 //! file holds what they share: the reference statistics and the reply helpers.
 
@@ -210,5 +210,6 @@ mod cdf;
 mod errors;
 mod persistence;
 mod replies;
+mod report_by;
 mod storage;
 mod windows;
