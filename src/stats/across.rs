@@ -6,26 +6,35 @@
 //! Owns: merging the windows of several keys. May not touch: Redis (pure).
 
 use super::Record;
+use crate::moments::Moments;
+use crate::sketch::Sketch;
 
-/// Merges records in the order given (the keys' order fixes the rounding of the merged
-/// moments, so every call over the same keys answers the same bits). Empty records add
+/// Merges the windows of keys in the order given: the moments one after another (the
+/// keys' order fixes their rounding, so every call over the same keys answers the same
+/// bits), the sketches all at once at the end (one dense sum of bucket counts, as a
+/// window's periods are merged, rather than a new store per key). Empty windows add
 /// nothing.
 #[derive(Default)]
-pub struct KeysMerge {
-    merged: Record,
+pub struct KeysMerge<'a> {
+    moments: Moments,
+    sketches: Vec<&'a Sketch>,
 }
 
-impl KeysMerge {
+impl<'a> KeysMerge<'a> {
     /// Adds the window of the next key.
-    pub fn add(&mut self, window: &Record) {
+    pub fn add(&mut self, window: &'a Record) {
         if window.count() > 0 {
-            self.merged.merge(window);
+            self.moments.merge(&window.moments);
+            self.sketches.push(&window.sketch);
         }
     }
 
     /// The union of every window added.
     pub fn finish(self) -> Record {
-        self.merged
+        Record {
+            moments: self.moments,
+            sketch: Sketch::merge_all(self.sketches),
+        }
     }
 }
 
@@ -53,15 +62,21 @@ mod tests {
     fn the_merge_of_keys_is_the_record_of_every_value() {
         let mut rng = Rng(0x4d47_4554);
         let mut all = Vec::new();
-        let mut merge = KeysMerge::default();
+        let mut windows = Vec::new();
         for key in 0..20 {
             let n = rng.below(200) as usize;
             let scale = 1.0 + key as f64 * 10.0;
             let xs: Vec<f64> = (0..n).map(|_| (rng.uniform() - 0.3) * scale).collect();
-            merge.add(&of(&xs));
+            windows.push(of(&xs));
             all.extend(xs);
         }
+        let mut merge = KeysMerge::default();
+        windows.iter().for_each(|w| merge.add(w));
         let merged = merge.finish();
+        // The same as merging the records one by one.
+        let mut one_by_one = Record::default();
+        windows.iter().for_each(|w| one_by_one.merge(w));
+        assert_eq!(merged, one_by_one);
         let whole = of(&all);
         assert_eq!(merged.count(), all.len() as u64);
         // The sketch merges exactly on counts: the same quantiles as one object's.
@@ -87,12 +102,14 @@ mod tests {
     fn the_merged_variance_is_exact_for_large_values() {
         let mut rng = Rng(7);
         let mut all = Vec::new();
-        let mut merge = KeysMerge::default();
+        let mut windows = Vec::new();
         for _ in 0..50 {
             let xs: Vec<f64> = (0..40).map(|_| 1e9 + rng.uniform()).collect();
-            merge.add(&of(&xs));
+            windows.push(of(&xs));
             all.extend(xs);
         }
+        let mut merge = KeysMerge::default();
+        windows.iter().for_each(|w| merge.add(w));
         let got = merge.finish().summary().unwrap().stddev;
         let want = stddev(&all);
         assert!((got - want).abs() <= 1e-6 * want, "{got} {want}");
@@ -100,13 +117,14 @@ mod tests {
 
     #[test]
     fn empty_windows_add_nothing() {
+        let (empty, some) = (Record::default(), of(&[2.0, 4.0]));
         let mut merge = KeysMerge::default();
-        merge.add(&Record::default());
+        merge.add(&empty);
         assert_eq!(merge.finish().summary(), None);
         let mut merge = KeysMerge::default();
-        merge.add(&Record::default());
-        merge.add(&of(&[2.0, 4.0]));
-        merge.add(&Record::default());
-        assert_eq!(merge.finish(), of(&[2.0, 4.0]));
+        merge.add(&empty);
+        merge.add(&some);
+        merge.add(&empty);
+        assert_eq!(merge.finish(), some);
     }
 }

@@ -1,8 +1,8 @@
 //! Read cache of STATS windows, as a plain value (the family owns the one instance: see
 //! `commands::stats::caches`). Per key and per window read lately (its period range
-//! `lo..=hi`, the current period last): the summary STATS.GET answers, and the merge of
-//! the window's closed periods `lo..hi`, which a write to the current period leaves as
-//! it is. A read of a 24-period window then decodes one period instead of 24, and a
+//! `lo..=hi`, the current period last): the summary STATS.GET answers, the merge of the
+//! whole window STATS.MGET and STATS.MQUANTILE merge across keys, and the merge of the
+//! window's closed periods `lo..hi`, which a write to the current period leaves as it is. A read of a 24-period window then decodes one period instead of 24, and a
 //! repeated GET formats a summary it already has.
 //!
 //! Correctness rests on dropping what a change makes wrong, every time the hash changes:
@@ -53,16 +53,19 @@ struct Window {
     closed: Option<Rc<Record>>,
     /// What GET answers for `lo..=hi` (`None`: not known; `Some(None)`: empty).
     summary: Option<Option<Rc<ShownSummary>>>,
+    /// Merge of every period `lo..=hi` (`None`: not known), for the reads across keys.
+    merged: Option<Rc<Record>>,
 }
 
 impl Window {
     fn weight(&self) -> usize {
         WINDOW_OVERHEAD
             + self.summary.as_ref().map_or(0, |_| SUMMARY_BYTES)
-            + self
-                .closed
-                .as_ref()
-                .map_or(0, |r| r.sketch.bucket_count().saturating_mul(16))
+            + [&self.closed, &self.merged]
+                .into_iter()
+                .flatten()
+                .map(|r| r.sketch.bucket_count().saturating_mul(16))
+                .sum::<usize>()
     }
 }
 
@@ -127,6 +130,35 @@ impl WindowCache {
         hi: i64,
     ) -> Option<Rc<Record>> {
         self.find(db, name, settings, lo, hi)?.closed.clone()
+    }
+
+    /// The cached merge of every period of window `lo..=hi` of `name`.
+    pub fn merged(
+        &mut self,
+        db: c_int,
+        name: &[u8],
+        settings: &Settings,
+        lo: i64,
+        hi: i64,
+    ) -> Option<Rc<Record>> {
+        self.find(db, name, settings, lo, hi)?.merged.clone()
+    }
+
+    /// Stores the merge of every period of window `lo..=hi` of `name`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn store_merged(
+        &mut self,
+        db: c_int,
+        name: &[u8],
+        settings: Settings,
+        lo: i64,
+        hi: i64,
+        merged: Rc<Record>,
+        admit: Admit,
+    ) {
+        self.store(db, name, settings, lo, hi, admit, |w| {
+            w.merged = Some(merged)
+        });
     }
 
     /// Stores the summary of window `lo..=hi` of `name`.
@@ -205,6 +237,7 @@ impl WindowCache {
                     hi,
                     closed: None,
                     summary: None,
+                    merged: None,
                 });
                 entry.windows.len() - 1
             }
@@ -244,8 +277,8 @@ impl WindowCache {
         self.bytes
     }
 
-    /// tally wrote period `index` of `name`: every summary of the key may be wrong now,
-    /// and the closed merges that include `index`.
+    /// tally wrote period `index` of `name`: every summary and whole merge of the key may
+    /// be wrong now, and the closed merges that include `index`.
     pub fn wrote(&mut self, db: c_int, name: &[u8], index: i64) {
         let Some(entry) = self.by_db.db(db).and_then(|keys| keys.get_mut(name)) else {
             return;
@@ -253,6 +286,7 @@ impl WindowCache {
         let before = entry.weight(name);
         for w in &mut entry.windows {
             w.summary = None;
+            w.merged = None;
             if (w.lo..w.hi).contains(&index) {
                 w.closed = None;
             }
@@ -315,9 +349,13 @@ mod tests {
             keep: 25,
         };
         assert_eq!(c.summary(0, b"k", &other, 1, 3), None);
+        c.store_merged(0, b"k", S, 1, 3, Rc::new(Record::default()), A);
+        assert!(c.merged(0, b"k", &S, 1, 3).is_some());
+        assert!(c.merged(0, b"k", &S, 2, 3).is_none());
         // A write to the current period keeps the closed merge only.
         c.wrote(0, b"k", 3);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), None);
+        assert!(c.merged(0, b"k", &S, 1, 3).is_none());
         assert!(c.closed(0, b"k", &S, 1, 3).is_some());
         // A write to a closed period drops it too.
         c.wrote(0, b"k", 1);

@@ -308,3 +308,54 @@ fn mget_and_mquantile_declare_their_keys_and_check_each_permission(kind: &Server
     }
     srv.assert_alive();
 }
+
+per_server!(mget_follows_every_change_behind_its_cache);
+/// A repeated MGET answers from the read cache of windows; every change of a key (a
+/// STATS.ADD, a native edit, a DEL, a RENAME) is seen by the next MGET and MQUANTILE.
+fn mget_follows_every_change_behind_its_cache(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = kind.name.as_str();
+    in_one_period(&srv, |_| {
+        add_all(&srv, "c:a", &[1.0, 2.0], None);
+        add_all(&srv, "c:b", &[10.0], None);
+        let mget = || srv.cmd_value(&["STATS.MGET", "2", "c:a", "c:b", "WINDOW", "2h"]);
+        let mq = || srv.cmd_value(&["STATS.MQUANTILE", "2", "c:a", "c:b", "1", "WINDOW", "2h"]);
+        for _ in 0..3 {
+            check_get(k, &mget(), &[1.0, 2.0, 10.0]);
+        }
+        add_all(&srv, "c:b", &[20.0], None);
+        check_get(k, &mget(), &[1.0, 2.0, 10.0, 20.0]);
+        assert_eq!(num(&value_at(&mq(), 0)), 20.0, "{k}");
+        // A native edit of a period: the damaged period reads as missing, as GET reads it.
+        let fields: Vec<String> = hgetall(&srv, "c:b")
+            .into_keys()
+            .filter(|f| f.ends_with(":m"))
+            .collect();
+        assert_eq!(fields.len(), 1, "{k}: {fields:?}");
+        assert_eq!(
+            srv.cmd_value(&["HSET", "c:b", &fields[0], "junk"]),
+            v_int(0)
+        );
+        assert_eq!(
+            srv.cmd_value(&["STATS.GET", "c:b", "WINDOW", "2h"]),
+            v_nil(),
+            "{k}"
+        );
+        check_get(k, &mget(), &[1.0, 2.0]);
+        assert_eq!(srv.cmd_value(&["DEL", "c:a"]), v_int(1));
+        assert_eq!(mget(), v_nil(), "{k}");
+        add_all(&srv, "c:x", &[7.0], None);
+        assert_eq!(srv.cmd_value(&["RENAME", "c:x", "c:a"]), v_ok());
+        check_get(k, &mget(), &[7.0]);
+        assert_eq!(mq(), v_arr(vec![v_bulk("7")]), "{k}");
+    });
+    srv.assert_alive();
+}
+
+/// Item `i` of an array reply.
+fn value_at(v: &Value, i: usize) -> Value {
+    match v {
+        Value::Array(items) => items[i].clone(),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}

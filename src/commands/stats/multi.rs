@@ -75,11 +75,13 @@ fn split_keys<'a>(
 
 /// The union of the keys' windows: each key's `WINDOW` resolved by its own period (a
 /// missing key by the defaults, as GET resolves it, and adds nothing); the first error a
-/// key's GET would give is the reply.
+/// key's GET would give is the reply. Each key's window comes from the read cache of
+/// windows when it holds it (a repeated read of unchanged keys decodes nothing), else
+/// from the hash, and is cached for the next read.
 fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<Record> {
     let now = command_now_ms();
     let db = selected_db(ctx);
-    let mut merge = KeysMerge::default();
+    let mut windows: Vec<Rc<Record>> = Vec::with_capacity(names.len());
     for &name in names {
         // Each handle is closed before the next key opens.
         let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
@@ -91,16 +93,33 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             continue;
         };
         let (lo, hi) = settings.window_range(now, periods);
-        let mut admission = Admission::new(ctx, db, name);
-        merge.add(&window_record(
-            &key,
-            db,
-            name,
-            &settings,
-            lo,
-            hi,
-            &mut admission,
-        ));
+        let cached = caches(|c| c.windows(|w| w.merged(db, name, &settings, lo, hi))).flatten();
+        let merged = match cached {
+            Some(merged) => merged,
+            None => {
+                let mut admission = Admission::new(ctx, db, name);
+                let merged = Rc::new(window_record(
+                    &key,
+                    db,
+                    name,
+                    &settings,
+                    lo,
+                    hi,
+                    &mut admission,
+                ));
+                let admit = admission.admit(&key);
+                let stored = Rc::clone(&merged);
+                caches(|c| {
+                    c.windows(|w| w.store_merged(db, name, settings, lo, hi, stored, admit))
+                });
+                merged
+            }
+        };
+        windows.push(merged);
+    }
+    let mut merge = KeysMerge::default();
+    for window in &windows {
+        merge.add(window);
     }
     Ok(merge.finish())
 }
