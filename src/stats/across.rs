@@ -41,15 +41,8 @@ impl<'a> KeysMerge<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::tests::of;
     use crate::testutil::Rng;
-
-    fn of(xs: &[f64]) -> Record {
-        let mut r = Record::default();
-        for &x in xs {
-            r.add(x);
-        }
-        r
-    }
 
     /// Two-pass sample standard deviation.
     fn stddev(xs: &[f64]) -> f64 {

@@ -79,14 +79,7 @@ impl ReportStat {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn of(xs: &[f64]) -> Record {
-        let mut r = Record::default();
-        for &x in xs {
-            r.add(x);
-        }
-        r
-    }
+    use crate::stats::tests::of;
 
     #[test]
     fn words_parse_in_any_case_and_others_are_refused() {

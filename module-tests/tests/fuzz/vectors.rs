@@ -201,21 +201,7 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                     s(&mut v, &t);
                 }
             } else {
-                if cmd == "STATS.MQUANTILE" {
-                    for _ in 0..1 + rng.below(3) {
-                        let q = if rng.chance(60) {
-                            format!("0.{}", rng.below(100))
-                        } else {
-                            rng.pick(NUMBERS).to_string()
-                        };
-                        s(&mut v, &q);
-                    }
-                }
-                if rng.chance(40) {
-                    s(&mut v, "WINDOW");
-                    let d = rng.pick(DURATIONS).to_string();
-                    s(&mut v, &d);
-                }
+                stats_read_args(rng, cmd, &mut v);
             }
         }
         "TSCOUNTER.SUM" => {
@@ -301,29 +287,7 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, &d);
             }
         }
-        "STATS.GET" | "STATS.QUANTILE" | "STATS.CDF" => {
-            if cmd == "STATS.CDF" {
-                for _ in 0..1 + rng.below(3) {
-                    let x = rng.pick(NUMBERS).to_string();
-                    s(&mut v, &x);
-                }
-            }
-            if cmd == "STATS.QUANTILE" {
-                for _ in 0..1 + rng.below(3) {
-                    let q = if rng.chance(60) {
-                        format!("0.{}", rng.below(100))
-                    } else {
-                        rng.pick(NUMBERS).to_string()
-                    };
-                    s(&mut v, &q);
-                }
-            }
-            if rng.chance(40) {
-                s(&mut v, "WINDOW");
-                let d = rng.pick(DURATIONS).to_string();
-                s(&mut v, &d);
-            }
-        }
+        "STATS.GET" | "STATS.QUANTILE" | "STATS.CDF" => stats_read_args(rng, cmd, &mut v),
         _ => {}
     }
     // Mutations: drop, duplicate or replace one argument.
@@ -341,6 +305,30 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
         }
     }
     v
+}
+
+/// What a STATS read takes after its keys: CDF's values, QUANTILE's and MQUANTILE's
+/// fractions, then sometimes `WINDOW dur`.
+fn stats_read_args(rng: &mut Rng, cmd: &str, v: &mut Vec<Vec<u8>>) {
+    if cmd == "STATS.CDF" {
+        for _ in 0..1 + rng.below(3) {
+            v.push(rng.pick(NUMBERS).as_bytes().to_vec());
+        }
+    }
+    if cmd.ends_with("QUANTILE") {
+        for _ in 0..1 + rng.below(3) {
+            let q = if rng.chance(60) {
+                format!("0.{}", rng.below(100))
+            } else {
+                rng.pick(NUMBERS).to_string()
+            };
+            v.push(q.into_bytes());
+        }
+    }
+    if rng.chance(40) {
+        v.push(b"WINDOW".to_vec());
+        v.push(rng.pick(DURATIONS).as_bytes().to_vec());
+    }
 }
 
 /// `cmd numkeys key [key ...]` of a read across keys: 1 to 4 keys starting with `key`;

@@ -118,47 +118,16 @@ fn report_by_errors_write_nothing(kind: &ServerKind) {
         Value::Int(1)
     ));
     let before = srv.dump_keyspace();
+    // `STATS.ADD s 2 REPORT rk m` and what follows.
+    let report =
+        |tail: &[&'static str]| [&["STATS.ADD", "s", "2", "REPORT", "rk", "m"][..], tail].concat();
     for args in [
-        vec!["STATS.ADD", "s", "2", "REPORT", "rk", "m", "BY"],
-        vec!["STATS.ADD", "s", "2", "REPORT", "rk", "m", "BY", "p95"],
-        vec!["STATS.ADD", "s", "2", "REPORT", "rk", "m", "BY", "min"],
-        vec![
-            "STATS.ADD",
-            "s",
-            "2",
-            "REPORT",
-            "rk",
-            "m",
-            "BY",
-            "KEEP",
-            "3",
-        ],
-        vec![
-            "STATS.ADD",
-            "s",
-            "2",
-            "REPORT",
-            "rk",
-            "m",
-            "BY",
-            "max",
-            "BY",
-            "max",
-        ],
-        vec![
-            "STATS.ADD",
-            "s",
-            "2",
-            "REPORT",
-            "rk",
-            "m",
-            "KEEP",
-            "3",
-            "BY",
-            "max",
-            "KEEP",
-            "3",
-        ],
+        report(&["BY"]),
+        report(&["BY", "p95"]),
+        report(&["BY", "min"]),
+        report(&["BY", "KEEP", "3"]),
+        report(&["BY", "max", "BY", "max"]),
+        report(&["KEEP", "3", "BY", "max", "KEEP", "3"]),
         vec!["STATS.ADD", "new", "2", "REPORT", "rk2", "m", "BY", "p95"],
     ] {
         assert_eq!(

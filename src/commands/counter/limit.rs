@@ -73,8 +73,7 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
 /// All or nothing across the keys: every argument is parsed and every key read, type
 /// checked and decided before the first write; the increment then goes to every key.
 pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if cmdinfo::is_keys_position_request(ctx) {
-        key_positions(ctx, numkeys.as_slice(), rest.len());
+    if cmdinfo::answered_counted_keys(ctx, numkeys.as_slice(), rest.len(), MAX_KEYS) {
         return Ok(Reply::Nil);
     }
     let count = key_count(numkeys.as_slice())?;
@@ -131,15 +130,6 @@ pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Re
 /// `numkeys`: an integer from 1 to [`MAX_KEYS`].
 fn key_count(numkeys: &[u8]) -> Result<usize> {
     parse_key_count(numkeys, MAX_KEYS)
-}
-
-/// Tells the server where MLIMIT's keys are (the key spec says the same, see
-/// [`cmdinfo::counted_keys_at`]). A bad `numkeys` names no key (the command then refuses
-/// it).
-fn key_positions(ctx: &Context, numkeys: &[u8], after: usize) {
-    if let Ok(count) = key_count(numkeys) {
-        cmdinfo::counted_keys_at(ctx, count, after);
-    }
 }
 
 /// The increment: an integer >= 0.

@@ -22,10 +22,7 @@ use crate::store::Key;
 /// checks them); the first error a key's SUM would give is the reply. A key named twice
 /// counts twice.
 pub fn msum(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if cmdinfo::is_keys_position_request(ctx) {
-        if let Ok(count) = parse_key_count(numkeys.as_slice(), MAX_READ_KEYS) {
-            cmdinfo::counted_keys_at(ctx, count, rest.len());
-        }
+    if cmdinfo::answered_counted_keys(ctx, numkeys.as_slice(), rest.len(), MAX_READ_KEYS) {
         return Ok(Reply::Nil);
     }
     let count = parse_key_count(numkeys.as_slice(), MAX_READ_KEYS)?;

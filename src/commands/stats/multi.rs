@@ -6,14 +6,15 @@
 //! Owns: parsing and answering the two reads across keys. May not touch: raw module calls,
 //! writes.
 
+use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
 use crate::stats::KeysMerge;
 
 /// STATS.MGET numkeys key [key ...] [WINDOW dur]
 pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if let Some(reply) = answer_key_positions(ctx, numkeys, rest) {
-        return Ok(reply);
+    if cmdinfo::answered_counted_keys(ctx, numkeys.as_slice(), rest.len(), MAX_READ_KEYS) {
+        return Ok(Reply::Nil);
     }
     let (names, mut args) = split_keys(numkeys, rest)?;
     let window = parse_window(&mut args)?;
@@ -25,42 +26,13 @@ pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Repl
 
 /// STATS.MQUANTILE numkeys key [key ...] q [q ...] [WINDOW dur]
 pub fn mquantile(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if let Some(reply) = answer_key_positions(ctx, numkeys, rest) {
-        return Ok(reply);
-    }
-    let (names, mut args) = split_keys(numkeys, rest)?;
-    let q_args = args.values_until(0, &["WINDOW"]);
-    if q_args.is_empty() {
-        return Err(Error::NotFloat);
-    }
-    let mut qs = Vec::with_capacity(q_args.len());
-    for arg in q_args {
-        qs.push(check_quantile(parse_finite_f64(arg)?)?);
-    }
-    let window = parse_window(&mut args)?;
-    let merged = merge_windows(ctx, names, window)?;
-    if merged.count() == 0 {
+    if cmdinfo::answered_counted_keys(ctx, numkeys.as_slice(), rest.len(), MAX_READ_KEYS) {
         return Ok(Reply::Nil);
     }
-    Ok(Reply::Array(
-        merged
-            .quantiles(&qs)
-            .into_iter()
-            .map(|v| v.map_or(Reply::Nil, Reply::Double))
-            .collect(),
-    ))
-}
-
-/// A keys-position request (cluster routing, CROSSSLOT, GETKEYS on Redis 7.0 and Valkey):
-/// the keys after `numkeys`. A bad `numkeys` names no key (the command then refuses it).
-fn answer_key_positions(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Option<Reply> {
-    if !cmdinfo::is_keys_position_request(ctx) {
-        return None;
-    }
-    if let Ok(count) = parse_key_count(numkeys.as_slice(), MAX_READ_KEYS) {
-        cmdinfo::counted_keys_at(ctx, count, rest.len());
-    }
-    Some(Reply::Nil)
+    let (names, mut args) = split_keys(numkeys, rest)?;
+    let qs = parse_quantiles(&mut args)?;
+    let window = parse_window(&mut args)?;
+    Ok(quantiles_reply(&merge_windows(ctx, names, window)?, &qs))
 }
 
 /// The keys (1 to [`MAX_READ_KEYS`]) and the arguments after them.
