@@ -57,7 +57,30 @@ struct Window {
     merged: Option<Rc<Record>>,
 }
 
+/// Which merge of a window's periods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Span {
+    /// The closed periods `lo..hi`, which a write to the current period leaves as they are.
+    Closed,
+    /// Every period `lo..=hi`, which the reads across keys merge.
+    Whole,
+}
+
 impl Window {
+    fn merge(&self, span: Span) -> &Option<Rc<Record>> {
+        match span {
+            Span::Closed => &self.closed,
+            Span::Whole => &self.merged,
+        }
+    }
+
+    fn merge_mut(&mut self, span: Span) -> &mut Option<Rc<Record>> {
+        match span {
+            Span::Closed => &mut self.closed,
+            Span::Whole => &mut self.merged,
+        }
+    }
+
     fn weight(&self) -> usize {
         WINDOW_OVERHEAD
             + self.summary.as_ref().map_or(0, |_| SUMMARY_BYTES)
@@ -120,44 +143,32 @@ impl WindowCache {
         self.find(db, name, settings, lo, hi)?.summary.clone()
     }
 
-    /// The cached merge of the closed periods `lo..hi` of window `lo..=hi` of `name`.
-    pub fn closed(
+    /// The cached merge `span` of window `lo..=hi` of `name`.
+    pub fn merge(
         &mut self,
         db: c_int,
         name: &[u8],
         settings: &Settings,
-        lo: i64,
-        hi: i64,
+        (lo, hi): (i64, i64),
+        span: Span,
     ) -> Option<Rc<Record>> {
-        self.find(db, name, settings, lo, hi)?.closed.clone()
+        self.find(db, name, settings, lo, hi)?.merge(span).clone()
     }
 
-    /// The cached merge of every period of window `lo..=hi` of `name`.
-    pub fn merged(
-        &mut self,
-        db: c_int,
-        name: &[u8],
-        settings: &Settings,
-        lo: i64,
-        hi: i64,
-    ) -> Option<Rc<Record>> {
-        self.find(db, name, settings, lo, hi)?.merged.clone()
-    }
-
-    /// Stores the merge of every period of window `lo..=hi` of `name`.
+    /// Stores the merge `span` of window `lo..=hi` of `name`.
     #[allow(clippy::too_many_arguments)]
-    pub fn store_merged(
+    pub fn store_merge(
         &mut self,
         db: c_int,
         name: &[u8],
         settings: Settings,
-        lo: i64,
-        hi: i64,
-        merged: Rc<Record>,
+        (lo, hi): (i64, i64),
+        span: Span,
+        merge: Rc<Record>,
         admit: Admit,
     ) {
         self.store(db, name, settings, lo, hi, admit, |w| {
-            w.merged = Some(merged)
+            *w.merge_mut(span) = Some(merge)
         });
     }
 
@@ -175,23 +186,6 @@ impl WindowCache {
     ) {
         self.store(db, name, settings, lo, hi, admit, |w| {
             w.summary = Some(summary)
-        });
-    }
-
-    /// Stores the merge of the closed periods of window `lo..=hi` of `name`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn store_closed(
-        &mut self,
-        db: c_int,
-        name: &[u8],
-        settings: Settings,
-        lo: i64,
-        hi: i64,
-        closed: Rc<Record>,
-        admit: Admit,
-    ) {
-        self.store(db, name, settings, lo, hi, admit, |w| {
-            w.closed = Some(closed)
         });
     }
 
@@ -339,7 +333,8 @@ mod tests {
         let mut c = WindowCache::default();
         assert_eq!(c.summary(0, b"k", &S, 1, 3), None);
         c.store_summary(0, b"k", S, 1, 3, Some(summary_of(3)), A);
-        c.store_closed(0, b"k", S, 1, 3, Rc::new(Record::default()), A);
+        let empty = || Rc::new(Record::default());
+        c.store_merge(0, b"k", S, (1, 3), Span::Closed, empty(), A);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), Some(Some(summary_of(3))));
         // Other db, other window, other settings: misses.
         assert_eq!(c.summary(1, b"k", &S, 1, 3), None);
@@ -349,17 +344,17 @@ mod tests {
             keep: 25,
         };
         assert_eq!(c.summary(0, b"k", &other, 1, 3), None);
-        c.store_merged(0, b"k", S, 1, 3, Rc::new(Record::default()), A);
-        assert!(c.merged(0, b"k", &S, 1, 3).is_some());
-        assert!(c.merged(0, b"k", &S, 2, 3).is_none());
+        c.store_merge(0, b"k", S, (1, 3), Span::Whole, empty(), A);
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Whole).is_some());
+        assert!(c.merge(0, b"k", &S, (2, 3), Span::Whole).is_none());
         // A write to the current period keeps the closed merge only.
         c.wrote(0, b"k", 3);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), None);
-        assert!(c.merged(0, b"k", &S, 1, 3).is_none());
-        assert!(c.closed(0, b"k", &S, 1, 3).is_some());
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Whole).is_none());
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Closed).is_some());
         // A write to a closed period drops it too.
         c.wrote(0, b"k", 1);
-        assert!(c.closed(0, b"k", &S, 1, 3).is_none());
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Closed).is_none());
         c.store_summary(0, b"k", S, 1, 3, None, A);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), Some(None));
         c.forget(0, b"k");

@@ -9,6 +9,7 @@
 use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
+use crate::stats::cache::Span;
 use crate::stats::KeysMerge;
 
 /// STATS.MGET numkeys key [key ...] [WINDOW dur]
@@ -65,7 +66,8 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             continue;
         };
         let (lo, hi) = settings.window_range(now, periods);
-        let cached = caches(|c| c.windows(|w| w.merged(db, name, &settings, lo, hi))).flatten();
+        let cached = caches(|c| c.windows(|w| w.merge(db, name, &settings, (lo, hi), Span::Whole)))
+            .flatten();
         let merged = match cached {
             Some(merged) => merged,
             None => {
@@ -82,7 +84,9 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
                 let admit = admission.admit(&key);
                 let stored = Rc::clone(&merged);
                 caches(|c| {
-                    c.windows(|w| w.store_merged(db, name, settings, lo, hi, stored, admit))
+                    c.windows(|w| {
+                        w.store_merge(db, name, settings, (lo, hi), Span::Whole, stored, admit)
+                    })
                 });
                 merged
             }
