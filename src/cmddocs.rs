@@ -127,6 +127,10 @@ impl Arg {
 /// The first key of every command (key spec 0).
 const KEY: Arg = Arg::new(c"key", Kind::Key(0));
 
+/// `numkeys key [key ...]` of the commands over several keys (key spec 0, counted).
+const NUMKEYS: Arg = integer(c"numkeys");
+const KEYS: Arg = Arg::new(c"key", Kind::Key(0)).multiple();
+
 const fn integer(name: &'static CStr) -> Arg {
     Arg::new(name, Kind::Integer)
 }
@@ -244,8 +248,8 @@ pub static DOCS: &[Doc] = &[
         summary: c"Apply an increment to several counters only if every window of every counter stays within its maximum",
         complexity: c"O(K * (P + S)) where K is the number of keys, P the number of window/max pairs of a key and S the number of slots its windows cover, plus TSCOUNTER.INCRBY's cost per key when the increment is applied",
         args: &[
-            integer(c"numkeys"),
-            Arg::new(c"key", Kind::Key(0)).multiple(),
+            NUMKEYS,
+            KEYS,
             integer(c"increment"),
             block(
                 c"key_limits",
@@ -264,8 +268,8 @@ pub static DOCS: &[Doc] = &[
         summary: c"Sum each window over several counters at once",
         complexity: c"O(K * W * S) where K is the number of keys, W the number of windows and S the number of slots a window covers: the cost of K TSCOUNTER.SUM calls",
         args: &[
-            integer(c"numkeys"),
-            Arg::new(c"key", Kind::Key(0)).multiple(),
+            NUMKEYS,
+            KEYS,
             string(c"window").multiple(),
             AT,
         ],
@@ -411,8 +415,8 @@ pub static DOCS: &[Doc] = &[
         summary: c"Get count, sum, min, max, mean, stddev and percentiles over the values of several objects' windows",
         complexity: c"O(K * P * B) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period: the cost of K STATS.QUANTILE calls",
         args: &[
-            integer(c"numkeys"),
-            Arg::new(c"key", Kind::Key(0)).multiple(),
+            NUMKEYS,
+            KEYS,
             WINDOW,
         ],
     },
@@ -421,8 +425,8 @@ pub static DOCS: &[Doc] = &[
         summary: c"Estimate quantiles over the values of several objects' windows",
         complexity: c"O(K * P * B + Q * log(Q)) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
         args: &[
-            integer(c"numkeys"),
-            Arg::new(c"key", Kind::Key(0)).multiple(),
+            NUMKEYS,
+            KEYS,
             double(c"q").multiple(),
             WINDOW,
         ],
