@@ -326,5 +326,9 @@ def test_asyncio(server, protocol: int, decode: bool, key) -> None:
         assert (summary.count, summary.mean, summary.stddev) == (3, 2.0, 1.0)
         assert await s.quantile(0, 1) == [1.0, 3.0]
         assert (await s.info())["periods"] == 1 and len(await s.range()) == 1
+        assert await s.add(5, report=(key("rank"), "s"), by="max") == 4
+        assert (await t.mget([s.key, key("none")])).max == 5.0
+        assert await t.mquantile([s.key], 0, 1) == [1.0, 5.0]
+        assert await t.msum([c.key, key("none")], "1h", "1d", at=T) == [3, 3]
 
     run_async(server, scenario, protocol=protocol, decode_responses=decode)
