@@ -32,7 +32,6 @@ pub mod layout;
 pub mod limit;
 #[forbid(unsafe_code)]
 pub mod moments;
-#[forbid(unsafe_code)]
 pub mod rank;
 #[forbid(unsafe_code)]
 pub mod sketch;
@@ -58,6 +57,8 @@ mod commands;
 mod config;
 #[cfg(not(test))]
 mod expiry;
+#[cfg(not(test))]
+mod family;
 #[cfg(not(test))]
 mod replicate;
 #[cfg(not(test))]

@@ -4,6 +4,6 @@ export { Throttle } from "./throttle.js";
 export type { AllowOptions, ThrottleDecision } from "./throttle.js";
 export type {
   CounterInfo, Decision, Duration, LeaderboardInfo, LimitOptions, MultiDecision, MultiLimitOptions,
-  StatsInfo, Summary, Timestamp, WindowState, Windows,
+  ReportStat, StatsInfo, Summary, Timestamp, WindowState, Windows,
 } from "./client.js";
 export const VERSION = "0.1.0";
