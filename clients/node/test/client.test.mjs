@@ -2,7 +2,7 @@
 // and RESP3 (and RESP3 maps as Map objects). Times are explicit (`at`), so nothing here depends on the clock.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Tally } from "tally-redis";
+import { Tally, Throttle } from "tally-redis";
 import { CLIENTS, SHAPES, Server, close, connect, keys, serverKinds } from "./harness.mjs";
 
 const HOUR = 3_600_000;
@@ -254,6 +254,24 @@ for (const [name, binary] of serverKinds()) {
             { message: "WRONGTYPE Operation against a key holding the wrong kind of value" });
           assert.equal(Number(await t.send(["EXISTS", key("{m}:new")], key("{m}:new"))), 0);
           await assert.rejects(t.mlimit({ [user]: { "1m": 5 } }, { increment: -1 }), { message: "ERR value is not an integer or out of range" });
+        });
+
+        test("throttle", async () => {
+          // A past second: replies with `at` are exact. 30 a minute, bursts of 15: T = 2 s.
+          const at = (Math.floor(Date.now() / 1000) - 60) * 1000;
+          const d = (allowed, limit, remaining, retryAfterMs, resetAfterMs) =>
+            ({ allowed, limit, remaining, retryAfterMs, resetAfterMs });
+          const th = t.throttle(key("th"));
+          assert.ok(th instanceof Throttle);
+          assert.deepEqual(await th.allow(15, 30, "1m", { at }), d(true, 16, 15, 0, 2000));
+          assert.deepEqual(await th.allow(15, 30, 60_000, { quantity: 15, at: new Date(at) }), d(true, 16, 0, 0, 32000));
+          assert.deepEqual(await th.allow(15, 30, "1m", { at: at + 500 }), d(false, 16, 0, 1500, 31500));
+          assert.deepEqual(await th.allow(15, 30, "1m", { quantity: 17, at: at + 500 }), d(false, 16, 0, -1, 31500));
+          assert.deepEqual(await th.allow(15, 30, "1m", { quantity: 0, at: at + 4000 }), d(true, 16, 2, 0, 28000));
+          // Without `at`: the server's clock; the first request of a fresh key is exact.
+          assert.deepEqual(await t.throttle(key("now")).allow(4, 10, "1s"), d(true, 5, 4, 0, 100));
+          await assert.rejects(th.allow(0, 2_000_000, "1ms"), { message: "ERR rate is too high" });
+          await assert.rejects(th.allow(1, 0, "1s"), { message: "ERR value is not an integer or out of range" });
         });
       });
     }
