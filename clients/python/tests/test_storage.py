@@ -90,7 +90,7 @@ def test_answers_as_limits_own_storage(storage, strategy) -> None:
 
 
 class SlidingModel:
-    """The hits of a sliding window of one second with slots of 2 ms, each known by when
+    """The hits of a sliding window of one second with slots of 5 ms, each known by when
     it leaves the window: one second after the start of its slot, which lies between the
     slots of the clock read before and after its request. A read between `asked` and
     `answered` may count each hit whose leaving falls in between, or not."""
@@ -127,7 +127,7 @@ class SlidingModel:
 @pytest.mark.parametrize("strategy", SLIDING, ids=lambda s: s.__name__)
 def test_sliding_window_forgets_each_hit_one_window_later(storage, strategy) -> None:
     """Hits leave the window one by one, a window after they happened (to a slot,
-    1/500 of the window), not all at once. Every reply is checked against the model at
+    1/200 of the window), not all at once. Every reply is checked against the model at
     both ends of its request, so a busy machine changes what is asserted, never whether
     it holds."""
     limiter = strategy(storage)
@@ -140,7 +140,7 @@ def test_sliding_window_forgets_each_hit_one_window_later(storage, strategy) -> 
     time.sleep(0.5)
     assert model.hit(limiter, item, who)
     model.hit(limiter, item, who)
-    # The first two hits leave the window one second after the start of their slot (2
+    # The first two hits leave the window one second after the start of their slot (5
     # ms), a slot that starts no earlier than `before`'s and no later than `first`'s. The
     # storage reads the clock before its request, in whole milliseconds, so its reset time
     # is never later than that, and early by at most the read's length and a millisecond.
@@ -222,7 +222,7 @@ def test_counters_get_a_resolution_from_the_window(storage, server) -> None:
     assert server.client().get(f"LIMITS:{{{key}}}:fixed-window") == b"1"
     year = limits.parse("5/year")
     assert strategies.MovingWindowRateLimiter(storage).hit(year, who)
-    assert t.counter(f"LIMITS:{{{year.key_for(who)}}}").info()["resolutions"] == [(62_208_000, 500)]
+    assert t.counter(f"LIMITS:{{{year.key_for(who)}}}").info()["resolutions"] == [(155_520_000, 200)]
     strategies.MovingWindowRateLimiter(storage).clear(item, who)
     assert server.client().exists(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed-window") == 0
 
@@ -272,7 +272,7 @@ def test_one_command_per_window_read(storage, server, strategy) -> None:
     calls.pop("config|resetstat", None)
     internal = {name: calls.pop(name) for name in ("hpttl", "memory|usage") if name in calls}
     assert calls == {"tscounter.limit": 3}, internal
-    # The first hit leaves the window a minute after it, to a slot (0.12 s); a reset time
+    # The first hit leaves the window a minute after it, to a slot (0.3 s); a reset time
     # is early by at most its read's length and a millisecond.
     assert all(s.remaining == 3 and first + 60 - 60 / SLOTS_PER_WINDOW - longest <= s.reset_time <= time.time() + 60
                for s in stats)
@@ -292,7 +292,7 @@ def test_a_counter_that_expired_is_created_again(storage, server) -> None:
         time.sleep(0.2)
     assert not server.client().exists(counter)
     assert limiter.hit(item, who) and limiter.hit(item, who) and not limiter.hit(item, who)
-    assert tally.Tally(server.client()).counter(counter).info()["resolutions"] == [(2, 500)]
+    assert tally.Tally(server.client()).counter(counter).info()["resolutions"] == [(5, 200)]
 
 
 @pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.__name__)
@@ -396,7 +396,7 @@ def test_storage_used_directly_with_any_key(storage) -> None:
     asked = time.time()
     start, count = storage.get_moving_window(key, 2, 10)
     early = time.time() - asked + 0.001
-    # Slots of 20 ms; the reset time is early by at most the read's length and a ms.
-    assert count == 2 and now + 10 - 0.02 - early <= start + 10 <= time.time() + 10
+    # Slots of 50 ms; the reset time is early by at most the read's length and a ms.
+    assert count == 2 and now + 10 - 0.05 - early <= start + 10 <= time.time() + 10
     storage.clear(key)
     assert storage.get(key) == 0 and storage.get_moving_window(key, 2, 10)[1] == 0

@@ -7,11 +7,11 @@ its class is made), so `storage_from_string`, flask-limiter and slowapi accept t
 How each strategy maps onto keys, one per limit and identity:
 
 * **moving-window** and **sliding-window-counter**: one counter `LIMITS:{<key>}` whose
-  single resolution cuts the limit's window `W` into `SLOTS_PER_WINDOW` (500) slots of
-  `W/500`, kept for one window. A hit is one `TSCOUNTER.LIMIT key cost W amount`: it
-  counts the hit only if the 500 slots ending now hold at most `amount - cost`. A hit
-  therefore stops counting between `W - W/500` and `W` after it happened (0.998-1.0 W),
-  and no stretch of `0.998 W` ever admits more than `amount`. The sliding window counter
+  single resolution cuts the limit's window `W` into `SLOTS_PER_WINDOW` (200) slots of
+  `W/200`, kept for one window. A hit is one `TSCOUNTER.LIMIT key cost W amount`: it
+  counts the hit only if the 200 slots ending now hold at most `amount - cost`. A hit
+  therefore stops counting between `W - W/200` and `W` after it happened (0.995-1.0 W),
+  and no stretch of `0.995 W` ever admits more than `amount`. The sliding window counter
   is answered by the same exact sliding sum instead of limits' usual estimate from two
   fixed windows, so both strategies admit the same hits.
 * **fixed-window**: one native string `LIMITS:{<key>}:fixed-window`, the count, started
@@ -38,11 +38,13 @@ import redis.asyncio
 
 from . import _protocol as p
 
-SLOTS_PER_WINDOW = 500
+SLOTS_PER_WINDOW = 200
 """Slots per window for the moving and sliding strategies, each kept one window: a hit
-stops counting at most 0.2% of the window before limits' storages forget it, within
-the 1% limits' own tests allow. 1000 ms * expiry is always a multiple of 500, so slots
-are whole milliseconds (2 ms per second of window) and tile the window exactly."""
+stops counting at most 0.5% of the window before limits' storages forget it, within
+the 1% limits' own tests allow, and a counter holds at most 200 slot counts (one per
+slot that holds hits: about 70 bytes each at the server; 500 slots took more memory
+than limits' own list at 1000/minute). 1000 ms * expiry is always a multiple of 200,
+so slots are whole milliseconds (5 ms per second of window) and tile the window."""
 
 FIXED_WINDOW = """\
 local count = redis.call('INCRBY', KEYS[1], ARGV[1])
