@@ -5,7 +5,7 @@ script over a list of timestamps) against tally's storage (one TSCOUNTER.LIMIT).
 
 The server must have tally loaded. For each limit, one identity first gets
 `amount / 2` hits spread evenly over 80% of a window (not measured: this gives the keys
-the shape of steady traffic: tally's counter a stored slot for each 1/500 of the window
+the shape of steady traffic: tally's counter a stored slot for each 1/200 of the window
 that holds a hit, limits' list half its entries), then `amount / 2` hits at once from
 16 threads (all allowed: the window fills) and `amount` more (all refused). The figure
 is the server's own time for the top-level commands of each phase (`INFO commandstats`,

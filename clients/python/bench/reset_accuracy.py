@@ -8,7 +8,7 @@ just before (`before`) and just after (`after`) the hit, then `get_window_stats`
 `reset_time`. The hit happened between `before` and `after`, so limits would reset it
 between `before + W` and `after + W`: the figures are the largest and the mean of
 `after + W - reset_time` (how early tally's reset is at most, the round trip included)
-and the slot (`W / 500`), which bounds it but for the round trip.
+and the slot (`W / SLOTS_PER_WINDOW`, `W / 200`), which bounds it but for the round trip.
 """
 
 from __future__ import annotations
