@@ -21,7 +21,7 @@ WAIT_TESTS := cluster command_docs counter doc_examples faults harness_smoke lim
 	mlimit_cluster notify replication safety_rank stats
 WAIT_TEST_THREADS ?= 6
 
-.PHONY: all deps build run test test-long test-flaky soak unit-test module-test python-test lint bench bench-scale memcheck clean
+.PHONY: all deps build run test test-long test-flaky soak unit-test module-test python-test limits-suite lint bench bench-scale memcheck clean
 
 all: build
 
@@ -41,7 +41,7 @@ run: build
 ## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
 ## then the Python and Node.js clients' tests (~12 minutes on 2 cores). The large cases run
 ## at a size that still shows what they guard (make test-long runs them at full size).
-test: unit-test module-test python-test node-test
+test: unit-test module-test python-test limits-suite node-test
 
 unit-test: deps
 	$(CARGO) test -p tally --lib
@@ -72,6 +72,16 @@ python-test: build
 	cd clients/python && TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		$(CURDIR)/$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider
 
+## make limits-suite: limits' own test suite (its strategy and storage tests, sync and asyncio)
+## on tally:// and async+tally://, from limits' sdist at a pinned version and checksum, fetched
+## into .tools/ (scripts/limits-suite.sh; ~1 minute a server). make test runs it on the first
+## server of TALLY_SERVERS, make test-long on every one.
+comma := ,
+LIMITS_SERVERS ?= $(firstword $(subst $(comma), ,$(TALLY_SERVERS)))
+.PHONY: limits-suite
+limits-suite: build
+	bash scripts/limits-suite.sh "$(LIMITS_SERVERS)" "$(CURDIR)/$(MODULE)"
+
 ## make node-test: the Node.js package (clients/node) built from its lockfile (npm ci), packed
 ## with npm pack, installed into a scratch project under .tools/node-test as a user would, and
 ## its node:test suite run from there against every server of TALLY_SERVERS and a cluster (~1 minute).
@@ -86,10 +96,11 @@ node-test: build
 ## fuzzer's large-object mode at 300k members / slots (thousands in make test), a
 ## 1M-member slot expiring under PINGs (200k), 1M counters in the cache memory cases (100k,
 ## and 30k under maxmemory), 1M-member boards in scale_rank (100k) and 2M counters in
-## scale_schedule (250k).
+## scale_schedule (250k); limits' own suite on every server.
 test-long: build
 	TALLY_LONG=1 $(CARGO) test -p tally --lib
 	$(call module_tests,TALLY_LONG=1)
+	$(MAKE) limits-suite LIMITS_SERVERS="$(TALLY_SERVERS)"
 
 ## make soak: fuzzers and fault scenarios in a loop with fresh random seeds for
 ## SOAK_MINUTES (default 30); failures keep their seed and server logs in target/soak/.

@@ -57,6 +57,9 @@ for run in $(seq 1 "$RUNS"); do
         log=$(mktemp)
         make -s python-test >"$log" 2>&1
         record python "$?" "$log"
+        log=$(mktemp)
+        make -s limits-suite >"$log" 2>&1
+        record limits-suite "$?" "$log"
         if grep -q '^node-test:' Makefile; then
             log=$(mktemp)
             make -s node-test >"$log" 2>&1

@@ -5,12 +5,12 @@ script over a list of timestamps) against tally's storage (one TSCOUNTER.LIMIT).
 
 The server must have tally loaded. For each limit, one identity first gets
 `amount / 2` hits spread evenly over 80% of a window (not measured: this gives the keys
-the shape of steady traffic, tally's counter holding all its 50 slots and limits'
-list half its entries), then `amount / 2` hits at once from 16 threads (all allowed:
-the window fills) and `amount` more (all refused). The figure is the server's own time for the
-top-level commands of each phase (`INFO commandstats`, after `CONFIG RESETSTAT`:
-EVALSHA for limits, TSCOUNTER.* for tally; a script's inner calls are inside its
-time), divided by the hits. Client round trips are not counted.
+the shape of steady traffic: tally's counter a stored slot for each 1/200 of the window
+that holds a hit, limits' list half its entries), then `amount / 2` hits at once from
+16 threads (all allowed: the window fills) and `amount` more (all refused). The figure
+is the server's own time for the top-level commands of each phase (`INFO commandstats`,
+after `CONFIG RESETSTAT`: EVALSHA for limits, TSCOUNTER.* for tally; a script's inner
+calls are inside its time), divided by the hits. Client round trips are not counted.
 """
 
 from __future__ import annotations

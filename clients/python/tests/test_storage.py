@@ -18,7 +18,10 @@ from limits import strategies
 from limits.storage import storage_from_string
 
 import tally
-from tally.storage import SLOTS_PER_WINDOW, window_of
+from tally.storage import FIXED_WINDOW_SHA, SLOTS_PER_WINDOW
+
+SLOT_OF_A_SECOND = 1 / SLOTS_PER_WINDOW
+"""The slot of a sliding window of one second, in seconds."""
 
 SLIDING = (strategies.MovingWindowRateLimiter, strategies.SlidingWindowCounterRateLimiter)
 ALL = (*SLIDING, strategies.FixedWindowRateLimiter)
@@ -59,13 +62,6 @@ def _closed_port() -> int:
     return free_port()
 
 
-def test_window_of_limits_keys() -> None:
-    assert window_of(limits.parse("10/minute").key_for("a/b", "c")) == 60_000
-    assert window_of(limits.parse("3 per 2 hours").key_for("x")) == 7_200_000
-    assert window_of(limits.parse("1/year").key_for()) == 360 * 86_400_000
-    assert window_of("plain") is None and window_of("a/b/c/fortnight") is None
-
-
 def _script(limiter, item, who: str) -> list:
     """A run of hits, tests and clears inside one window; what limits answers."""
     seen = [limiter.get_window_stats(item, who).remaining, limiter.test(item, who)]
@@ -94,7 +90,7 @@ def test_answers_as_limits_own_storage(storage, strategy) -> None:
 
 
 class SlidingModel:
-    """The hits of a sliding window of one second with slots of 20 ms, each known by when
+    """The hits of a sliding window of one second with slots of 5 ms, each known by when
     it leaves the window: one second after the start of its slot, which lies between the
     slots of the clock read before and after its request. A read between `asked` and
     `answered` may count each hit whose leaving falls in between, or not."""
@@ -115,7 +111,8 @@ class SlidingModel:
         answered = time.time()
         assert allowed in {count < self.limit for count in self.counts(asked, answered)}
         if allowed:
-            self.leaves.append((slot_start(asked, 0.02) + 1, slot_start(answered, 0.02) + 1))
+            self.leaves.append((slot_start(asked, SLOT_OF_A_SECOND) + 1,
+                                slot_start(answered, SLOT_OF_A_SECOND) + 1))
         return allowed
 
     def remaining(self, limiter, item, who: str) -> int:
@@ -130,7 +127,7 @@ class SlidingModel:
 @pytest.mark.parametrize("strategy", SLIDING, ids=lambda s: s.__name__)
 def test_sliding_window_forgets_each_hit_one_window_later(storage, strategy) -> None:
     """Hits leave the window one by one, a window after they happened (to a slot,
-    1/50 of the window), not all at once. Every reply is checked against the model at
+    1/200 of the window), not all at once. Every reply is checked against the model at
     both ends of its request, so a busy machine changes what is asserted, never whether
     it holds."""
     limiter = strategy(storage)
@@ -143,11 +140,11 @@ def test_sliding_window_forgets_each_hit_one_window_later(storage, strategy) -> 
     time.sleep(0.5)
     assert model.hit(limiter, item, who)
     model.hit(limiter, item, who)
-    # The first two hits leave the window one second after the start of their slot (20
+    # The first two hits leave the window one second after the start of their slot (5
     # ms), a slot that starts no earlier than `before`'s and no later than `first`'s. The
     # storage reads the clock before its request, in whole milliseconds, so its reset time
     # is never later than that, and early by at most the read's length and a millisecond.
-    earliest, latest = slot_start(before, 0.02) + 1, slot_start(first, 0.02) + 1
+    earliest, latest = slot_start(before, SLOT_OF_A_SECOND) + 1, slot_start(first, SLOT_OF_A_SECOND) + 1
     asked = time.time()
     start, count = storage.get_moving_window(item.key_for(who), item.amount, item.get_expiry())
     answered = time.time()
@@ -169,21 +166,49 @@ def test_sliding_window_forgets_each_hit_one_window_later(storage, strategy) -> 
     assert [model.hit(limiter, item, who) for _ in range(3)][:2] == [True, True]
 
 
-def test_fixed_window_resets_at_the_window_edge(storage) -> None:
+def test_fixed_window_starts_at_its_first_hit(storage, server) -> None:
+    """limits' fixed window: it starts at its first hit and ends `expiry` after it,
+    whatever the clock's second; refused hits count too."""
     limiter = strategies.FixedWindowRateLimiter(storage)
     item = limits.parse("2/second")
     who = ident()
-    # Start just after a second boundary so the three hits share one window.
-    sleep_until(math.floor(time.time()) + 1.02)
+    # Half-way through a second: an epoch-aligned window would end 0.5 s later.
+    sleep_until(math.floor(time.time()) + 1.5)
+    before = time.time()
     assert [limiter.hit(item, who) for _ in range(3)] == [True, True, False]
+    first = time.time()
+    ttl_ms = server.client().pttl(f"LIMITS:{{{item.key_for(who)}}}:fixed-window")
+    assert 1000 - (time.time() - before) * 1000 - 1 <= ttl_ms <= 1000
+    asked = time.time()
     stats = limiter.get_window_stats(item, who)
     assert stats.remaining == 0
-    assert stats.reset_time == pytest.approx(math.floor(time.time()) + 1, abs=0.01)
-    sleep_until(stats.reset_time + 0.01)
+    # The window ends a second after the first hit, which lies between `before` and
+    # `first`; the storage reads the clock before asking, so never late.
+    assert before + 1 - (time.time() - asked) - 0.002 <= stats.reset_time <= first + 1
+    sleep_until(before + 0.8)
+    refused = not limiter.hit(item, who)
+    if time.time() < before + 1:  # answered before the window can have ended
+        assert refused
+    # The key expires a second after the first hit, by `first + 1` at the latest.
+    sleep_until(first + 1.01)
     assert limiter.get_window_stats(item, who).remaining == 2
     assert limiter.hit(item, who)
-    # limits' fixed window counts refused hits too: storage.get is the raw count.
     assert storage.get(item.key_for(who)) == 1
+
+
+def test_fixed_window_script_is_loaded_once(storage, server) -> None:
+    """A server that lacks the script gets it by one `EVAL`; then every hit is the
+    `EVALSHA`."""
+    admin = server.client()
+    admin.script_flush()
+    item = limits.parse("3/minute")
+    who = ident()
+    limiter = strategies.FixedWindowRateLimiter(storage)
+    admin.config_resetstat()
+    assert [limiter.hit(item, who) for _ in range(4)] == [True, True, True, False]
+    calls = _commandstats(admin)
+    assert (calls["evalsha"], calls["eval"]) == (4, 1)
+    assert admin.script_exists(FIXED_WINDOW_SHA) == [True]
 
 
 def test_counters_get_a_resolution_from_the_window(storage, server) -> None:
@@ -193,13 +218,13 @@ def test_counters_get_a_resolution_from_the_window(storage, server) -> None:
     strategies.MovingWindowRateLimiter(storage).hit(item, who)
     strategies.FixedWindowRateLimiter(storage).hit(item, who)
     key = item.key_for(who)
-    assert t.counter(f"LIMITS:{{{key}}}").info()["resolutions"] == [(60_000 // SLOTS_PER_WINDOW, 2 * SLOTS_PER_WINDOW)]
-    assert t.counter(f"LIMITS:{{{key}}}:fixed").info()["resolutions"] == [(60_000, 2)]
+    assert t.counter(f"LIMITS:{{{key}}}").info()["resolutions"] == [(60_000 // SLOTS_PER_WINDOW, SLOTS_PER_WINDOW)]
+    assert server.client().get(f"LIMITS:{{{key}}}:fixed-window") == b"1"
     year = limits.parse("5/year")
     assert strategies.MovingWindowRateLimiter(storage).hit(year, who)
-    assert t.counter(f"LIMITS:{{{year.key_for(who)}}}").info()["resolutions"] == [(622_080_000, 100)]
+    assert t.counter(f"LIMITS:{{{year.key_for(who)}}}").info()["resolutions"] == [(155_520_000, 200)]
     strategies.MovingWindowRateLimiter(storage).clear(item, who)
-    assert server.client().exists(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed") == 0
+    assert server.client().exists(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed-window") == 0
 
 
 def _commandstats(client: redis.Redis) -> dict[str, int]:
@@ -218,10 +243,12 @@ def test_one_command_per_hit(storage, server, strategy) -> None:
     results = [limiter.hit(item, who) for _ in range(10)]
     calls = _commandstats(admin)
     calls.pop("config|resetstat", None)
-    # What the module itself calls through the server (field TTLs on some servers).
-    internal = {name: calls.pop(name) for name in ("hpttl", "memory|usage") if name in calls}
+    # What the module itself calls through the server (field TTLs on some servers), and
+    # the fixed window's script (its calls count as commands too).
+    internal = {name: calls.pop(name) for name in ("hpttl", "memory|usage", "incrby", "pttl")
+                if name in calls}
     assert results == [True] * 4 + [False] * 6
-    command = "tscounter.incrby" if strategy is strategies.FixedWindowRateLimiter else "tscounter.limit"
+    command = "evalsha" if strategy is strategies.FixedWindowRateLimiter else "tscounter.limit"
     assert calls == {command: 10}, internal
 
 
@@ -245,9 +272,9 @@ def test_one_command_per_window_read(storage, server, strategy) -> None:
     calls.pop("config|resetstat", None)
     internal = {name: calls.pop(name) for name in ("hpttl", "memory|usage") if name in calls}
     assert calls == {"tscounter.limit": 3}, internal
-    # The first hit leaves the window a minute after it, to a slot (1.2 s); a reset time
+    # The first hit leaves the window a minute after it, to a slot (0.3 s); a reset time
     # is early by at most its read's length and a millisecond.
-    assert all(s.remaining == 3 and first + 60 - 1.2 - longest <= s.reset_time <= time.time() + 60
+    assert all(s.remaining == 3 and first + 60 - 60 / SLOTS_PER_WINDOW - longest <= s.reset_time <= time.time() + 60
                for s in stats)
     assert limiter.hit(item, who)
 
@@ -258,14 +285,14 @@ def test_a_counter_that_expired_is_created_again(storage, server) -> None:
     who = ident()
     assert limiter.hit(item, who)
     counter = f"LIMITS:{{{item.key_for(who)}}}"
-    # The counter disappears once its slots are gone (2 s idle); this process then
+    # The counter disappears once its slots are gone (1 s idle); this process then
     # sends CREATE again before its next hit.
     deadline = time.time() + 5
     while server.client().exists(counter) and time.time() < deadline:
         time.sleep(0.2)
     assert not server.client().exists(counter)
     assert limiter.hit(item, who) and limiter.hit(item, who) and not limiter.hit(item, who)
-    assert tally.Tally(server.client()).counter(counter).info()["resolutions"] == [(20, 100)]
+    assert tally.Tally(server.client()).counter(counter).info()["resolutions"] == [(5, 200)]
 
 
 @pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.__name__)
@@ -337,7 +364,7 @@ def test_a_counter_deleted_behind_the_storage_still_answers(storage, server, str
     who = ident()
     assert limiter.hit(item, who)
     key = item.key_for(who)
-    assert server.client().delete(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed") == 1
+    assert server.client().delete(f"LIMITS:{{{key}}}", f"LIMITS:{{{key}}}:fixed-window") == 1
     assert limiter.hit(item, who) and limiter.hit(item, who)
     stats = limiter.get_window_stats(item, who)
     assert stats.remaining == 3 and time.time() < stats.reset_time <= time.time() + 61
@@ -357,20 +384,19 @@ def test_uri_variants() -> None:
 
 
 def test_storage_used_directly_with_any_key(storage) -> None:
-    """limits' storage API called with a key that `key_for` did not make: the fixed
-    counter's window is then read from the counter itself."""
+    """limits' storage API called with a key that `key_for` did not make."""
     key = f"direct-{ident()}"
     assert storage.get(key) == 0
     assert storage.incr(key, 10) == 1 and storage.incr(key, 10, amount=4) == 5
     assert storage.get(key) == 5
     now = time.time()
-    assert now < storage.get_expiry(key) <= math.floor(now / 10) * 10 + 10 + 0.01
+    assert now + 10 - 1 < storage.get_expiry(key) <= now + 10
     assert storage.acquire_entry(key, 2, 10) and storage.acquire_entry(key, 2, 10)
     assert not storage.acquire_entry(key, 2, 10)
     asked = time.time()
     start, count = storage.get_moving_window(key, 2, 10)
     early = time.time() - asked + 0.001
-    # Slots of 200 ms; the reset time is early by at most the read's length and a ms.
-    assert count == 2 and now + 10 - 0.2 - early <= start + 10 <= time.time() + 10
+    # Slots of 50 ms; the reset time is early by at most the read's length and a ms.
+    assert count == 2 and now + 10 - 0.05 - early <= start + 10 <= time.time() + 10
     storage.clear(key)
     assert storage.get(key) == 0 and storage.get_moving_window(key, 2, 10)[1] == 0

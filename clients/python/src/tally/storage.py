@@ -4,22 +4,22 @@ Importing `tally` registers both schemes in limits' storage registry (limits has
 plugin discovery: a `Storage` subclass with `STORAGE_SCHEME` registers itself when
 its class is made), so `storage_from_string`, flask-limiter and slowapi accept them.
 
-How each strategy maps onto one tally counter per limit and identity:
+How each strategy maps onto keys, one per limit and identity:
 
 * **moving-window** and **sliding-window-counter**: one counter `LIMITS:{<key>}` whose
-  single resolution cuts the limit's window `W` into `SLOTS_PER_WINDOW` (50) slots of
-  `W/50`, kept for two windows. A hit is one `TSCOUNTER.LIMIT key cost W amount`: it
-  counts the hit only if the 50 slots ending now hold at most `amount - cost`. A hit
-  therefore stops counting between `W - W/50` and `W` after it happened (0.98-1.0 W),
-  and no stretch of `0.98 W` ever admits more than `amount`. The sliding window counter
+  single resolution cuts the limit's window `W` into `SLOTS_PER_WINDOW` (200) slots of
+  `W/200`, kept for one window. A hit is one `TSCOUNTER.LIMIT key cost W amount`: it
+  counts the hit only if the 200 slots ending now hold at most `amount - cost`. A hit
+  therefore stops counting between `W - W/200` and `W` after it happened (0.995-1.0 W),
+  and no stretch of `0.995 W` ever admits more than `amount`. The sliding window counter
   is answered by the same exact sliding sum instead of limits' usual estimate from two
   fixed windows, so both strategies admit the same hits.
-* **fixed-window**: one counter `LIMITS:{<key>}:fixed` with one resolution of `W`
-  (two slots kept); `incr` is `TSCOUNTER.INCRBY`. Windows are aligned to the epoch
-  (`floor(now / W) * W`), not started by the first hit.
+* **fixed-window**: one native string `LIMITS:{<key>}:fixed-window`, the count, started
+  by its first hit and expiring `W` after it, as in limits' own storages: a hit is one
+  `EVALSHA` of `FIXED_WINDOW` (`INCRBY`, and `PEXPIRE` when the key has no expiry).
 
 Time is the server's clock, so application servers with skewed clocks share one
-window. A counter is created with its resolution (`TSCOUNTER.CREATE`, sent in the same
+window. A sliding counter is created with its resolution (`TSCOUNTER.CREATE`, sent in the same
 round trip as the hit) the first time this process writes it and again whenever the
 key may have expired since (an idle counter disappears once all its slots are gone);
 otherwise a hit is the one `TSCOUNTER.LIMIT`.
@@ -27,6 +27,7 @@ otherwise a hit is the one `TSCOUNTER.LIMIT`.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -34,13 +35,30 @@ import limits.aio.storage as aio_storage
 import limits.storage as sync_storage
 import redis
 import redis.asyncio
-from limits.limits import TIME_TYPES
 
 from . import _protocol as p
 
-SLOTS_PER_WINDOW = 50
-"""Slots per window for the moving and sliding strategies: 1000 ms * expiry is always
-a multiple of 50, so slots are whole milliseconds and tile the window exactly."""
+SLOTS_PER_WINDOW = 200
+"""Slots per window for the moving and sliding strategies, each kept one window: a hit
+stops counting at most 0.5% of the window before limits' storages forget it, within
+the 1% limits' own tests allow, and a counter holds at most 200 slot counts (one per
+slot that holds hits: about 70 bytes each at the server; 500 slots took more memory
+than limits' own list at 1000/minute). 1000 ms * expiry is always a multiple of 200,
+so slots are whole milliseconds (5 ms per second of window) and tile the window."""
+
+FIXED_WINDOW = """\
+local count = redis.call('INCRBY', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) == -1 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return count
+"""
+"""A fixed window's hit, as limits defines the window: it starts at its first hit (the
+key has no expiry yet) and ends `ARGV[2]` ms later (the key expires, the count is gone).
+A script, so that the count and the expiry it starts are one atomic command; the server
+replicates its effects (`INCRBY`, then `PEXPIREAT` on Redis 7 and later)."""
+
+FIXED_WINDOW_SHA = hashlib.sha1(FIXED_WINDOW.encode()).hexdigest()
 
 KNOWN_KEYS_MAX = 100_000
 """How many counters a storage remembers as created before it starts afresh."""
@@ -66,15 +84,6 @@ def _client(uri: str, asyncio: bool, options: dict[str, Any]) -> Any:
     return module.from_url(url, **options)
 
 
-def window_of(key: str) -> int | None:
-    """The window in ms of a key made by limits' `RateLimitItem.key_for`
-    (`.../<amount>/<multiples>/<granularity>`), or `None` for another key."""
-    parts = key.rsplit("/", 3)
-    if len(parts) == 4 and parts[2].isdigit() and parts[3] in TIME_TYPES:
-        return int(parts[2]) * TIME_TYPES[parts[3]].seconds * 1000
-    return None
-
-
 class _Plan:
     """What every operation sends and how it reads the replies, for both storages.
 
@@ -94,7 +103,7 @@ class _Plan:
 
     def fixed_key(self, key: str) -> str:
         # Same hash tag as the sliding key: one DEL clears both, in a cluster too.
-        return f"{self.key_prefix}:{{{key}}}:fixed"
+        return f"{self.key_prefix}:{{{key}}}:fixed-window"
 
     def _creating(self, counter: str, resolution: str, command: p.Command) -> list[p.Command]:
         """`command`, preceded by the counter's `CREATE` unless it surely exists."""
@@ -131,30 +140,12 @@ class _Plan:
             # A check only: it writes nothing, so it never needs to create.
             commands = [limit_cmd]
         else:
-            commands = self._creating(counter, f"{slot}:{2 * SLOTS_PER_WINDOW}", limit_cmd)
+            commands = self._creating(counter, f"{slot}:{SLOTS_PER_WINDOW}", limit_cmd)
         allowed = bool(int(self._reply_of((yield commands))[0]))
-        if amount > 0:
-            # Allowed: the hit's slot is kept two windows. Refused: the window holds a
-            # hit, whose slot is kept at least one more window.
-            self._written(counter, (2 * window if allowed else window) - slot)
+        if allowed and amount > 0:
+            # The hit's slot is kept one window from its start: at least `window - slot`.
+            self._written(counter, window - slot)
         return allowed
-
-    def _slots(self, counter: str, resolution: int, window: int) -> p.Op[tuple[list, int]]:
-        """`(rows, now's slot start)` of `counter`'s resolution, every kept slot with
-        zeros (the last row is now's slot), or `([], 0)` for a missing counter.
-
-        A counter the server made with its default resolutions (deleted behind this
-        process's back, then written again) has no such resolution: its window sum
-        then stands in as one row, as if it were all in now's slot.
-        """
-        reply = (yield p.Tolerant([("TSCOUNTER.RANGE", counter, resolution, "EMPTY")]))[0]
-        if isinstance(reply, redis.ResponseError) and "has no resolution" in str(reply):
-            count = p.integers((yield [("TSCOUNTER.SUM", counter, window)])[0])[0]
-            now = int(time.time() * 1000)
-            return [(now, count)], now
-        p.raise_errors([reply])
-        rows = p.int_pairs(reply)
-        return rows, (rows[-1][0] if rows else 0)
 
     def moving_window(self, key: str, expiry: int) -> p.Op[tuple[float, int]]:
         """`(start, count)`: the hits in the window and `start` such that
@@ -187,35 +178,28 @@ class _Plan:
     # ------------------------------------------------------------ fixed ----
 
     def incr(self, key: str, expiry: int, amount: int) -> p.Op[int]:
-        window = expiry * 1000
+        """Adds `amount` to the fixed window's count: one `EVALSHA` of `FIXED_WINDOW`
+        (one `EVAL` the first time a server has not seen it); `amount == 0` only reads."""
+        if amount == 0:
+            return (yield from self.get(key))
         counter = self.fixed_key(key)
-        command = ("TSCOUNTER.INCRBY", counter, amount)
-        commands = self._creating(counter, f"{window}:2", command) if amount > 0 else [command]
-        count = int(self._reply_of((yield commands)))
-        if amount > 0:
-            # The current slot of two is kept at least one more window.
-            self._written(counter, window)
-        return count
-
-    def _current_slot(self, key: str) -> p.Op[tuple[int, int, int] | None]:
-        """`(start, count, window)` of the fixed counter's current slot, or `None`."""
-        counter = self.fixed_key(key)
-        window = window_of(key)
-        if window is None:
-            info = p.mapping((yield [("TSCOUNTER.INFO", counter)])[0])
-            if info is None:
-                return None
-            window = int(info["resolutions"][0][0])
-        rows, now_slot = yield from self._slots(counter, window, window)
-        return (now_slot, rows[-1][1], window) if rows else None
+        args = (1, counter, amount, expiry * 1000)
+        reply = (yield p.Tolerant([("EVALSHA", FIXED_WINDOW_SHA, *args)]))[0]
+        if isinstance(reply, redis.exceptions.NoScriptError):
+            reply = (yield [("EVAL", FIXED_WINDOW, *args)])[0]
+        p.raise_errors([reply])
+        return int(reply)
 
     def get(self, key: str) -> p.Op[int]:
-        current = yield from self._current_slot(key)
-        return 0 if current is None else current[1]
+        reply = (yield [("GET", self.fixed_key(key))])[0]
+        return 0 if reply is None else int(reply)
 
     def get_expiry(self, key: str) -> p.Op[float]:
-        current = yield from self._current_slot(key)
-        return time.time() if current is None else (current[0] + current[2]) / 1000
+        """When the fixed window ends (epoch seconds), or now for no window. The clock
+        is read before the request, so the time is never later than the key's expiry."""
+        asked_ms = time.time_ns() // 1_000_000
+        ttl_ms = int((yield [("PTTL", self.fixed_key(key))])[0])
+        return (asked_ms + max(ttl_ms, 0)) / 1000
 
     # ------------------------------------------------------------ admin ----
 
