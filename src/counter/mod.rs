@@ -139,6 +139,7 @@ impl Counter {
 
 mod fields;
 mod increment;
+pub mod mirrors;
 mod ordered;
 mod reads;
 mod recent_writes;
