@@ -55,6 +55,8 @@ mod commands;
 #[cfg(not(test))]
 mod config;
 #[cfg(not(test))]
+mod events;
+#[cfg(not(test))]
 mod expiry;
 #[cfg(not(test))]
 mod replicate;
@@ -72,7 +74,7 @@ mod module {
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::{cmdinfo, commands, config, expiry, server};
+    use crate::{cmdinfo, commands, config, events, expiry, server};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let checked = server::check_api()
@@ -84,7 +86,7 @@ mod module {
                     .try_for_each(|command| cmdinfo::register(ctx, command))
             })
             // Last, once nothing else can fail: subscriptions and the timer.
-            .and_then(|()| server::register_hooks(ctx, commands::HOOKS));
+            .and_then(|()| events::register_hooks(ctx, commands::HOOKS));
         if let Err(e) = checked {
             ctx.log_warning(&format!("tally: {e}; not loading"));
             return Status::Err;

@@ -7,7 +7,6 @@
 //! Owns: these structures. May not touch: Redis (pure).
 
 pub mod due_queue;
-pub mod inline_vec;
 pub mod memo_map;
 pub mod name_set;
 pub mod sharded_map;

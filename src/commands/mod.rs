@@ -17,8 +17,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::{Context, NotifyEvent, RedisValue};
 
 use crate::cmdinfo::Command;
+use crate::events::Hooks;
 use crate::expiry::{Visit, Visitor};
-use crate::server::Hooks;
 use crate::store::{Key, KeyKind};
 
 /// Everything the layer around the families needs of each: its marker word, its expiry
@@ -107,7 +107,7 @@ pub fn is_tally_event(event: &str) -> bool {
 /// it keeps of the key, and the key leaves the event filter and the expiry schedule.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
     let db = crate::server::selected_db(ctx);
-    crate::server::untrack(db, name);
+    crate::events::untrack(db, name);
     FAMILIES.iter().for_each(|family| (family.forget)(db, name));
     crate::expiry::unschedule(ctx, name);
 }
@@ -167,7 +167,7 @@ fn loading(ended: bool) {
 
 fn info_fields() -> Vec<(&'static CStr, i64)> {
     let (stats, tracked, backlog, scanning) = crate::expiry::stats();
-    let (filter_keys, filter_bytes) = crate::server::tracked_keys();
+    let (filter_keys, filter_bytes) = crate::events::tracked_keys();
     let mut fields = vec![
         (c"tracked_objects", tracked as i64),
         (c"timer_ticks", stats.timer_ticks as i64),

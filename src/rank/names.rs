@@ -2,12 +2,12 @@
 //! derived key belongs to. Pure: no Redis imports.
 
 use crate::args::parse_i64;
-use crate::collections::inline_vec::InlineVec;
+use smallvec::SmallVec;
 
 use super::*;
 
 /// A derived key's name, built on the stack when short (every INCRBY builds two).
-pub type KeyName = InlineVec<u8, 64>;
+pub type KeyName = SmallVec<[u8; 64]>;
 
 /// Name of the meta hash of leaderboard `base`.
 pub fn meta_key(base: &[u8]) -> KeyName {

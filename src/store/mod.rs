@@ -98,24 +98,28 @@ impl Drop for RStr {
 /// Fires the keyspace event `event` of class `class` on the key `name` (clients see it when
 /// `notify-keyspace-events` includes the class; modules always do).
 pub fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, name: &RedisString) {
-    // SAFETY: live context, NUL-terminated event name, a live key name string.
-    unsafe {
-        api!(RedisModule_NotifyKeyspaceEvent)(ctx.ctx, class.bits(), event.as_ptr(), name.inner)
-    };
+    crate::events::raise_own_event(event, || {
+        // SAFETY: live context, NUL-terminated event name, a live key name string.
+        unsafe {
+            api!(RedisModule_NotifyKeyspaceEvent)(ctx.ctx, class.bits(), event.as_ptr(), name.inner)
+        }
+    });
 }
 
 /// [`notify`] for a key named by bytes (a derived or declared key other than the first).
 pub fn notify_bytes(ctx: &Context, class: NotifyEvent, event: &CStr, name: &[u8]) {
     if let Some(name) = RStr::new(name) {
-        // SAFETY: as above.
-        unsafe {
-            api!(RedisModule_NotifyKeyspaceEvent)(
-                ctx.ctx,
-                class.bits(),
-                event.as_ptr(),
-                name.as_ptr(),
-            )
-        };
+        crate::events::raise_own_event(event, || {
+            // SAFETY: as above.
+            unsafe {
+                api!(RedisModule_NotifyKeyspaceEvent)(
+                    ctx.ctx,
+                    class.bits(),
+                    event.as_ptr(),
+                    name.as_ptr(),
+                )
+            }
+        });
     }
 }
 
@@ -223,7 +227,7 @@ impl Key {
             // SAFETY: as above.
             let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
             // SAFETY: `name` is live for the call.
-            crate::server::track(db, unsafe { borrowed_bytes(name) });
+            crate::events::track(db, unsafe { borrowed_bytes(name) });
         }
         Key {
             ptr: ptr.cast::<raw::RedisModuleKey>(),

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::collections::inline_vec::InlineVec;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
@@ -26,6 +25,7 @@ use crate::server::{command_now_ms, selected_db};
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
+use smallvec::SmallVec;
 
 use super::check_cluster;
 use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
@@ -86,14 +86,14 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
 /// A parsed INCRBY.
 struct Increments<'a> {
     /// `(increment, member)`, in order (on the stack when few).
-    pairs: InlineVec<(i64, &'a [u8]), INLINE_PAIRS>,
+    pairs: SmallVec<[(i64, &'a [u8]); INLINE_PAIRS]>,
     /// The `AT` timestamp, if given.
     at: Option<i64>,
 }
 
 fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
     let mut args = Args::new(rest);
-    let mut pairs = InlineVec::new();
+    let mut pairs = SmallVec::new();
     let mut at = None;
     while !args.is_done() {
         if args.eat_keyword("AT") {
@@ -336,10 +336,10 @@ struct Change<'a> {
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
     target: &Target,
-) -> Result<(Vec<Change<'a>>, InlineVec<i64, INLINE_PAIRS>)> {
+) -> Result<(Vec<Change<'a>>, SmallVec<[i64; INLINE_PAIRS]>)> {
     let mut changes: Vec<Change> = Vec::with_capacity(pairs.len());
     let mut index_of: HashMap<&[u8], usize> = HashMap::new();
-    let mut replies = InlineVec::new();
+    let mut replies = SmallVec::new();
     let by_map = pairs.len() > LINEAR_LOOKUP_MAX;
     for &(increment, member) in pairs {
         let found = if by_map {
