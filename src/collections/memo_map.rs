@@ -6,6 +6,10 @@
 //! the index maps a name to its entry. The remembered entry is checked by its name before
 //! use, so a removal or replacement can never make it answer for another name.
 //!
+//! Why not a plain `HashMap` of the names: measured by `measured.rs`, a hot key looked up
+//! again and again among 100k names costs 11 ns here and 55 ns in a `HashMap` with std's
+//! hasher, on every command of a hot counter.
+//!
 //! Owns: that data structure. May not touch: Redis (pure).
 
 use std::collections::HashMap;
