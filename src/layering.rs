@@ -8,16 +8,16 @@ use std::path::{Path, PathBuf};
 
 /// Files allowed to call the module API directly.
 const FFI_LAYER: [&str; 10] = [
-    "server.rs",
-    "events.rs",
-    "cmdinfo.rs",
-    "reply.rs",
-    "replicate.rs",
-    "store/mod.rs",
-    "store/acl.rs",
-    "store/field_ttl.rs",
-    "store/scan.rs",
-    "store/zset.rs",
+    "host/server.rs",
+    "host/events.rs",
+    "host/cmdinfo.rs",
+    "host/reply.rs",
+    "host/replicate.rs",
+    "host/store/mod.rs",
+    "host/store/acl.rs",
+    "host/store/field_ttl.rs",
+    "host/store/scan.rs",
+    "host/store/zset.rs",
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`).
@@ -117,12 +117,12 @@ fn every_module_api_function_called_is_checked_at_load() {
     let sources = sources();
     let server = sources
         .iter()
-        .find(|(name, _)| name == "server.rs")
+        .find(|(name, _)| name == "host/server.rs")
         .map(|(_, text)| text.as_str())
         .unwrap_or_default();
     let list_start = server
         .find("required_api! {")
-        .expect("required_api! list in server.rs");
+        .expect("required_api! list in host/server.rs");
     let list = server.get(list_start..).unwrap_or_default();
     let list = list.get(..list.find('}').unwrap_or(0)).unwrap_or_default();
     let mut calls = 0;
@@ -259,14 +259,14 @@ fn the_bench_floor_subscribes_to_the_classes_tally_subscribes_to() {
     let sources = sources();
     let events = sources
         .iter()
-        .find(|(name, _)| name == "events.rs")
+        .find(|(name, _)| name == "host/events.rs")
         .map(|(_, text)| text.as_str())
         .unwrap_or_default();
     let body = events
         .split("pub fn keyspace_classes() -> NotifyEvent {")
         .nth(1)
         .and_then(|rest| rest.split('}').next())
-        .expect("keyspace_classes in events.rs");
+        .expect("keyspace_classes in host/events.rs");
     let mut tally: Vec<String> = body
         .split("NotifyEvent::")
         .skip(1)

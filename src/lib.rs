@@ -5,9 +5,10 @@
 //!   `rank`, `stats`, `moments`, `sketch`, `limit`, `error`, `collections` (the data
 //!   structures tally writes itself); `cmddocs` (the version and the commands'
 //!   documentation, pure data);
-//! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
-//!   databases, role, event hooks), `store` (keys, hashes, sorted sets, scans, ACL),
-//!   `replicate` (effects), `reply`, `cmdinfo` (command table entries, registration);
+//! * the FFI layer in `host/`, the only code with raw module calls: `server` (API check,
+//!   clock, databases, role), `events` (keyspace and server events, tracked names),
+//!   `store` (keys, hashes, sorted sets, scans, ACL), `replicate` (effects), `reply`,
+//!   `cmdinfo` (command table entries, registration), `config`;
 //! * `expiry`: the schedule (a `collections::due_queue`) and the one timer, calling the families through
 //!   a visitor;
 //! * `commands/`: the family registry (commands, hooks, state), one folder per family.
@@ -49,23 +50,13 @@ mod proptests;
 mod testutil;
 
 #[cfg(not(test))]
-mod cmdinfo;
-#[cfg(not(test))]
 mod commands;
-#[cfg(not(test))]
-mod config;
-#[cfg(not(test))]
-mod events;
 #[cfg(not(test))]
 mod expiry;
 #[cfg(not(test))]
-mod replicate;
+mod host;
 #[cfg(not(test))]
-mod reply;
-#[cfg(not(test))]
-mod server;
-#[cfg(not(test))]
-mod store;
+use host::{cmdinfo, config, events, replicate, reply, server, store};
 
 /// The Redis-facing part: module registration, configs and init. Left out of
 /// `cargo test`, whose plain test binary has no server to allocate from.

@@ -5,7 +5,7 @@
 //! May not touch: raw module calls (those live in `store`, `reply`, `cmdinfo`,
 //! `replicate` and `server`).
 
-pub mod caches;
+pub mod cache_budget;
 pub mod counter;
 pub mod rank;
 pub mod stats;
@@ -177,7 +177,7 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"max_tick_us", stats.max_tick_us as i64),
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
-        (c"cache_bytes", caches::bytes() as i64),
+        (c"cache_bytes", cache_budget::bytes() as i64),
         (c"state_bytes", state_bytes() as i64),
         (
             c"cache_max_memory",

@@ -30,8 +30,8 @@ use crate::moments::Moments;
 use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
-pub mod cache;
 mod field;
+pub mod window_cache;
 
 pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};
 

@@ -584,5 +584,5 @@ fn build_mirror(
 
 /// What the mirrors may hold now: the counters' share of the read caches' budget.
 fn budget() -> usize {
-    crate::commands::caches::budget_of(crate::layout::COUNTER)
+    crate::commands::cache_budget::budget_of(crate::layout::COUNTER)
 }

@@ -20,7 +20,7 @@ use crate::layout::MARKER_FIELD;
 use crate::replicate::{Effects, HashEffects};
 use crate::reply::Reply;
 use crate::server::{command_now_ms, selected_db};
-use crate::stats::cache::Admit;
+use crate::stats::window_cache::Admit;
 use crate::stats::{
     check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, Settings,
     ShownSummary,
@@ -28,15 +28,15 @@ use crate::stats::{
 use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
 
-mod caches;
 mod periods;
+mod stats_memory;
 mod window_reads;
 
-use caches::caches;
+use stats_memory::caches;
 
-/// Estimated bytes the family holds in memory (its read cache of windows).
-pub use caches::bytes as cache_bytes;
 use periods::*;
+/// Estimated bytes the family holds in memory (its read cache of windows).
+pub use stats_memory::bytes as cache_bytes;
 pub use window_reads::{cdf, get, quantile};
 
 /// The family's commands, one line each (see [`Command`]).
@@ -429,7 +429,7 @@ impl<'a> Admission<'a> {
         if let Some(answer) = self.answer {
             return answer;
         }
-        let limit = super::caches::stats_budget();
+        let limit = super::cache_budget::stats_budget();
         let (db, name) = (self.db, self.name);
         let new_key = limit > 0
             && (caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false)

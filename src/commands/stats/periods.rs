@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use super::caches::caches;
+use super::stats_memory::caches;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::stats::{field, parse_field, Part, PeriodMerge, Record, Settings};
