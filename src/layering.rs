@@ -152,8 +152,8 @@ fn pure_modules_import_nothing_from_redis() {
         if PURE.contains(&module) {
             checked += 1;
             assert!(
-                !text.contains("redis_module") && !text.contains("crate::store"),
-                "{name} is pure arithmetic and may not import Redis or the store"
+                !text.contains("redis_module") && !text.contains("crate::host"),
+                "{name} is pure arithmetic and may not import Redis or the FFI layer"
             );
         }
     }

@@ -55,8 +55,6 @@ mod commands;
 mod expiry;
 #[cfg(not(test))]
 mod host;
-#[cfg(not(test))]
-use host::{cmdinfo, config, events, replicate, reply, server, store};
 
 /// The Redis-facing part: module registration, configs and init. Left out of
 /// `cargo test`, whose plain test binary has no server to allocate from.
@@ -65,7 +63,8 @@ mod module {
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::{cmdinfo, commands, config, events, expiry, server};
+    use crate::host::{cmdinfo, config, events, server};
+    use crate::{commands, expiry};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let checked = server::check_api()

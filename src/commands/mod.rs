@@ -16,10 +16,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::{Context, NotifyEvent, RedisValue};
 
-use crate::cmdinfo::Command;
-use crate::events::Hooks;
 use crate::expiry::{Visit, Visitor};
-use crate::store::{Key, KeyKind};
+use crate::host::cmdinfo::Command;
+use crate::host::events::Hooks;
+use crate::host::store::{Key, KeyKind};
 
 /// Everything the layer around the families needs of each: its marker word, its expiry
 /// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
@@ -106,8 +106,8 @@ pub fn is_tally_event(event: &str) -> bool {
 /// Tally deleted `name` itself (no keyspace event tells anyone): every family drops what
 /// it keeps of the key, and the key leaves the event filter and the expiry schedule.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
-    let db = crate::server::selected_db(ctx);
-    crate::events::untrack(db, name);
+    let db = crate::host::server::selected_db(ctx);
+    crate::host::events::untrack(db, name);
     FAMILIES.iter().for_each(|family| (family.forget)(db, name));
     crate::expiry::unschedule(ctx, name);
 }
@@ -167,7 +167,7 @@ fn loading(ended: bool) {
 
 fn info_fields() -> Vec<(&'static CStr, i64)> {
     let (stats, tracked, backlog, scanning) = crate::expiry::stats();
-    let (filter_keys, filter_bytes) = crate::events::tracked_keys();
+    let (filter_keys, filter_bytes) = crate::host::events::tracked_keys();
     let mut fields = vec![
         (c"tracked_objects", tracked as i64),
         (c"timer_ticks", stats.timer_ticks as i64),
@@ -181,7 +181,7 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"state_bytes", state_bytes() as i64),
         (
             c"cache_max_memory",
-            crate::config::cache_max_memory() as i64,
+            crate::host::config::cache_max_memory() as i64,
         ),
         (c"event_filter_keys", filter_keys as i64),
         (c"event_filter_bytes", filter_bytes as i64),

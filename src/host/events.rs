@@ -12,7 +12,7 @@ use std::os::raw::{c_char, c_int};
 use redis_module::{raw, Context, NotifyEvent};
 
 use crate::collections::name_set::{self, NameSet};
-use crate::server::{api, borrowed_bytes};
+use crate::host::server::{api, borrowed_bytes};
 
 // ---------------------------------------------------------------------- tracked keys
 

@@ -3,7 +3,7 @@
 //! it (`events`: keyspace and server events, the tracked names, `INFO tally`), keys
 //! (`store`: hashes, sorted sets, scans, ACL, field TTLs), replication of effects
 //! (`replicate`), replies (`reply`), the command table's registration (`cmdinfo`) and the
-//! module configs (`config`). The crate root names each of them (`crate::server`, ...).
+//! module configs (`config`).
 //!
 //! Owns: every raw call. May not touch: command logic.
 

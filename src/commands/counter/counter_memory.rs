@@ -14,8 +14,8 @@ use std::os::raw::c_int;
 
 use crate::counter::mirrors::Mirrors;
 use crate::counter::{Counter, RecentWrites, Resolution, Track, STATE_FIELD};
+use crate::host::store::RStr;
 use crate::layout::MARKER_FIELD;
-use crate::store::RStr;
 
 /// The counter family's in-memory state. Each part has its own cell: a command holds the
 /// mirrors while it runs, and a keyspace event can arrive while they are held (opening

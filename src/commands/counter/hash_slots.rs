@@ -15,10 +15,10 @@ use crate::counter::mirrors::{
     Mirror, MirrorAt, Mirrors, HASHTABLE_MIN_FIELDS, MAX_SLOTS_PER_MIRROR,
 };
 use crate::counter::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
+use crate::host::replicate::HashEffects;
+use crate::host::server::{now_ms, selected_db};
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::layout;
-use crate::replicate::HashEffects;
-use crate::server::{now_ms, selected_db};
-use crate::store::{Key, KeyKind, RStr};
 
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
 pub(super) const META_FIELDS: usize = 2;

@@ -12,14 +12,14 @@ use super::hash_slots::{Build, HashSlots};
 use super::load_save::read_counter;
 use super::write;
 use crate::args::{parse_duration, parse_i64, set_once, Args};
-use crate::cmdinfo;
-use crate::config;
 use crate::counter::Counter;
 use crate::error::{Error, Result};
+use crate::host::cmdinfo;
+use crate::host::config;
+use crate::host::reply::Reply;
+use crate::host::server::command_now_ms;
+use crate::host::store::{notify, notify_bytes, Key, KeyKind};
 use crate::limit::{check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS};
-use crate::reply::Reply;
-use crate::server::command_now_ms;
-use crate::store::{notify, notify_bytes, Key, KeyKind};
 use crate::window::effective_time;
 
 /// The options after the pairs, in any order.

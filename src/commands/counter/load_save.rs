@@ -11,9 +11,9 @@ use super::hash_slots::{Build, HashSlots};
 use crate::counter::{parse_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD};
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::server::{now_ms, selected_db};
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::layout::{self, MARKER_FIELD};
-use crate::server::{now_ms, selected_db};
-use crate::store::{Key, KeyKind, RStr};
 
 /// A counter as read from its hash.
 pub(super) struct Loaded {

@@ -8,18 +8,20 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, set_once, Args};
-use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
-use crate::config;
 use crate::counter::{
     finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
+use crate::host::cmdinfo::{
+    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
+};
+use crate::host::config;
+use crate::host::replicate::HashEffects;
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, monotonic_us, selected_db};
+use crate::host::store::{notify, Key, KeyKind};
 use crate::layout::{self, MARKER_FIELD};
-use crate::replicate::HashEffects;
-use crate::reply::Reply;
-use crate::server::{command_now_ms, monotonic_us, selected_db};
-use crate::store::{notify, Key, KeyKind};
 
 mod counter_memory;
 mod hash_slots;

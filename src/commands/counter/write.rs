@@ -10,11 +10,11 @@ use redis_module::{Context, RedisString};
 
 use super::hash_slots::{Build, HashSlots};
 use super::load_save::{load, save, Loaded};
-use crate::config;
 use crate::counter::{Counter, Track, MAX_RESOLUTIONS};
 use crate::error::Result;
 use crate::expiry;
-use crate::store::{Key, KeyKind};
+use crate::host::config;
+use crate::host::store::{Key, KeyKind};
 
 /// A written key's name as bytes and, when there is one, as the command's module string
 /// (replicated without a copy).

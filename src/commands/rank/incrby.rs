@@ -12,18 +12,18 @@ use std::collections::HashMap;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::config;
+use crate::host::replicate::{replicate_strings, Effects};
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::{
     meta_key, score_to_total, slot_key, validate_settings, KeyName, MemberCounts, Meta, MetaLayout,
     MAX_TOTAL,
 };
-use crate::replicate::{replicate_strings, Effects};
-use crate::reply::Reply;
-use crate::server::{command_now_ms, selected_db};
-use crate::store::acl::Acl;
-use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
 

@@ -31,10 +31,10 @@ use redis_module::Context;
 
 use crate::args::parse_i64;
 use crate::expiry::Visit;
+use crate::host::server::monotonic_us;
+use crate::host::store::scan::HashCursor;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::{score_to_total, slot_key, Meta, RankedSet};
-use crate::server::monotonic_us;
-use crate::store::scan::HashCursor;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::slots::count_in;
 use super::state::{self, Next, NextScan};

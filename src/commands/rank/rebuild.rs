@@ -27,15 +27,15 @@ use redis_module::Context;
 
 use crate::error::Result;
 use crate::expiry::{self, Visit};
+use crate::host::replicate::Batch;
+use crate::host::server::{monotonic_us, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::scan::HashCursor;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::{
     meta_key, recount_members, recount_missing, score_to_total, slot_key, sums_over_slots,
     BoardStore, Meta,
 };
-use crate::replicate::Batch;
-use crate::server::{monotonic_us, selected_db};
-use crate::store::acl::Acl;
-use crate::store::scan::HashCursor;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::has_jobs;
 use super::meta::mark_edited;

@@ -11,12 +11,12 @@ use std::collections::HashSet;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::error::{Error, Result};
+use crate::host::replicate::Effects;
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::{meta_key, score_to_total, slot_key, KeyName, Meta, MetaLayout};
-use crate::replicate::Effects;
-use crate::reply::Reply;
-use crate::server::{command_now_ms, selected_db};
-use crate::store::acl::Acl;
-use crate::store::{notify, Key, KeyKind, RStr};
 
 use super::check_cluster;
 use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};

@@ -9,11 +9,11 @@ use redis_module::Context;
 
 use crate::error::Result;
 use crate::expiry;
+use crate::host::replicate::Effects;
+use crate::host::server::selected_db;
+use crate::host::store::acl::Acl;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::{meta_key, slot_key, Meta};
-use crate::replicate::Effects;
-use crate::server::selected_db;
-use crate::store::acl::Acl;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::meta::mark_edited;
 use super::slots::live_totals;

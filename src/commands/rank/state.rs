@@ -30,8 +30,8 @@ use std::mem::size_of;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
+use crate::host::store::scan::HashCursor;
 use crate::rank::{slot_key, JobQueue, Meta, RankedSet, Totals, TotalsBuilder};
-use crate::store::scan::HashCursor;
 
 /// A leaderboard in a database: (db, name its derived keys live under).
 pub(super) type BoardId = (c_int, Vec<u8>);

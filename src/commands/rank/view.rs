@@ -14,10 +14,10 @@ use std::rc::Rc;
 use redis_module::Context;
 
 use crate::expiry::Visit;
+use crate::host::server::monotonic_us;
+use crate::host::store::scan::HashCursor;
+use crate::host::store::{Key, KeyKind};
 use crate::rank::{slot_key, Meta, TotalsBuilder};
-use crate::server::monotonic_us;
-use crate::store::scan::HashCursor;
-use crate::store::{Key, KeyKind};
 use crate::window::{slot_index, slot_start};
 
 use super::lifecycle::has_jobs;

@@ -8,10 +8,10 @@
 use std::cell::{Cell, RefCell};
 use std::os::raw::c_int;
 
+use crate::host::store::RStr;
 use crate::layout::MARKER_FIELD;
 use crate::stats::window_cache::WindowCache;
 use crate::stats::Settings;
-use crate::store::RStr;
 
 /// The family's in-memory state. Commands, timers and keyspace events all run on the
 /// server's main thread, so one instance serves them all.
