@@ -4,8 +4,8 @@
 //!
 //! Why one value: everything here is a cache of what the hashes hold, dropped or rebuilt
 //! at will; seeing it in one place tells what tally keeps in memory for counters, and
-//! what must be forgotten when keys go. A command's own scratch space is not here: it
-//! lives on the command's stack.
+//! what must be forgotten when keys go. Scratch buffers are not here: each lives beside
+//! the code that uses it (`load_save`'s state text, `hash_slots`' slot field names).
 //!
 //! Owns: the counters' in-memory state. May not touch: keys.
 
