@@ -18,7 +18,7 @@ MODULE_TESTS := $(sort $(basename $(notdir $(wildcard module-tests/tests/*.rs)))
 # (new ones too) runs TEST_THREADS at once, after them, so the latency bounds are
 # measured on a machine the suite does not crowd.
 WAIT_TESTS := cluster command_docs counter doc_examples faults harness_smoke limit mlimit \
-	mlimit_cluster notify rank_eviction rank_history replication safety_rank stats
+	mlimit_cluster notify replication safety_rank stats
 WAIT_TEST_THREADS ?= 6
 
 .PHONY: all deps build run test test-long test-flaky soak unit-test module-test python-test lint bench bench-scale memcheck clean

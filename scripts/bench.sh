@@ -363,6 +363,11 @@ counter_fixtures() {
         for d in $(seq 0 179); do echo "TSCOUNTER.INCRBY ring 3 AT $((NOW_MS - d * DAY_MS))"; done
         for s in $(seq 0 3 3599); do echo "TSCOUNTER.INCRBY ring 1 AT $((NOW_MS - s * 1000))"; done
     } | load
+    # Ten endpoints' counters (default resolutions), an event every 10 s over the last
+    # hour each, for the MSUM row.
+    for e in $(seq 0 9); do
+        for s in $(seq 0 10 3599); do echo "TSCOUNTER.INCRBY {ep}:$e 1 AT $((NOW_MS - s * 1000))"; done
+    done | load
     # Seeds 001/003: one update = ZADD known: + HINCRBY for each of 7 precisions.
     SHA_COUNTER=$(cli script load 'local now = tonumber(redis.call("TIME")[1])
 for _, p in ipairs({1, 5, 60, 300, 3600, 18000, 86400}) do
@@ -516,6 +521,18 @@ counter_rows() {
         report "$label" "" ""
     else
         skip_row "$label" TSCOUNTER.MLIMIT
+    fi
+
+    # "Hits of every endpoint": one MSUM of 10 counters (each with events over the last
+    # hour) against the 10 SUMs a client would pipeline, per event 10 calls of SUM.
+    label="TSCOUNTER.MSUM 10 keys / 10 SUMs pipelined"
+    if command_exists tscounter.msum; then
+        native tscounter.sum -- TSCOUNTER.SUM "{ep}:0" 5m
+        native_times 10
+        tally tscounter.msum -- TSCOUNTER.MSUM 10 {ep}:0 {ep}:1 {ep}:2 {ep}:3 {ep}:4 {ep}:5 {ep}:6 {ep}:7 {ep}:8 {ep}:9 5m
+        report "$label" "" ""
+    else
+        skip_row "$label" TSCOUNTER.MSUM
     fi
 }
 

@@ -20,6 +20,15 @@ stats_fixtures() {
                 print line " AT " sprintf("%.0f", now - h * hour)
             }
     }' | load
+    # Ten pages' objects, 1000 values each in the current period, for the MGET row.
+    awk -v now="$NOW_MS" 'BEGIN {
+        srand(7)
+        for (p = 0; p < 10; p++) {
+            line = "STATS.ADD {pg}:" p
+            for (j = 0; j < 1000; j++) line = line " " sprintf("%.3f", 10 + 90 * rand())
+            print line " AT " now
+        }
+    }' | load
     # The hand-built update people write in Lua: per hour one sorted set whose members min,
     # max, count, sum and sumsq hold the running aggregates.
     SHA_STATS=$(cli script load 'local hour = math.floor(tonumber(redis.call("TIME")[1]) / 3600)
@@ -67,6 +76,18 @@ stats_rows() {
     native stats.quantile -- STATS.QUANTILE st:lat 0.5 0.9 0.99 WINDOW 24h
     tally stats.cdf -- STATS.CDF st:lat 20 50 200 WINDOW 24h
     report "STATS.CDF 3 values WINDOW 24h / QUANTILE 3 q" "<=1.5" ""
+
+    # "p99 of every page": one MGET of 10 objects against the 10 GETs a client would
+    # pipeline (and merge itself, which GET's summaries cannot do for quantiles).
+    local label="STATS.MGET 10 keys / 10 GETs pipelined"
+    if command_exists stats.mget; then
+        native stats.get -- STATS.GET "{pg}:0"
+        native_times 10
+        tally stats.mget -- STATS.MGET 10 {pg}:0 {pg}:1 {pg}:2 {pg}:3 {pg}:4 {pg}:5 {pg}:6 {pg}:7 {pg}:8 {pg}:9
+        report "$label" "" ""
+    else
+        skip_row "$label" STATS.MGET
+    fi
 
     native evalsha -r 100000 -- EVALSHA "$SHA_STATS" 1 "lua:__rand_int__" 12.5
     tally stats.add -r 100000 -- STATS.ADD "st:__rand_int__" 12.5

@@ -11,8 +11,8 @@ RUNS=${FLAKY_RUNS:-5}
 # The binaries that bound time (latency, ticks, PINGs), wait for the timer or the clock,
 # or race replicas and clusters.
 read -r -a TESTS <<<"${FLAKY_TESTS:-scale_rank scale_limits scale_schedule scale_caches \
-safety_counter safety_stats safety_rank fuzz_faults faults rank rank_rebuild rank_rem \
-rank_history replication notify_rank cluster stats_cache}"
+safety_counter safety_stats safety_rank fuzz_faults faults rank \
+replication cluster stats_cache}"
 OUT=target/flaky
 mkdir -p "$OUT"
 : "${TALLY_SERVERS:?run through make test-flaky}" "${TALLY_MODULE:?run through make test-flaky}"

@@ -13,7 +13,7 @@ WRAP_DIR="$ROOT/target/memcheck"
 LOGS="$ROOT/target/module-tests-tmp"
 # Test binaries, each optionally with a name filter (`binary:filter`): the 100k-counter
 # memory cases of scale_caches would take hours under valgrind, its field-TTL case not.
-TESTS="${MEMCHECK_TESTS:-stats_cache scale_caches:an_expired safety_counter safety_stats safety_rank rank_meta_cache fuzz_faults}"
+TESTS="${MEMCHECK_TESTS:-stats_cache scale_caches:an_expired safety_counter safety_stats safety_rank fuzz_faults}"
 
 command -v valgrind >/dev/null || { echo "memcheck: valgrind is missing (apt-get install valgrind)"; exit 1; }
 mkdir -p "$WRAP_DIR"

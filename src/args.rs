@@ -125,6 +125,20 @@ pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
     }
 }
 
+/// Most keys one read over several keys (MSUM, MGET, MQUANTILE) takes: its work is this
+/// many keys' own reads, like a pipeline of that many.
+pub const MAX_READ_KEYS: usize = 1000;
+
+/// Parses `numkeys` of a command over a counted list of keys: an integer (else
+/// `ERR value is not an integer or out of range`) from 1 to `max` (else `ERR syntax
+/// error`, as MLIMIT answers).
+pub fn parse_key_count(bytes: &[u8], max: usize) -> Result<usize> {
+    usize::try_from(parse_i64(bytes)?)
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or(Error::Syntax)
+}
+
 /// Timestamps are integers below this (2^53 ms, year ~287,000): exact in a double, and with
 /// any duration added still far from `i64::MAX`.
 pub const TIMESTAMP_LIMIT: i64 = 1 << 53;
@@ -329,6 +343,17 @@ pub fn format_duration(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn key_counts_are_one_to_max() {
+        use super::parse_key_count;
+        assert_eq!(parse_key_count(b"1", 1000), Ok(1));
+        assert_eq!(parse_key_count(b"1000", 1000), Ok(1000));
+        assert_eq!(parse_key_count(b"1001", 1000), Err(Error::Syntax));
+        assert_eq!(parse_key_count(b"0", 1000), Err(Error::Syntax));
+        assert_eq!(parse_key_count(b"-1", 1000), Err(Error::Syntax));
+        assert_eq!(parse_key_count(b"x", 1000), Err(Error::NotInteger));
+    }
+
     use super::*;
 
     /// Keywords read as the old `String` did: upper-cased ASCII, at most 32 bytes, and

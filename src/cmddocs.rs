@@ -127,6 +127,10 @@ impl Arg {
 /// The first key of every command (key spec 0).
 const KEY: Arg = Arg::new(c"key", Kind::Key(0));
 
+/// `numkeys key [key ...]` of the commands over several keys (key spec 0, counted).
+const NUMKEYS: Arg = integer(c"numkeys");
+const KEYS: Arg = Arg::new(c"key", Kind::Key(0)).multiple();
+
 const fn integer(name: &'static CStr) -> Arg {
     Arg::new(name, Kind::Integer)
 }
@@ -244,8 +248,8 @@ pub static DOCS: &[Doc] = &[
         summary: c"Apply an increment to several counters only if every window of every counter stays within its maximum",
         complexity: c"O(K * (P + S)) where K is the number of keys, P the number of window/max pairs of a key and S the number of slots its windows cover, plus TSCOUNTER.INCRBY's cost per key when the increment is applied",
         args: &[
-            integer(c"numkeys"),
-            Arg::new(c"key", Kind::Key(0)).multiple(),
+            NUMKEYS,
+            KEYS,
             integer(c"increment"),
             block(
                 c"key_limits",
@@ -257,6 +261,17 @@ pub static DOCS: &[Doc] = &[
             .multiple(),
             AT,
             pure_token(c"details", c"DETAILS").optional(),
+        ],
+    },
+    Doc {
+        command: c"tscounter.msum",
+        summary: c"Sum each window over several counters at once",
+        complexity: c"O(K * W * S) where K is the number of keys, W the number of windows and S the number of slots a window covers: the cost of K TSCOUNTER.SUM calls",
+        args: &[
+            NUMKEYS,
+            KEYS,
+            string(c"window").multiple(),
+            AT,
         ],
     },
     Doc {
@@ -333,8 +348,8 @@ pub static DOCS: &[Doc] = &[
     },
     Doc {
         command: c"stats.add",
-        summary: c"Add values to the statistics of their period, optionally ranking the period's mean",
-        complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking",
+        summary: c"Add values to the statistics of their period, optionally ranking the period by its mean or another statistic",
+        complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking, and O(B) more to rank by a quantile (BY p50, p90 or p99)",
         args: &[
             KEY,
             double(c"value").multiple(),
@@ -345,6 +360,20 @@ pub static DOCS: &[Doc] = &[
                     Arg::new(c"rankkey", Kind::Key(1)),
                     string(c"member"),
                     integer(c"n").token(c"KEEP").optional(),
+                    Arg {
+                        args: &[
+                            pure_token(c"mean", c"MEAN"),
+                            pure_token(c"max", c"MAX"),
+                            pure_token(c"count", c"COUNT"),
+                            pure_token(c"sum", c"SUM"),
+                            pure_token(c"p50", c"P50"),
+                            pure_token(c"p90", c"P90"),
+                            pure_token(c"p99", c"P99"),
+                        ],
+                        ..Arg::new(c"stat", Kind::OneOf)
+                    }
+                    .token(c"BY")
+                    .optional(),
                 ],
             )
             .token(c"REPORT")
@@ -380,6 +409,27 @@ pub static DOCS: &[Doc] = &[
         summary: c"Show a statistics object's period, keep, stored periods and memory",
         complexity: c"O(min(F, K)) where F is the number of fields of the object's hash and K its KEEP (at most 2000)",
         args: &[KEY],
+    },
+    Doc {
+        command: c"stats.mget",
+        summary: c"Get count, sum, min, max, mean, stddev and percentiles over the values of several objects' windows",
+        complexity: c"O(K * P * B) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period: the cost of K STATS.QUANTILE calls",
+        args: &[
+            NUMKEYS,
+            KEYS,
+            WINDOW,
+        ],
+    },
+    Doc {
+        command: c"stats.mquantile",
+        summary: c"Estimate quantiles over the values of several objects' windows",
+        complexity: c"O(K * P * B + Q * log(Q)) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
+        args: &[
+            NUMKEYS,
+            KEYS,
+            double(c"q").multiple(),
+            WINDOW,
+        ],
     },
 ];
 

@@ -10,7 +10,7 @@
 pub const MARKER_FIELD: &str = "_tally";
 /// A counter's per-resolution bookkeeping (see `crate::counter`).
 pub const COUNTER_STATE_FIELD: &str = "_state";
-/// A leaderboard meta's live slot range `first last` (see `crate::rank`).
+/// A leaderboard meta's live slot range `first last` (see `crate::rank::model`).
 pub const RANK_SLOTS_FIELD: &str = "_slots";
 /// Present on a leaderboard meta whose parts a user edited natively (quarantine).
 pub const RANK_EDITED_FIELD: &str = "_edited";

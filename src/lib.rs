@@ -33,7 +33,6 @@ pub mod layout;
 pub mod limit;
 #[forbid(unsafe_code)]
 pub mod moments;
-#[forbid(unsafe_code)]
 pub mod rank;
 #[forbid(unsafe_code)]
 pub mod sketch;
@@ -53,6 +52,8 @@ mod testutil;
 mod commands;
 #[cfg(not(test))]
 mod expiry;
+#[cfg(not(test))]
+mod family;
 #[cfg(not(test))]
 mod host;
 

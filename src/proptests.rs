@@ -119,10 +119,10 @@ proptest! {
         let _ = crate::stats::parse_keep(&bytes);
         let _ = crate::stats::parse_field(&bytes);
         let _ = crate::stats::Settings::from_marker(&bytes);
-        let _ = crate::rank::Meta::from_fields(&bytes, None);
-        let _ = crate::rank::Meta::from_fields(&bytes, Some(&bytes));
-        let _ = crate::rank::has_hash_tag(&bytes);
-        let _ = crate::rank::base_of_meta(&bytes);
+        let _ = crate::rank::model::Meta::from_fields(&bytes, None);
+        let _ = crate::rank::model::Meta::from_fields(&bytes, Some(&bytes));
+        let _ = crate::rank::model::has_hash_tag(&bytes);
+        let _ = crate::rank::model::base_of_meta(&bytes);
     }
 
     #[test]
@@ -395,11 +395,11 @@ proptest! {
     #[test]
     fn rank_meta_round_trips(
         slot in 1i64..100_000_000,
-        slots in 1i64..=crate::rank::MAX_SLOTS,
+        slots in 1i64..=crate::rank::model::MAX_SLOTS,
         lo in -(1i64 << 50)..(1i64 << 50),
         span in -5i64..1000,
     ) {
-        use crate::rank::{Meta, MetaLayout};
+        use crate::rank::model::{Meta, MetaLayout};
         // Bookkeeping spans are bounded: a meta whose span does not fit in two windows
         // is refused (tally never writes one), every other one round-trips, in the
         // current layout and in the four-number layout of older metas.

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::counter::SlotStore;
-use crate::rank::{BoardStore, DrainedSlot};
+use crate::rank::model::{BoardStore, DrainedSlot, NextSource};
 
 /// A counter's slots in a plain ordered map. Range reads use the trait's default (one
 /// probe per position) unless made with [`MapStore::ordered`], which reads ranges from the
@@ -147,6 +147,45 @@ impl DrainedSlot for MemBoard {
         }
         let name = String::from_utf8_lossy(name);
         self.writes.push(format!("HDEL {} {name}", self.draining));
+    }
+}
+
+/// Fields a scan step of a [`MemBoard`] returns (a hash scan returns a few at a time).
+const SCANNED_PER_STEP: usize = 3;
+
+/// The board's keys as next totals read them; the excluded slot is the one `draining`
+/// names (the oldest, the next to leave). A cursor is a position in the map's order.
+impl NextSource for MemBoard {
+    type Cursor = usize;
+
+    fn new_cursor(&self) -> usize {
+        0
+    }
+    fn scan_totals(&mut self, cursor: &mut usize, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> bool {
+        let rows = self.totals.iter().skip(*cursor).take(SCANNED_PER_STEP);
+        out.extend(rows.map(|(m, t)| (m.clone(), t.to_string().into_bytes())));
+        *cursor += SCANNED_PER_STEP;
+        *cursor < self.totals.len()
+    }
+    fn scan_slot(
+        &mut self,
+        index: i64,
+        cursor: &mut usize,
+        out: &mut Vec<(Vec<u8>, Vec<u8>)>,
+    ) -> bool {
+        let Some(slot) = self.slots.get(&index) else {
+            return false;
+        };
+        let rows = slot.iter().skip(*cursor).take(SCANNED_PER_STEP);
+        out.extend(rows.map(|(m, v)| (m.clone(), v.clone())));
+        *cursor += SCANNED_PER_STEP;
+        *cursor < slot.len()
+    }
+    fn total(&mut self, member: &[u8]) -> i64 {
+        self.totals.get(member).copied().unwrap_or(0)
+    }
+    fn excluded_count(&mut self, member: &[u8]) -> i64 {
+        self.count(self.draining, member)
     }
 }
 

@@ -45,6 +45,7 @@ fn counter_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
         (v(&["TSCOUNTER.SUM", "$K", "1m"]), false),
         (v(&["TSCOUNTER.RANGE", "$K", "1s"]), false),
         (v(&["TSCOUNTER.INFO", "$K"]), false),
+        (v(&["TSCOUNTER.MSUM", "1", "$K", "1m", "1h"]), false),
     ]
 }
 
@@ -80,6 +81,8 @@ fn stats_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
         (v(&["STATS.CDF", "$K", "2"]), false),
         (v(&["STATS.RANGE", "$K"]), false),
         (v(&["STATS.INFO", "$K"]), false),
+        (v(&["STATS.MGET", "1", "$K"]), false),
+        (v(&["STATS.MQUANTILE", "1", "$K", "0.5"]), false),
     ]
 }
 

@@ -315,8 +315,8 @@ fn command_docs_answer_exactly(kind: &ServerKind) {
         srv.cmd_value(&["COMMAND", "DOCS", "STATS.ADD"]),
         doc(
             "stats.add",
-            "Add values to the statistics of their period, optionally ranking the period's mean",
-            "O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking",
+            "Add values to the statistics of their period, optionally ranking the period by its mean or another statistic",
+            "O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking, and O(B) more to rank by a quantile (BY p50, p90 or p99)",
             vec![
                 key,
                 arg(
@@ -343,6 +343,34 @@ fn command_docs_answer_exactly(kind: &ServerKind) {
                                     "n",
                                     "integer",
                                     vec![("token", v_bulk("KEEP")), ("flags", flags(&["optional"]))],
+                                ),
+                                arg(
+                                    kind,
+                                    "stat",
+                                    "oneof",
+                                    vec![
+                                        ("token", v_bulk("BY")),
+                                        ("flags", flags(&["optional"])),
+                                        (
+                                            "arguments",
+                                            v_arr(
+                                                ["mean", "max", "count", "sum", "p50", "p90", "p99"]
+                                                    .iter()
+                                                    .map(|stat| {
+                                                        arg(
+                                                            kind,
+                                                            stat,
+                                                            "pure-token",
+                                                            vec![(
+                                                                "token",
+                                                                v_bulk(&stat.to_uppercase()),
+                                                            )],
+                                                        )
+                                                    })
+                                                    .collect(),
+                                            ),
+                                        ),
+                                    ],
                                 ),
                             ]),
                         ),
@@ -461,7 +489,7 @@ fn redis_cli_shows_argument_hints(kind: &ServerKind) {
         ),
         (
             "stats.add k 1.5 ",
-            "[value ...] [AT ts] [REPORT rankkey member [KEEP n]]",
+            "[value ...] [AT ts] [REPORT rankkey member [KEEP n] [BY MEAN|MAX|COUNT|SUM|P50|P90|P99]]",
         ),
     ];
     for (typed, hint) in cases {

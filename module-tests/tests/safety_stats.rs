@@ -24,6 +24,8 @@ fn reads(key: &str, window: &str) -> Vec<Vec<String>> {
         vec!["STATS.QUANTILE", key, "0.5", "WINDOW", window],
         vec!["STATS.RANGE", key],
         vec!["STATS.INFO", key],
+        vec!["STATS.MGET", "2", key, key, "WINDOW", window],
+        vec!["STATS.MQUANTILE", "1", key, "0.5", "0.99"],
     ]
     .iter()
     .map(|c| c.iter().map(|s| s.to_string()).collect())

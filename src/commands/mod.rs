@@ -7,7 +7,6 @@
 
 pub mod cache_budget;
 pub mod counter;
-pub mod rank;
 pub mod stats;
 
 use std::ffi::CStr;
@@ -17,52 +16,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::{Context, NotifyEvent, RedisValue};
 
 use crate::expiry::{Visit, Visitor};
-use crate::host::cmdinfo::Command;
+pub use crate::family::Family;
 use crate::host::events::Hooks;
 use crate::host::store::{Key, KeyKind};
-
-/// Everything the layer around the families needs of each: its marker word, its expiry
-/// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
-/// replaced behind it (flush, SWAPDB, load), its INFO fields and its caches' size. Adding
-/// a family is its folder and one entry in [`FAMILIES`].
-pub struct Family {
-    /// Its commands, one line each (see [`Command`]): registration, `COMMAND INFO`, key
-    /// specs and ACL categories are generated from them.
-    pub commands: &'static [Command],
-    /// The name of the object a derived key (`<base>|meta`) belongs to, for families whose
-    /// objects span several keys. Runs for keyspace events on keys tally does not track
-    /// whose name contains `crate::rank::PART_BYTE`, which every derived name contains.
-    pub owner_of_part: for<'a> fn(&'a [u8]) -> Option<&'a [u8]>,
-    /// The word that starts the `_tally` value of the family's hashes.
-    pub word: &'static str,
-    /// The prefix of the keyspace events its write commands fire (`tscounter.`): tally's
-    /// own writes keep caches and schedule in step themselves, so these are ignored.
-    pub event_prefix: &'static str,
-    /// Trims the object at `name` (opened read-only and untouched in `key`, whose marker
-    /// is `marker`) at `now`, within the deadline; opens for writing only with work to do.
-    pub expire: ExpireVisit,
-    /// Called for every keyspace event on a key tally tracks (any family); opens no key.
-    pub on_keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
-    /// Tally deleted `name` in database `db` itself (no keyspace event tells anyone): the
-    /// family drops what it keeps in memory of that key.
-    pub forget: fn(db: c_int, name: &[u8]),
-    /// Database `db` was flushed (-1: all of them).
-    pub flushed: fn(db: c_int),
-    /// Databases `a` and `b` were swapped.
-    pub swapped: fn(a: c_int, b: c_int),
-    /// The server starts loading a dataset: everything in memory may be stale.
-    pub loading: fn(),
-    /// The family's fields in `INFO tally` (names without the `tally_` prefix).
-    pub info: fn() -> Vec<(&'static CStr, i64)>,
-    /// Estimated bytes its read caches hold (counted against `tally.cache-max-memory`).
-    pub cache_bytes: fn() -> usize,
-    /// Estimated bytes of the bookkeeping it keeps in memory and may not drop (the
-    /// leaderboards' known metas, quarantine and jobs): reported, never evicted.
-    pub state_bytes: fn() -> usize,
-}
-
-/// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
-pub type ExpireVisit = fn(&Context, Key, &[u8], &[u8], i64, u64) -> Visit;
+use crate::rank::commands as rank;
 
 pub const FAMILIES: [Family; 3] = [counter::FAMILY, stats::FAMILY, rank::FAMILY];
 
@@ -136,7 +93,7 @@ pub const HOOKS: Hooks = Hooks {
     keyspace_event: on_keyspace_event,
     owner_of,
     // Only leaderboards have derived keys.
-    part_byte: crate::rank::PART_BYTE,
+    part_byte: crate::rank::model::PART_BYTE,
     flushed,
     swapped,
     loading,

@@ -29,7 +29,15 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
         let span_fits = ms
             .checked_mul(samples)
             .is_some_and(|s| s <= MAX_DURATION_MS);
-        if !(1..=MAX_SAMPLES).contains(&samples) || !span_fits || out.iter().any(|r| r.ms == ms) {
+        if samples < 1 || out.iter().any(|r| r.ms == ms) {
+            return Err(invalid());
+        }
+        // Too many samples, in one resolution or in several, is the counter's size, not
+        // a typo in the duration: it gets its own error.
+        if samples > MAX_SAMPLES {
+            return Err(too_many_samples());
+        }
+        if !span_fits {
             return Err(invalid());
         }
         out.push(Resolution { ms, samples });
@@ -38,12 +46,17 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
         .iter()
         .fold(0i64, |sum, r| sum.saturating_add(r.samples));
     if total > MAX_SAMPLES {
-        return Err(Error::Invalid(format!(
-            "a counter keeps at most {MAX_SAMPLES} samples over all its resolutions"
-        )));
+        return Err(too_many_samples());
     }
     out.sort_by_key(|r| r.ms);
     Ok(out)
+}
+
+#[cold]
+fn too_many_samples() -> Error {
+    Error::Invalid(format!(
+        "a counter keeps at most {MAX_SAMPLES} samples over all its resolutions"
+    ))
 }
 
 /// Parses a whitespace-separated resolution list (config value, stored settings).

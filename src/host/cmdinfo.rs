@@ -389,3 +389,23 @@ pub fn key_at(ctx: &Context, pos: c_int) {
     // SAFETY: live context of the current command; the server bounds-checks `pos`.
     unsafe { api!(RedisModule_KeyAtPos)(ctx.ctx, pos) };
 }
+
+/// For a command whose argument 1 is `numkeys` (1 to `max`): when the server only asks
+/// for its keys (`getkeys-api`), names arguments 2 to `numkeys + 1` as keys, as far as the
+/// call has arguments (`after`: those after `numkeys`), and returns true. Redis 7.0 and
+/// Valkey route cluster commands (and answer CROSSSLOT) by asking the module, since the
+/// legacy key range cannot count keys; the key spec says the same for the others. A bad
+/// `numkeys` names no key (the command then refuses it).
+pub fn answered_counted_keys(ctx: &Context, numkeys: &[u8], after: usize, max: usize) -> bool {
+    if !is_keys_position_request(ctx) {
+        return false;
+    }
+    if let Ok(count) = crate::args::parse_key_count(numkeys, max) {
+        for i in 0..count.min(after) {
+            if let Ok(pos) = c_int::try_from(i + 2) {
+                key_at(ctx, pos);
+            }
+        }
+    }
+    true
+}

@@ -30,10 +30,14 @@ use crate::moments::Moments;
 use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
+mod across;
 mod field;
+mod report;
 pub mod window_cache;
 
+pub use across::KeysMerge;
 pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};
+pub use report::ReportStat;
 
 /// Largest `KEEP` of a new object (the config `tally.stats-keep` has the same bound), and
 /// the most periods one WINDOW merges. Why 2000: a read that finds no cached merge reads

@@ -5,7 +5,8 @@ use crate::testutil::Rng;
 
 const HOUR: i64 = 3_600_000;
 
-fn of(xs: &[f64]) -> Record {
+/// The record of `xs` added one by one (the other modules' tests use it too).
+pub(super) fn of(xs: &[f64]) -> Record {
     let mut r = Record::default();
     for &x in xs {
         r.add(x);

@@ -1,8 +1,8 @@
 //! Read cache of STATS windows, as a plain value (the family owns the one instance: see
 //! `commands::stats::stats_memory`). Per key and per window read lately (its period range
-//! `lo..=hi`, the current period last): the summary STATS.GET answers, and the merge of
-//! the window's closed periods `lo..hi`, which a write to the current period leaves as
-//! it is. A read of a 24-period window then decodes one period instead of 24, and a
+//! `lo..=hi`, the current period last): the summary STATS.GET answers, the merge of the
+//! whole window STATS.MGET and STATS.MQUANTILE merge across keys, and the merge of the
+//! window's closed periods `lo..hi`, which a write to the current period leaves as it is. A read of a 24-period window then decodes one period instead of 24, and a
 //! repeated GET formats a summary it already has.
 //!
 //! Correctness rests on dropping what a change makes wrong, every time the hash changes:
@@ -53,16 +53,42 @@ struct Window {
     closed: Option<Rc<Record>>,
     /// What GET answers for `lo..=hi` (`None`: not known; `Some(None)`: empty).
     summary: Option<Option<Rc<ShownSummary>>>,
+    /// Merge of every period `lo..=hi` (`None`: not known), for the reads across keys.
+    merged: Option<Rc<Record>>,
+}
+
+/// Which merge of a window's periods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Span {
+    /// The closed periods `lo..hi`, which a write to the current period leaves as they are.
+    Closed,
+    /// Every period `lo..=hi`, which the reads across keys merge.
+    Whole,
 }
 
 impl Window {
+    fn merge(&self, span: Span) -> &Option<Rc<Record>> {
+        match span {
+            Span::Closed => &self.closed,
+            Span::Whole => &self.merged,
+        }
+    }
+
+    fn merge_mut(&mut self, span: Span) -> &mut Option<Rc<Record>> {
+        match span {
+            Span::Closed => &mut self.closed,
+            Span::Whole => &mut self.merged,
+        }
+    }
+
     fn weight(&self) -> usize {
         WINDOW_OVERHEAD
             + self.summary.as_ref().map_or(0, |_| SUMMARY_BYTES)
-            + self
-                .closed
-                .as_ref()
-                .map_or(0, |r| r.sketch.bucket_count().saturating_mul(16))
+            + [&self.closed, &self.merged]
+                .into_iter()
+                .flatten()
+                .map(|r| r.sketch.bucket_count().saturating_mul(16))
+                .sum::<usize>()
     }
 }
 
@@ -117,16 +143,33 @@ impl WindowCache {
         self.find(db, name, settings, lo, hi)?.summary.clone()
     }
 
-    /// The cached merge of the closed periods `lo..hi` of window `lo..=hi` of `name`.
-    pub fn closed(
+    /// The cached merge `span` of window `lo..=hi` of `name`.
+    pub fn merge(
         &mut self,
         db: c_int,
         name: &[u8],
         settings: &Settings,
-        lo: i64,
-        hi: i64,
+        (lo, hi): (i64, i64),
+        span: Span,
     ) -> Option<Rc<Record>> {
-        self.find(db, name, settings, lo, hi)?.closed.clone()
+        self.find(db, name, settings, lo, hi)?.merge(span).clone()
+    }
+
+    /// Stores the merge `span` of window `lo..=hi` of `name`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn store_merge(
+        &mut self,
+        db: c_int,
+        name: &[u8],
+        settings: Settings,
+        (lo, hi): (i64, i64),
+        span: Span,
+        merge: Rc<Record>,
+        admit: Admit,
+    ) {
+        self.store(db, name, settings, lo, hi, admit, |w| {
+            *w.merge_mut(span) = Some(merge)
+        });
     }
 
     /// Stores the summary of window `lo..=hi` of `name`.
@@ -143,23 +186,6 @@ impl WindowCache {
     ) {
         self.store(db, name, settings, lo, hi, admit, |w| {
             w.summary = Some(summary)
-        });
-    }
-
-    /// Stores the merge of the closed periods of window `lo..=hi` of `name`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn store_closed(
-        &mut self,
-        db: c_int,
-        name: &[u8],
-        settings: Settings,
-        lo: i64,
-        hi: i64,
-        closed: Rc<Record>,
-        admit: Admit,
-    ) {
-        self.store(db, name, settings, lo, hi, admit, |w| {
-            w.closed = Some(closed)
         });
     }
 
@@ -205,6 +231,7 @@ impl WindowCache {
                     hi,
                     closed: None,
                     summary: None,
+                    merged: None,
                 });
                 entry.windows.len() - 1
             }
@@ -244,8 +271,8 @@ impl WindowCache {
         self.bytes
     }
 
-    /// tally wrote period `index` of `name`: every summary of the key may be wrong now,
-    /// and the closed merges that include `index`.
+    /// tally wrote period `index` of `name`: every summary and whole merge of the key may
+    /// be wrong now, and the closed merges that include `index`.
     pub fn wrote(&mut self, db: c_int, name: &[u8], index: i64) {
         let Some(entry) = self.by_db.db(db).and_then(|keys| keys.get_mut(name)) else {
             return;
@@ -253,6 +280,7 @@ impl WindowCache {
         let before = entry.weight(name);
         for w in &mut entry.windows {
             w.summary = None;
+            w.merged = None;
             if (w.lo..w.hi).contains(&index) {
                 w.closed = None;
             }
@@ -305,7 +333,8 @@ mod tests {
         let mut c = WindowCache::default();
         assert_eq!(c.summary(0, b"k", &S, 1, 3), None);
         c.store_summary(0, b"k", S, 1, 3, Some(summary_of(3)), A);
-        c.store_closed(0, b"k", S, 1, 3, Rc::new(Record::default()), A);
+        let empty = || Rc::new(Record::default());
+        c.store_merge(0, b"k", S, (1, 3), Span::Closed, empty(), A);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), Some(Some(summary_of(3))));
         // Other db, other window, other settings: misses.
         assert_eq!(c.summary(1, b"k", &S, 1, 3), None);
@@ -315,13 +344,17 @@ mod tests {
             keep: 25,
         };
         assert_eq!(c.summary(0, b"k", &other, 1, 3), None);
+        c.store_merge(0, b"k", S, (1, 3), Span::Whole, empty(), A);
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Whole).is_some());
+        assert!(c.merge(0, b"k", &S, (2, 3), Span::Whole).is_none());
         // A write to the current period keeps the closed merge only.
         c.wrote(0, b"k", 3);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), None);
-        assert!(c.closed(0, b"k", &S, 1, 3).is_some());
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Whole).is_none());
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Closed).is_some());
         // A write to a closed period drops it too.
         c.wrote(0, b"k", 1);
-        assert!(c.closed(0, b"k", &S, 1, 3).is_none());
+        assert!(c.merge(0, b"k", &S, (1, 3), Span::Closed).is_none());
         c.store_summary(0, b"k", S, 1, 3, None, A);
         assert_eq!(c.summary(0, b"k", &S, 1, 3), Some(None));
         c.forget(0, b"k");

@@ -78,6 +78,9 @@ export interface Summary {
   p99: number;
 }
 
+/** The statistic `STATS.ADD ... REPORT ... BY` ranks a period by (default `"mean"`). */
+export type ReportStat = "mean" | "max" | "count" | "sum" | "p50" | "p90" | "p99";
+
 export interface LimitOptions {
   at?: Timestamp;
   details?: boolean;
@@ -181,6 +184,34 @@ export class Tally {
     });
     if (details) out.windows = windows;
     return out;
+  }
+
+  /**
+   * `TSCOUNTER.MSUM`: each window ending at `at` (default now) summed over the counters
+   * `keys` (1 to 1000; a missing key counts 0), in window order. In a cluster the keys
+   * must share a hash slot (`{svc}:/login`).
+   */
+  async msum(keys: string[], windows: Duration[] | Duration, options: { at?: Timestamp } = {}): Promise<number[]> {
+    const list = Array.isArray(windows) ? windows : [windows];
+    const args: Arg[] = ["TSCOUNTER.MSUM", keys.length, ...keys, ...list.map(p.duration), ...p.at(options.at)];
+    return p.nums(await this.send(args, keys[0], true));
+  }
+
+  /**
+   * `STATS.MGET`: the summary of the values of every object's current period (or latest
+   * `window`), as if they were one object; `null` when all are empty.
+   */
+  async mget(keys: string[], options: { window?: Duration } = {}): Promise<Summary | null> {
+    const args: Arg[] = ["STATS.MGET", keys.length, ...keys, ...p.window(options.window)];
+    const f = p.mapping(await this.send(args, keys[0], true));
+    return f === null ? null : summary(f);
+  }
+
+  /** `STATS.MQUANTILE`: quantiles of the values of every object's window. */
+  async mquantile(keys: string[], qs: number[] | number, options: { window?: Duration } = {}): Promise<number[] | null> {
+    const list = Array.isArray(qs) ? qs : [qs];
+    const args: Arg[] = ["STATS.MQUANTILE", keys.length, ...keys, ...list.map(String), ...p.window(options.window)];
+    return numbersOrNull(await this.send(args, keys[0], true));
   }
 }
 
@@ -328,7 +359,7 @@ export class Stats extends Handle {
    * also ranks a statistic of the period in the sorted set `report.key`. */
   async add(
     values: number[] | number,
-    options: { at?: Timestamp; report?: { key: string; member: string; keep?: number; by?: string } } = {},
+    options: { at?: Timestamp; report?: { key: string; member: string; keep?: number; by?: ReportStat } } = {},
   ): Promise<number> {
     const list = Array.isArray(values) ? values : [values];
     const args: Arg[] = list.map((v) => String(v));

@@ -2,6 +2,6 @@
 export { Tally, Counter, Leaderboard, Stats } from "./client.js";
 export type {
   CounterInfo, Decision, Duration, LeaderboardInfo, LimitOptions, MultiDecision, MultiLimitOptions,
-  StatsInfo, Summary, Timestamp, WindowState, Windows,
+  ReportStat, StatsInfo, Summary, Timestamp, WindowState, Windows,
 } from "./client.js";
 export const VERSION = "0.1.0";

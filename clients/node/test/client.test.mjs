@@ -171,6 +171,48 @@ for (const [name, binary] of serverKinds()) {
           await assert.rejects(latency.quantile(2), { message: "ERR quantile must be between 0 and 1" });
         });
 
+        test("reads across keys and REPORT BY", async () => {
+          const [login, search] = [key("{svc}:/login"), key("{svc}:/search")];
+          for (const [k, by] of [[login, 3], [search, 5]]) {
+            await t.counter(k).create({ resolutions: ["1h:1000", "1d:1000"] });
+            await t.counter(k).incrby(by, { at: T });
+          }
+          await t.counter(search).incrby(10, { at: T - 3 * HOUR });
+          // Each window summed over the keys; a missing key counts 0.
+          assert.deepEqual(await t.msum([login, search, key("{svc}:/none")], ["1h", "1d"], { at: T }), [8, 18]);
+          assert.deepEqual(await t.msum([login], "1h", { at: T }), [3]);
+          await assert.rejects(t.msum([login, search], "5000d"), {
+            message: "ERR window '5000d' is longer than any resolution keeps",
+          });
+
+          const [cart, pay] = [t.stats(key("{shop}:/cart")), t.stats(key("{shop}:/pay"))];
+          assert.equal(await cart.add([10, 20, 30]), 3);
+          assert.equal(await pay.add([100, 300]), 2);
+          const keys = [cart.key, pay.key, key("{shop}:/none")];
+          const union = await t.mget(keys);
+          assert.deepEqual([union.count, union.sum, union.min, union.max, union.mean], [5, 460, 10, 300, 92]);
+          const sd = Math.sqrt([10, 20, 30, 100, 300].reduce((a, x) => a + (x - 92) ** 2, 0) / 4);
+          assert.ok(Math.abs(union.stddev - sd) < 1e-9);
+          assert.ok(Math.abs(union.p50 - 30) <= 0.3);
+          assert.deepEqual(await t.mget(keys, { window: "2h" }), union);
+          const [lowest, highest] = await t.mquantile(keys, [0, 1]);
+          assert.deepEqual([lowest, highest], [10, 300]);
+          assert.equal(await t.mget([key("{shop}:/none")]), null);
+          assert.equal(await t.mquantile([key("{shop}:/none")], 0.5), null);
+          await assert.rejects(t.mget(keys, { window: "90m" }), /WINDOW must be a multiple of the period/);
+
+          // REPORT ranks by any statistic of the period.
+          const tail = t.stats(key("{shop}:/tail"));
+          const slow = key("{shop}:slow");
+          assert.equal(await tail.add([1, 1, 1, 900], { report: { key: slow, member: "/tail", by: "p99" } }), 4);
+          assert.equal(Number(await t.send(["ZSCORE", slow, "/tail"], slow)), 900);
+          assert.equal(await tail.add(1, { report: { key: slow, member: "/tail", keep: 5, by: "count" } }), 5);
+          assert.equal(Number(await t.send(["ZSCORE", slow, "/tail"], slow)), 5);
+          await assert.rejects(tail.add(1, { report: { key: slow, member: "/tail", by: "p95" } }), {
+            message: "ERR syntax error",
+          });
+        });
+
         test("stats cdf", async () => {
           const s = t.stats(key("cdf"));
           assert.equal(await s.cdf(1), null);

@@ -100,6 +100,12 @@ describe(`cluster (${name})`, () => {
         const stats = t.stats(`lat{${run}}`);
         assert.equal(await stats.add([5, 7], { report: { key: `slow{${run}}`, member: "/" } }), 2);
         assert.equal((await stats.get()).mean, 6);
+        // Reads across keys route by their declared keys too.
+        assert.deepEqual(await t.msum([`{u:${run}}:user`, `{u:${run}}:ip`, `{u:${run}}:none`], ["1m", "1h"]), [2, 2]);
+        assert.equal(await t.stats(`lat2{${run}}`).add(9, { report: { key: `slow{${run}}`, member: "/2", by: "max" } }), 1);
+        assert.equal((await t.mget([`lat{${run}}`, `lat2{${run}}`])).max, 9);
+        assert.deepEqual(await t.mquantile([`lat{${run}}`, `lat2{${run}}`], [0, 1]), [5, 9]);
+        await assert.rejects(t.msum([a, b], "1m"), { message: "CROSSSLOT Keys in request don't hash to the same slot" });
 
         // The stores: each limited key in its own slot, its counter (and block) under a hash tag.
         const store = new TallyStore({ client, prefix: `rl:${run}:` });

@@ -14,6 +14,12 @@ const d: Promise<Decision> = t.counter("x").limit(1, { "1m": 5 }, { details: tru
 const m: Promise<MultiDecision> = t.mlimit({ "{u}:a": [["1m", 5]] }, { increment: 2 });
 const s: Promise<Summary | null> = t.stats("s").get({ window: "1h" });
 const top: Promise<{ member: string; score: number }[]> = t.leaderboard("b").top(10);
+const across: Promise<Summary | null> = t.mget(["{s}:a", "{s}:b"], { window: "1h" });
+const msum: Promise<number[]> = t.msum(["{c}:a", "{c}:b"], ["5m", 60_000], { at: 1 });
+const mq: Promise<number[] | null> = t.mquantile(["{s}:a"], [0.5, 0.99]);
+const ranked: Promise<number> = t.stats("s").add(3, { report: { key: "r", member: "m", by: "p99" } });
+// @ts-expect-error BY takes one of the statistics
+t.stats("s").add(3, { report: { key: "r", member: "m", by: "p95" } });
 const store: Store = new TallyStore({ client: new Redis({ lazyConnect: true }), prefix: "rl:" });
 rateLimit({ windowMs: 1000, limit: 3, store });
 const limiter = new RateLimiterTally({ storeClient: client, points: 1, duration: 1, blockDuration: 5 });
@@ -21,4 +27,4 @@ const r: Promise<RateLimiterRes> = limiter.consume("k", 2);
 const g: Promise<RateLimiterRes | null> = limiter.get("k");
 // @ts-expect-error a window is a number of ms or a duration text
 t.counter("x").sum([true]);
-void [d, m, s, top, r, g];
+void [d, m, s, top, r, g, across, msum, mq, ranked];

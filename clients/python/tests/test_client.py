@@ -172,6 +172,46 @@ def test_stats(t: tally.Tally, r: redis.Redis, key) -> None:
         latency.quantile(2)
 
 
+def test_reads_across_keys(t: tally.Tally, r: redis.Redis, key) -> None:
+    login, search = key("{svc}:/login"), key("{svc}:/search").encode()
+    for k, by in ((login, 3), (search, 5)):
+        t.counter(k).create(resolutions=["1h:1000", "1d:1000"])
+        t.counter(k).incrby(by, at=T)
+    t.counter(search).incrby(10, at=T - 3 * HOUR)
+    # Each window summed over the keys; a missing key counts 0.
+    assert t.msum([login, search, key("{svc}:/none")], "1h", "1d", at=T) == [8, 18]
+    assert t.msum([login], "1h", at=T) == [3]
+    with pytest.raises(redis.ResponseError, match="^window '5000d' is longer than any resolution keeps$"):
+        t.msum([login, search], "5000d")
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        t.msum([], "1h", "2h")
+
+    cart, pay = t.stats(key("{shop}:/cart")), t.stats(key("{shop}:/pay"))
+    assert cart.add(10, 20, 30) == 3
+    assert pay.add(100, 300) == 2
+    keys = [cart.key, pay.key, key("{shop}:/none")]
+    union = t.mget(keys)
+    assert (union.count, union.sum, union.min, union.max, union.mean) == (5, 460.0, 10.0, 300.0, 92.0)
+    assert union.stddev == pytest.approx(statistics.stdev([10, 20, 30, 100, 300]))
+    assert union.p50 == pytest.approx(30, rel=0.01)
+    assert t.mget(keys, window="2h") == union
+    assert t.mquantile(keys, 0, 0.5, 1) == [10.0, pytest.approx(30, rel=0.01), 300.0]
+    assert t.mget([key("{shop}:/none")]) is None and t.mquantile([key("{shop}:/none")], 0.5) is None
+    with pytest.raises(redis.ResponseError, match="^WINDOW must be a multiple of the period"):
+        t.mget(keys, window="90m")
+
+    # REPORT ranks by any statistic of the period.
+    tail = t.stats(key("{shop}:/tail"))
+    assert tail.add(1, 1, 1, 900, report=(key("{shop}:slow"), "/tail"), by="p99") == 4
+    assert tail.add(1, report=(key("{shop}:slow-mean"), "/tail", 5), by="mean") == 5
+    assert r.zscore(key("{shop}:slow"), "/tail") == 900
+    assert r.zscore(key("{shop}:slow-mean"), "/tail") == pytest.approx(904 / 5)
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        tail.add(1, report=(key("{shop}:slow"), "/tail"), by="p95")
+    with pytest.raises(ValueError):
+        tail.add(1, by="p99")
+
+
 def test_stats_cdf(t: tally.Tally, key) -> None:
     s = t.stats(key("cdf"))
     assert s.cdf(1) is None  # a missing key
@@ -286,5 +326,9 @@ def test_asyncio(server, protocol: int, decode: bool, key) -> None:
         assert (summary.count, summary.mean, summary.stddev) == (3, 2.0, 1.0)
         assert await s.quantile(0, 1) == [1.0, 3.0]
         assert (await s.info())["periods"] == 1 and len(await s.range()) == 1
+        assert await s.add(5, report=(key("rank"), "s"), by="max") == 4
+        assert (await t.mget([s.key, key("none")])).max == 5.0
+        assert await t.mquantile([s.key], 0, 1) == [1.0, 5.0]
+        assert await t.msum([c.key, key("none")], "1h", "1d", at=T) == [3, 3]
 
     run_async(server, scenario, protocol=protocol, decode_responses=decode)

@@ -84,6 +84,14 @@ def test_helpers_route_to_each_key(cluster) -> None:
     stats = t.stats(f"lat{{{run}}}")
     assert stats.add(5, 7, report=(f"slow{{{run}}}", "/")) == 2
     assert stats.get().mean == 6.0
+    # Reads across keys route by their declared keys too.
+    assert t.msum([f"{{u:{run}}}:user", f"{{u:{run}}}:ip", f"{{u:{run}}}:none"], "1m", "1h") == [2, 2]
+    assert t.stats(f"lat2{{{run}}}").add(9, report=(f"slow{{{run}}}", "/2"), by="max") == 1
+    assert t.mget([f"lat{{{run}}}", f"lat2{{{run}}}"]).max == 9.0
+    assert t.mquantile([f"lat{{{run}}}", f"lat2{{{run}}}"], 0, 1) == [5.0, 9.0]
+    assert rc.zscore(f"slow{{{run}}}", "/2") == 9.0
+    with pytest.raises((redis.ResponseError, redis.exceptions.RedisClusterException), match="slot"):
+        t.msum([f"a:{run}", f"b:{run}"], "1m")
     rc.close()
 
 

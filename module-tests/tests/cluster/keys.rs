@@ -107,6 +107,30 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
         (vec!["STATS.CDF", "s", "200", "WINDOW", "2h"], vec!["s"]),
         (vec!["STATS.RANGE", "s", "FROM", "1", "TO", "2"], vec!["s"]),
         (vec!["STATS.INFO", "s"], vec!["s"]),
+        (
+            vec![
+                "STATS.ADD",
+                "k",
+                "1",
+                "REPORT",
+                "rk",
+                "m",
+                "BY",
+                "p99",
+                "KEEP",
+                "3",
+            ],
+            vec!["k", "rk"],
+        ),
+        (
+            vec!["TSCOUNTER.MSUM", "3", "a", "b", "c", "1m", "AT", "1"],
+            vec!["a", "b", "c"],
+        ),
+        (
+            vec!["STATS.MGET", "2", "a", "b", "WINDOW", "2h"],
+            vec!["a", "b"],
+        ),
+        (vec!["STATS.MQUANTILE", "1", "a", "0.5", "0.9"], vec!["a"]),
     ]
 }
 
@@ -130,6 +154,7 @@ fn command_keys_and_flags(kind: &ServerKind) {
         ("tscounter.info", false),
         ("tscounter.limit", true),
         ("tscounter.mlimit", true),
+        ("tscounter.msum", false),
         ("tsrank.create", true),
         ("tsrank.incrby", true),
         ("tsrank.top", false),
@@ -145,6 +170,8 @@ fn command_keys_and_flags(kind: &ServerKind) {
         ("stats.cdf", false),
         ("stats.range", false),
         ("stats.info", false),
+        ("stats.mget", false),
+        ("stats.mquantile", false),
     ] {
         let info = srv.cmd_value(&["COMMAND", "INFO", name]);
         let Value::Array(outer) = info else {

@@ -92,10 +92,6 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
         ),
         (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"], "1s:0"),
         (
-            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:10001"],
-            "1s:10001",
-        ),
-        (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"],
             "1s:-1",
         ),
@@ -121,6 +117,20 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
         (args(&create17), "ERR a counter has 1 to 16 resolutions"),
         (
             args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5000", "1m:5001"]),
+            "ERR a counter keeps at most 10000 samples over all its resolutions",
+        ),
+        // Too many samples in one resolution is the counter's size too, never a bad
+        // duration.
+        (
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:10001"]),
+            "ERR a counter keeps at most 10000 samples over all its resolutions",
+        ),
+        (
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:10080"]),
+            "ERR a counter keeps at most 10000 samples over all its resolutions",
+        ),
+        (
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:6000", "1m:6000"]),
             "ERR a counter keeps at most 10000 samples over all its resolutions",
         ),
         (args(&["TSCOUNTER.CREATE", "n", "FOO"]), "ERR syntax error"),

@@ -44,6 +44,7 @@ pub(super) const COUNTER: Family = Family {
             strings(&["TSCOUNTER.SUM", k, "1m"]),
             strings(&["TSCOUNTER.RANGE", k, "1s"]),
             strings(&["TSCOUNTER.INFO", k]),
+            strings(&["TSCOUNTER.MSUM", "2", k, k, "1m"]),
         ]
     },
 };
@@ -162,6 +163,8 @@ pub(super) const STATS: Family = Family {
             strings(&["STATS.QUANTILE", k, "0.5", "0.99"]),
             strings(&["STATS.RANGE", k]),
             strings(&["STATS.INFO", k]),
+            strings(&["STATS.MGET", "2", k, k]),
+            strings(&["STATS.MQUANTILE", "1", k, "0.5", "0.99"]),
         ]
     },
 };

@@ -13,6 +13,7 @@ pub(super) const COUNTER_CMDS: &[&str] = &[
     "TSCOUNTER.INFO",
     "TSCOUNTER.LIMIT",
     "TSCOUNTER.MLIMIT",
+    "TSCOUNTER.MSUM",
 ];
 pub(super) const RANK_CMDS: &[&str] = &[
     "TSRANK.CREATE",
@@ -32,6 +33,8 @@ pub(super) const STATS_CMDS: &[&str] = &[
     "STATS.CDF",
     "STATS.RANGE",
     "STATS.INFO",
+    "STATS.MGET",
+    "STATS.MQUANTILE",
 ];
 
 /// Keys every family's fuzz shares: tally objects of each family, other types, binary
@@ -102,6 +105,16 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                     let x = num(rng);
                     s(&mut v, &x);
                 }
+                if rng.chance(50) {
+                    s(&mut v, "BY");
+                    let stat = if rng.chance(90) {
+                        rng.pick(&["mean", "max", "count", "sum", "p50", "p90", "p99"])
+                            .to_string()
+                    } else {
+                        String::from_utf8_lossy(&junk(rng)).into_owned()
+                    };
+                    s(&mut v, &stat);
+                }
             }
         }
         "TSCOUNTER.INCR" if rng.chance(50) => {
@@ -170,6 +183,25 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
             }
             if rng.chance(40) {
                 s(&mut v, "DETAILS");
+            }
+        }
+        "TSCOUNTER.MSUM" | "STATS.MGET" | "STATS.MQUANTILE" => {
+            // numkeys (mostly right), the keys (sometimes one twice), then the command's
+            // values and options.
+            let numkeys = if rng.chance(10) { Some(num(rng)) } else { None };
+            v = counted_keys(rng, cmd, key, numkeys);
+            if cmd == "TSCOUNTER.MSUM" {
+                for _ in 0..1 + rng.below(3) {
+                    let d = rng.pick(DURATIONS).to_string();
+                    s(&mut v, &d);
+                }
+                if rng.chance(40) {
+                    s(&mut v, "AT");
+                    let t = timestamp(rng);
+                    s(&mut v, &t);
+                }
+            } else {
+                stats_read_args(rng, cmd, &mut v);
             }
         }
         "TSCOUNTER.SUM" => {
@@ -255,29 +287,7 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, &d);
             }
         }
-        "STATS.GET" | "STATS.QUANTILE" | "STATS.CDF" => {
-            if cmd == "STATS.CDF" {
-                for _ in 0..1 + rng.below(3) {
-                    let x = rng.pick(NUMBERS).to_string();
-                    s(&mut v, &x);
-                }
-            }
-            if cmd == "STATS.QUANTILE" {
-                for _ in 0..1 + rng.below(3) {
-                    let q = if rng.chance(60) {
-                        format!("0.{}", rng.below(100))
-                    } else {
-                        rng.pick(NUMBERS).to_string()
-                    };
-                    s(&mut v, &q);
-                }
-            }
-            if rng.chance(40) {
-                s(&mut v, "WINDOW");
-                let d = rng.pick(DURATIONS).to_string();
-                s(&mut v, &d);
-            }
-        }
+        "STATS.GET" | "STATS.QUANTILE" | "STATS.CDF" => stats_read_args(rng, cmd, &mut v),
         _ => {}
     }
     // Mutations: drop, duplicate or replace one argument.
@@ -293,6 +303,42 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
             }
             _ => v[i] = arg(rng),
         }
+    }
+    v
+}
+
+/// What a STATS read takes after its keys: CDF's values, QUANTILE's and MQUANTILE's
+/// fractions, then sometimes `WINDOW dur`.
+fn stats_read_args(rng: &mut Rng, cmd: &str, v: &mut Vec<Vec<u8>>) {
+    if cmd == "STATS.CDF" {
+        for _ in 0..1 + rng.below(3) {
+            v.push(rng.pick(NUMBERS).as_bytes().to_vec());
+        }
+    }
+    if cmd.ends_with("QUANTILE") {
+        for _ in 0..1 + rng.below(3) {
+            let q = if rng.chance(60) {
+                format!("0.{}", rng.below(100))
+            } else {
+                rng.pick(NUMBERS).to_string()
+            };
+            v.push(q.into_bytes());
+        }
+    }
+    if rng.chance(40) {
+        v.push(b"WINDOW".to_vec());
+        v.push(rng.pick(DURATIONS).as_bytes().to_vec());
+    }
+}
+
+/// `cmd numkeys key [key ...]` of a read across keys: 1 to 4 keys starting with `key`;
+/// `numkeys` their number unless `wrong` gives another.
+fn counted_keys(rng: &mut Rng, cmd: &str, key: &[u8], wrong: Option<String>) -> Vec<Vec<u8>> {
+    let n = 1 + rng.below(4);
+    let numkeys = wrong.unwrap_or_else(|| n.to_string());
+    let mut v = vec![cmd.as_bytes().to_vec(), numkeys.into_bytes(), key.to_vec()];
+    for _ in 1..n {
+        v.push(rng.pick(KEYS).to_vec());
     }
     v
 }

@@ -122,7 +122,11 @@ impl Family {
     pub(super) fn reads(self, key: &str) -> Vec<Vec<String>> {
         let c = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
-            Family::Counter => vec![c(&["TSCOUNTER.SUM", key, "1"]), c(&["TSCOUNTER.INFO", key])],
+            Family::Counter => vec![
+                c(&["TSCOUNTER.SUM", key, "1"]),
+                c(&["TSCOUNTER.INFO", key]),
+                c(&["TSCOUNTER.MSUM", "2", key, key, "1"]),
+            ],
             Family::Rank => vec![
                 c(&["TSRANK.TOP", key, "10", "WITHSCORES"]),
                 c(&["TSRANK.SCORE", key, "m1"]),
@@ -134,6 +138,8 @@ impl Family {
                 c(&["STATS.QUANTILE", key, "0.5", "0.99"]),
                 c(&["STATS.RANGE", key]),
                 c(&["STATS.INFO", key]),
+                c(&["STATS.MGET", "2", key, key]),
+                c(&["STATS.MQUANTILE", "1", key, "0.5", "0.99"]),
             ],
         }
     }

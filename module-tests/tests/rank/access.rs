@@ -42,17 +42,8 @@ fn acl_is_checked_on_derived_keys(kind: &ServerKind) {
 
 per_server!(cluster_mode_requires_a_hash_tag);
 fn cluster_mode_requires_a_hash_tag(kind: &ServerKind) {
-    let srv = Server::start_with(kind, ServerOptions::new().cluster(true));
-    let slots: Vec<String> = (0..16384).map(|i| i.to_string()).collect();
-    let mut cmd = vec!["CLUSTER".to_string(), "ADDSLOTS".to_string()];
-    cmd.extend(slots);
-    assert_eq!(srv.cmd_value(&cmd), v_ok());
-    assert!(wait_until(Duration::from_secs(10), || {
-        value_text(&srv.cmd_value(&["CLUSTER", "INFO"]))
-            .unwrap_or_default()
-            .contains("cluster_state:ok")
-    }));
-    let err = "ERR in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot";
+    let srv = cluster_node(kind);
+    let err = NO_HASH_TAG;
     assert_eq!(
         srv.cmd_value(&["TSRANK.INCRBY", "lb", "1", "a"]),
         v_err(err),

@@ -15,8 +15,10 @@
 //! `TIME` calls and only assert when both give the same window.
 //!
 //! Files: `model.rs`, `expiry.rs`, `persistence.rs` (replication, reloads, keyspace
-//! operations), `errors.rs`, `replies.rs`, `access.rs` (ACL, cluster mode); this file
-//! holds the shared error texts and reply helpers.
+//! operations), `errors.rs`, `replies.rs`, `access.rs` (ACL, cluster mode); `rem.rs`
+//! (TSRANK.REM and negative INCRBY), `history.rs` (TSRANK.HISTORY), `layout.rs` (the
+//! meta's layouts, old boards migrated by their next write), `notify.rs` (keyspace
+//! notifications); this file holds the shared error texts and reply helpers.
 
 use module_tests::*;
 use std::time::{Duration, Instant};
@@ -24,15 +26,49 @@ use std::time::{Duration, Instant};
 const OUTSIDE: &str = "ERR timestamp is outside the kept range";
 const FUTURE: &str = "ERR timestamp is too far in the future";
 const HOUR: i64 = 3_600_000;
+const NO_HASH_TAG: &str = "ERR in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot";
 
 mod access;
 mod errors;
 mod expiry;
+mod history;
+mod layout;
 mod model;
+mod notify;
 mod persistence;
+mod rem;
 mod replies;
 
 // ================================================================= helpers
+
+/// A new board (24 h window, 1 h slots) for a seeded workload: its generator, the
+/// server's clock when it was created and the slot index of that moment.
+fn seeded_board(srv: &Server, seed: u64, board: &str) -> (Rng, i64, i64) {
+    let rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", board, "WINDOW", "24h", "SLOT", "1h"]),
+        v_ok()
+    );
+    let t0 = server_ms(srv);
+    (rng, t0, t0 / HOUR)
+}
+
+/// A one-node cluster holding every slot, its state ok.
+fn cluster_node(kind: &ServerKind) -> Server {
+    let node = Server::start_with(kind, ServerOptions::new().cluster(true));
+    let mut cmd = strings(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    if node.cmd(&cmd).is_err() {
+        cmd = strings(&["CLUSTER", "ADDSLOTS"]);
+        cmd.extend((0..16384).map(|i| i.to_string()));
+        assert_eq!(node.cmd_value(&cmd), v_ok(), "{}", kind.name);
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        value_text(&node.cmd_value(&["CLUSTER", "INFO"]))
+            .unwrap_or_default()
+            .contains("cluster_state:ok")
+    }));
+    node
+}
 
 fn members(v: &Value) -> Vec<String> {
     let Value::Array(items) = v else {

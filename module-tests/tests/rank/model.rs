@@ -12,13 +12,7 @@ fn model_random_workload_top_score_rank_window(kind: &ServerKind) {
     let k = &kind.name;
     let mut conn = srv.conn();
     for (seed, board) in [(7u64, "lb:a"), (99, "lb:b"), (12345, "lb:c")] {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        assert_eq!(
-            srv.cmd_value(&["TSRANK.CREATE", board, "WINDOW", "24h", "SLOT", "1h"]),
-            v_ok()
-        );
-        let t0 = server_ms(&srv);
-        let cur = t0 / HOUR;
+        let (mut rng, t0, cur) = seeded_board(&srv, seed, board);
         let mut model = RankModel::default();
         for round in 0..6 {
             // A batch of writes: members m0..m29, increments 1..3, AT up to 20 h back.

@@ -4,11 +4,16 @@
 //! with the schedule. Each test reproduces a failure found at an earlier main.
 //!
 //! Files: `edits.rs` (native edits and forgeries of the parts, quarantine and its repair),
-//! `meta.rs` (garbled metas and renames); this file holds lifecycle, expiry, eviction and
-//! schedule cases and the shared helpers.
+//! `rebuild.rs` (a large quarantined board rebuilt in steps), `meta.rs` (garbled metas and
+//! renames), `meta_cache.rs` (every native edit of a verified meta is seen by the next
+//! write), `eviction.rs` (parts evicted under `maxmemory` between two reads); this file
+//! holds lifecycle, expiry, eviction and schedule cases and the shared helpers.
 
 mod edits;
+mod eviction;
 mod meta;
+mod meta_cache;
+mod rebuild;
 
 use module_tests::*;
 use std::time::Duration;

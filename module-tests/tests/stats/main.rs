@@ -6,8 +6,9 @@
 //! current hour; each runs inside [`in_one_period`], which repeats the body in the rare
 //! case the hour changed while it ran, so no test depends on timing.
 //!
-//! Files: `accuracy.rs`, `cdf.rs` (STATS.CDF against a log of every value), `windows.rs`,
-//! `errors.rs`, `replies.rs` (reply shapes, REPORT),
+//! Files: `accuracy.rs`, `across.rs` (STATS.MGET and STATS.MQUANTILE against the union
+//! of every value), `cdf.rs` (STATS.CDF against a log of every value), `windows.rs`,
+//! `errors.rs`, `replies.rs` (reply shapes, REPORT), `report_by.rs` (REPORT ... BY),
 //! `persistence.rs` (replica, reloads, timer), `storage.rs` (memory, damaged fields). This
 //! file holds what they share: the reference statistics and the reply helpers.
 
@@ -204,9 +205,11 @@ fn datasets() -> Vec<(&'static str, Vec<f64>)> {
 }
 
 mod accuracy;
+mod across;
 mod cdf;
 mod errors;
 mod persistence;
 mod replies;
+mod report_by;
 mod storage;
 mod windows;

@@ -4,14 +4,12 @@
 //!
 //! Owns: the two rate-limit commands. May not touch: raw module calls, other families.
 
-use std::os::raw::c_int;
-
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use super::hash_slots::{Build, HashSlots};
 use super::load_save::read_counter;
 use super::write;
-use crate::args::{parse_duration, parse_i64, set_once, Args};
+use crate::args::{parse_duration, parse_i64, parse_key_count, set_once, Args};
 use crate::counter::Counter;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
@@ -76,8 +74,7 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
 /// All or nothing across the keys: every argument is parsed and every key read, type
 /// checked and decided before the first write; the increment then goes to every key.
 pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
-    if cmdinfo::is_keys_position_request(ctx) {
-        key_positions(ctx, numkeys.as_slice(), rest.len());
+    if cmdinfo::answered_counted_keys(ctx, numkeys.as_slice(), rest.len(), MAX_KEYS) {
         return Ok(Reply::Nil);
     }
     let count = key_count(numkeys.as_slice())?;
@@ -126,25 +123,7 @@ pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Re
 
 /// `numkeys`: an integer from 1 to [`MAX_KEYS`].
 fn key_count(numkeys: &[u8]) -> Result<usize> {
-    usize::try_from(parse_i64(numkeys)?)
-        .ok()
-        .filter(|n| (1..=MAX_KEYS).contains(n))
-        .ok_or(Error::Syntax)
-}
-
-/// Tells the server where MLIMIT's keys are: the `numkeys` arguments after `numkeys`
-/// (argument 1). The key spec says the same; Redis 7.0 and Valkey route cluster commands
-/// (and answer CROSSSLOT) by asking the module, since the legacy key range of a module
-/// command cannot count keys. A bad `numkeys` names no key (the command then refuses it).
-fn key_positions(ctx: &Context, numkeys: &[u8], after: usize) {
-    let Ok(count) = key_count(numkeys) else {
-        return;
-    };
-    for i in 0..count.min(after) {
-        if let Ok(pos) = c_int::try_from(i + 2) {
-            cmdinfo::key_at(ctx, pos);
-        }
-    }
+    parse_key_count(numkeys, MAX_KEYS)
 }
 
 /// The increment: an integer >= 0.

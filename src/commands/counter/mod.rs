@@ -27,9 +27,11 @@ mod counter_memory;
 mod hash_slots;
 mod limit;
 mod load_save;
+mod msum;
 mod write;
 
 pub use self::limit::{limit, mlimit};
+pub use self::msum::msum;
 
 use self::counter_memory::memory;
 use self::hash_slots::{Build, HashSlots};
@@ -46,7 +48,14 @@ pub const COMMANDS: &[Command] = command_table! {
     c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
     c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
     c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write";
+    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
 };
+
+/// `numkeys key [key ...]` of a read (MSUM).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
 
 /// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
 /// cover each of them.

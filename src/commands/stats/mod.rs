@@ -25,17 +25,19 @@ use crate::host::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::layout::MARKER_FIELD;
 use crate::stats::window_cache::Admit;
 use crate::stats::{
-    check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, Settings,
-    ShownSummary,
+    check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, ReportStat,
+    Settings, ShownSummary,
 };
 use crate::window::effective_time;
 
+mod multi;
 mod periods;
 mod stats_memory;
 mod window_reads;
 
 use stats_memory::caches;
 
+pub use multi::{mget, mquantile};
 use periods::*;
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use stats_memory::bytes as cache_bytes;
@@ -50,7 +52,15 @@ pub const COMMANDS: &[Command] = command_table! {
     c"stats.cdf" => cdf, -3, c"readonly", &[first_key(READ)], c"read";
     c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read";
     c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
+    c"stats.mget" => mget, -3, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
+    c"stats.mquantile" => mquantile, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
 };
+
+/// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
 
 /// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
 /// checks cover it. Values are numbers, never the word REPORT.
@@ -161,17 +171,18 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     Ok(Reply::Ok)
 }
 
-/// `REPORT rankkey member [KEEP n]` of STATS.ADD.
+/// `REPORT rankkey member [KEEP n] [BY stat]` of STATS.ADD.
 struct Report<'a> {
     rankkey: &'a [u8],
     member: &'a [u8],
     keep: i64,
+    by: ReportStat,
 }
 
-/// STATS.ADD key value [value ...] [AT ts] [REPORT rankkey member [KEEP n]]
+/// STATS.ADD key value [value ...] [AT ts] [REPORT rankkey member [KEEP n] [BY stat]]
 ///
 /// Replies with the number of values in the period the values went to (the current
-/// period without AT), and REPORT ranks that period's mean.
+/// period without AT), and REPORT ranks that period by `stat` (its mean by default).
 pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     if cmdinfo::is_keys_position_request(ctx) {
         report_key_positions(ctx, rest);
@@ -190,22 +201,14 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
             "REPORT" => {
                 let rankkey = args.next_bytes()?;
                 let member = args.next_bytes()?;
-                let keep = if args.eat_keyword("KEEP") {
-                    parse_i64(args.next_bytes()?)?
-                } else {
-                    DEFAULT_REPORT_KEEP
-                };
-                if keep < 1 {
-                    return Err(Error::Invalid(
-                        "REPORT KEEP must be a positive integer".into(),
-                    ));
-                }
+                let (keep, by) = parse_report_options(&mut args)?;
                 set_once(
                     &mut report,
                     Report {
                         rankkey,
                         member,
                         keep,
+                        by,
                     },
                 )?;
             }
@@ -299,7 +302,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     notify(ctx, NotifyEvent::HASH, c"stats.add", name);
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
-        report_mean(ctx, rank, r, moments.mean);
+        report_score(ctx, rank, r, r.by.score(&moments, &sketch_out));
     }
     Ok(Reply::Int(i64::try_from(moments.count).unwrap_or(i64::MAX)))
 }
@@ -366,18 +369,40 @@ fn trim(ctx: &Context, key: Key, name: &[u8], settings: &Settings, now: i64) -> 
     inv.oldest_kept.map(|oldest| settings.leaves_at(oldest))
 }
 
-/// REPORT: sets `member`'s score to `mean` and keeps the `keep` highest members.
-fn report_mean(ctx: &Context, rank: &mut Key, report: &Report, mean: f64) {
+/// `[KEEP n] [BY stat]` after `REPORT rankkey member`, in either order, each at most
+/// once: `n` (default [`DEFAULT_REPORT_KEEP`]) and the statistic (default the mean).
+fn parse_report_options(args: &mut Args) -> Result<(i64, ReportStat)> {
+    let (mut keep, mut by) = (None, None);
+    loop {
+        if args.eat_keyword("KEEP") {
+            let n = parse_i64(args.next_bytes()?)?;
+            if n < 1 {
+                return Err(Error::Invalid(
+                    "REPORT KEEP must be a positive integer".into(),
+                ));
+            }
+            set_once(&mut keep, n)?;
+        } else if args.eat_keyword("BY") {
+            set_once(&mut by, ReportStat::parse(args.next_bytes()?)?)?;
+        } else {
+            break;
+        }
+    }
+    Ok((keep.unwrap_or(DEFAULT_REPORT_KEEP), by.unwrap_or_default()))
+}
+
+/// REPORT: sets `member`'s score to `score` and keeps the `keep` highest members.
+fn report_score(ctx: &Context, rank: &mut Key, report: &Report, score: f64) {
     let Some(member) = RStr::new(report.member) else {
         return;
     };
-    if !rank.zadd(&member, mean) {
+    if !rank.zadd(&member, score) {
         return;
     }
-    let mut score = String::new();
-    push_f64(&mut score, mean);
+    let mut text = String::new();
+    push_f64(&mut text, score);
     let mut effects = Effects::new();
-    effects.keyed(c"ZADD", report.rankkey, &[score.as_bytes(), report.member]);
+    effects.keyed(c"ZADD", report.rankkey, &[text.as_bytes(), report.member]);
     let excess = (rank.len() as i64).saturating_sub(report.keep);
     if excess > 0 {
         let lowest: Vec<RStr> = rank

@@ -12,6 +12,7 @@ use super::stats_memory::caches;
 use crate::error::{Error, Result};
 use crate::host::config;
 use crate::host::store::{Key, KeyKind, RStr};
+use crate::stats::window_cache::Span;
 use crate::stats::{field, parse_field, Part, PeriodMerge, Record, Settings};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
@@ -196,14 +197,19 @@ pub(super) fn window_record(
     if lo >= hi {
         return get_record(key, settings, hi).unwrap_or_default();
     }
-    let cached = caches(|c| c.windows(|w| w.closed(db, name, settings, lo, hi))).flatten();
+    let cached =
+        caches(|c| c.windows(|w| w.merge(db, name, settings, (lo, hi), Span::Closed))).flatten();
     let closed = match cached {
         Some(closed) => closed,
         None => {
             let closed = Rc::new(merge_stored(key, settings, lo, hi - 1));
             let admit = admission.admit(key);
             let stored = Rc::clone(&closed);
-            caches(|c| c.windows(|w| w.store_closed(db, name, *settings, lo, hi, stored, admit)));
+            caches(|c| {
+                c.windows(|w| {
+                    w.store_merge(db, name, *settings, (lo, hi), Span::Closed, stored, admit)
+                })
+            });
             closed
         }
     };

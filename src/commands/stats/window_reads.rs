@@ -56,6 +56,15 @@ fn merged_window(ctx: &Context, name: &RedisString, args: &mut Args) -> Result<O
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
 pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
+    let qs = parse_quantiles(&mut args)?;
+    let Some(record) = merged_window(ctx, name, &mut args)? else {
+        return Ok(Reply::Nil);
+    };
+    Ok(quantiles_reply(&record, &qs))
+}
+
+/// The fractions `q [q ...]` up to `WINDOW` (at least one, each in [0, 1]).
+pub(super) fn parse_quantiles(args: &mut Args) -> Result<Vec<f64>> {
     let q_args = args.values_until(0, &["WINDOW"]);
     if q_args.is_empty() {
         return Err(Error::NotFloat);
@@ -64,20 +73,22 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
     for arg in q_args {
         qs.push(check_quantile(parse_finite_f64(arg)?)?);
     }
-    let Some(record) = merged_window(ctx, name, &mut args)? else {
-        return Ok(Reply::Nil);
-    };
+    Ok(qs)
+}
+
+/// QUANTILE's reply for `record`: nil when it is empty.
+pub(super) fn quantiles_reply(record: &Record, qs: &[f64]) -> Reply {
     if record.count() == 0 {
-        return Ok(Reply::Nil);
+        return Reply::Nil;
     }
     // One sorted walk of the merged sketch for all the fractions.
-    Ok(Reply::Array(
+    Reply::Array(
         record
-            .quantiles(&qs)
+            .quantiles(qs)
             .into_iter()
             .map(|v| v.map_or(Reply::Nil, Reply::Double))
             .collect(),
-    ))
+    )
 }
 
 /// STATS.CDF key value [value ...] [WINDOW dur]

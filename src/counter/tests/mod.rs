@@ -72,7 +72,18 @@ fn resolution_lists_parse_sort_and_refuse() {
         Err(Error::InvalidDuration("1s:a".into()))
     );
     assert!(parse_resolution_text("1s:0").is_err());
-    assert!(parse_resolution_text("1s:10001").is_err());
+    // One resolution of more samples than a counter keeps is refused for its size, as
+    // several are: the duration is fine.
+    let too_many =
+        || Error::Invalid("a counter keeps at most 10000 samples over all its resolutions".into());
+    assert_eq!(parse_resolution_text("1s:10001"), Err(too_many()));
+    assert_eq!(parse_resolution_text("1m:10080"), Err(too_many()));
+    assert_eq!(parse_resolution_text("1s:10 1m:10080"), Err(too_many()));
+    assert_eq!(parse_resolution_text("1s:6000 1m:6000"), Err(too_many()));
+    assert_eq!(
+        parse_resolution_text("1m:-5"),
+        Err(Error::InvalidDuration("1m:-5".into()))
+    );
     // The samples of all resolutions add up to at most MAX_SAMPLES.
     assert_eq!(res("1s:5000 1m:5000").len(), 2);
     assert_eq!(

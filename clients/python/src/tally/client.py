@@ -70,6 +70,26 @@ class Tally:
 
         return self._run(p.single(("TSCOUNTER.MLIMIT", *args), parse))
 
+    def msum(self, keys: Iterable[Key], *windows: Duration, at: Timestamp | None = None) -> list[int]:
+        """`TSCOUNTER.MSUM`: each window ending at `at` (default now) summed over the
+        counters `keys` (1 to 1000; a missing key counts 0), in window order. In a
+        cluster the keys must share a hash slot (`{svc}:/login`)."""
+        keys = list(keys)
+        command = ("TSCOUNTER.MSUM", len(keys), *keys, *map(p.duration, windows), *p.at(at))
+        return self._run(p.single(command, p.integers))
+
+    def mget(self, keys: Iterable[Key], window: Duration | None = None) -> Summary | None:
+        """`STATS.MGET`: the summary of the values of every object's current period (or
+        latest `window`), as if they were one object; `None` when all are empty."""
+        keys = list(keys)
+        return self._run(p.single(("STATS.MGET", len(keys), *keys, *p.window(window)), _summary))
+
+    def mquantile(self, keys: Iterable[Key], *qs: float, window: Duration | None = None) -> list[float] | None:
+        """`STATS.MQUANTILE`: quantiles of the values of every object's window."""
+        keys = list(keys)
+        command = ("STATS.MQUANTILE", len(keys), *keys, *(float(q) for q in qs), *p.window(window))
+        return self._run(p.single(command, _numbers))
+
 
 class _Handle:
     """One tally object: a key and the client that reaches it."""
@@ -288,13 +308,19 @@ class Stats(_Handle):
         *values: float,
         at: Timestamp | None = None,
         report: tuple[Key, Member] | tuple[Key, Member, int] | None = None,
+        by: str | None = None,
     ) -> int:
         """Adds values to the period of `at` (default now); the period's count.
-        `report=(rankkey, member[, keep])` also ranks the period's mean in `rankkey`."""
+        `report=(rankkey, member[, keep])` also ranks the period in `rankkey` by its
+        mean, or by `by`: `"max"`, `"count"`, `"sum"`, `"p50"`, `"p90"`, `"p99"`."""
         args: tuple = tuple(float(v) for v in values) + p.at(at)
         if report is not None:
             rankkey, member, *keep = report
             args += ("REPORT", rankkey, member) + (("KEEP", int(keep[0])) if keep else ())
+            if by is not None:
+                args += ("BY", by)
+        elif by is not None:
+            raise ValueError("by ranks a REPORT: give report=(rankkey, member) too")
         return self._call("STATS.ADD", *args, parse=p.integer)
 
     def get(self, window: Duration | None = None) -> Summary | None:

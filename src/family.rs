@@ -1,0 +1,57 @@
+//! What the layer around the families (`crate::commands`) needs of each family: the
+//! [`Family`] entry a family's folder declares. Below every family, so a family's folder
+//! may sit anywhere in the house without importing the registry that lists it.
+//!
+//! May not touch: keys (it only names the hooks).
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use redis_module::{Context, NotifyEvent};
+
+use crate::expiry::Visit;
+use crate::host::cmdinfo::Command;
+use crate::host::store::Key;
+
+/// Everything the layer around the families needs of each: its marker word, its expiry
+/// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
+/// replaced behind it (flush, SWAPDB, load), its INFO fields and its caches' size. Adding
+/// a family is its folder and one entry in `crate::commands::FAMILIES`.
+pub struct Family {
+    /// Its commands, one line each (see [`Command`]): registration, `COMMAND INFO`, key
+    /// specs and ACL categories are generated from them.
+    pub commands: &'static [Command],
+    /// The name of the object a derived key (`<base>|meta`) belongs to, for families whose
+    /// objects span several keys. Runs for keyspace events on keys tally does not track
+    /// whose name contains `crate::rank::model::PART_BYTE`, which every derived name contains.
+    pub owner_of_part: for<'a> fn(&'a [u8]) -> Option<&'a [u8]>,
+    /// The word that starts the `_tally` value of the family's hashes.
+    pub word: &'static str,
+    /// The prefix of the keyspace events its write commands fire (`tscounter.`): tally's
+    /// own writes keep caches and schedule in step themselves, so these are ignored.
+    pub event_prefix: &'static str,
+    /// Trims the object at `name` (opened read-only and untouched in `key`, whose marker
+    /// is `marker`) at `now`, within the deadline; opens for writing only with work to do.
+    pub expire: ExpireVisit,
+    /// Called for every keyspace event on a key tally tracks (any family); opens no key.
+    pub on_keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
+    /// Tally deleted `name` in database `db` itself (no keyspace event tells anyone): the
+    /// family drops what it keeps in memory of that key.
+    pub forget: fn(db: c_int, name: &[u8]),
+    /// Database `db` was flushed (-1: all of them).
+    pub flushed: fn(db: c_int),
+    /// Databases `a` and `b` were swapped.
+    pub swapped: fn(a: c_int, b: c_int),
+    /// The server starts loading a dataset: everything in memory may be stale.
+    pub loading: fn(),
+    /// The family's fields in `INFO tally` (names without the `tally_` prefix).
+    pub info: fn() -> Vec<(&'static CStr, i64)>,
+    /// Estimated bytes its read caches hold (counted against `tally.cache-max-memory`).
+    pub cache_bytes: fn() -> usize,
+    /// Estimated bytes of the bookkeeping it keeps in memory and may not drop (the
+    /// leaderboards' known metas, quarantine and jobs): reported, never evicted.
+    pub state_bytes: fn() -> usize,
+}
+
+/// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
+pub type ExpireVisit = fn(&Context, Key, &[u8], &[u8], i64, u64) -> Visit;

@@ -1,0 +1,295 @@
+//! TSRANK.REM, top-down: open the board (every key, checked), check it (rebuild a
+//! quarantined one), count the members that had a non-zero window total, remove them
+//! from the sorted set and from every slot hash, replicate the removals, reply.
+//!
+//! Owns: the removal of members. May not touch: the meta hash's fields other than through
+//! `meta_hash`; replicates only through [`Effects`]. Nothing is written before every key type
+//! and ACL permission has been checked.
+
+use std::collections::HashSet;
+
+use redis_module::{Context, NotifyEvent, RedisString};
+
+use crate::error::{Error, Result};
+use crate::host::replicate::Effects;
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::{notify, Key, KeyKind, RStr};
+use crate::rank::model::{
+    meta_key, remove_totals, score_to_total, slot_key, KeyName, Meta, MetaLayout, RemovalStore,
+};
+
+use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
+use super::memory;
+use super::meta_hash;
+use super::recount;
+use super::slots::count_in;
+use super::transit::{check_cluster, Transit};
+
+/// How many times a removal opens a board whose keys expire while being opened.
+const OPEN_ATTEMPTS: usize = 3;
+
+/// TSRANK.REM key member [member ...]
+pub fn rem(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    if rest.is_empty() {
+        return Err(Error::Arity("TSRANK.REM".into()));
+    }
+    // Each member once, in order (a repeated member is counted once, as by ZREM).
+    let mut seen = HashSet::new();
+    let members: Vec<RStr> = rest
+        .iter()
+        .filter(|member| seen.insert(**member))
+        .map(|member| RStr::new(member).ok_or(Error::WrongType))
+        .collect::<Result<_>>()?;
+    let now = command_now_ms();
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name.as_slice())?;
+    let acl = Acl::of(ctx)?;
+    let transit = Transit::new(ctx, &flags, name.as_slice());
+    // As for INCRBY: an open that queues a lifecycle job writes nothing and starts over.
+    for _ in 0..OPEN_ATTEMPTS {
+        flush_jobs(ctx);
+        let Some(target) = open(ctx, &acl, name, &transit)? else {
+            continue;
+        };
+        let Some(target) = target else {
+            return Ok(Reply::Int(0));
+        };
+        let (target, rebuilding) = check(ctx, &acl, name.as_slice(), target, now, &transit)?;
+        let (removed, changed) = remove(ctx, name, &target, &members, now, rebuilding);
+        if changed {
+            notify(ctx, NotifyEvent::ZSET, c"tsrank.rem", name);
+        }
+        return Ok(Reply::Int(removed));
+    }
+    Err(Error::TryAgain(
+        "the leaderboard's keys keep expiring while it is opened".into(),
+    ))
+}
+
+/// The keys of one REM, opened for writing and checked.
+struct Target {
+    zset: Key,
+    meta_name: KeyName,
+    meta_hash: Key,
+    meta: Meta,
+    layout: MetaLayout,
+    /// Every slot hash of the board's range `lo ..= hi`, with its name.
+    slots: Vec<(KeyName, i64, Key)>,
+}
+
+/// Opens and checks every key of the removal: the sorted set, the meta hash and the slot
+/// hashes of the meta's range. `Ok(None)` if an open queued a lifecycle job,
+/// `Ok(Some(None))` if there is no leaderboard.
+fn open(
+    ctx: &Context,
+    acl: &Acl,
+    name: &RedisString,
+    transit: &Transit,
+) -> Result<Option<Option<Target>>> {
+    let base = name.as_slice();
+    let zset = Key::open(ctx, name, true);
+    if !matches!(zset.kind(), KeyKind::Empty | KeyKind::Zset) {
+        return Err(Error::WrongType);
+    }
+    let meta_name = meta_key(base);
+    let meta_hash = acl.open(ctx, &meta_name, true)?;
+    if has_jobs() {
+        return Ok(None);
+    }
+    let loaded = match meta_hash::load(&meta_hash) {
+        Ok(loaded) => loaded,
+        // A field past its TTL the server has not reclaimed yet: the meta is put back
+        // first, as after an `HDEL` of the field (see `broken_meta_found`).
+        Err(_) if broken_meta_found(ctx, selected_db(ctx), base, &meta_hash).is_some() => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let Some((meta, layout)) = loaded else {
+        // A plain sorted set, or a board whose meta hash a reshard has moved (or not yet).
+        transit.missing()?;
+        return match zset.kind() {
+            KeyKind::Zset => Err(Error::WrongType),
+            _ => Ok(Some(None)),
+        };
+    };
+    if !meta.span_fits() {
+        // As for INCRBY: expiry is far behind and catches up within moments.
+        return Err(Error::TryAgain(
+            "this leaderboard's expiry is catching up, retry in a moment".into(),
+        ));
+    }
+    let mut slots = Vec::new();
+    if !meta.is_empty() {
+        for index in meta.lo..=meta.hi {
+            let slot_name = slot_key(base, index);
+            let slot = acl.open(ctx, &slot_name, true)?;
+            match slot.kind() {
+                KeyKind::Hash => slots.push((slot_name, index, slot)),
+                // A gap, or on the other node during a reshard.
+                KeyKind::Empty => transit.missing()?,
+                _ => {}
+            }
+        }
+    }
+    if has_jobs() {
+        return Ok(None);
+    }
+    Ok(Some(Some(Target {
+        zset,
+        meta_name,
+        meta_hash,
+        meta,
+        layout,
+        slots,
+    })))
+}
+
+/// Rebuilds a quarantined board with few slot fields first (saved and replicated at once,
+/// whatever follows): its totals become the sums of its live slot hashes, its pending
+/// slots go. A larger one is rebuilt in steps (see `recount`; true): this removal counts
+/// its members from the slot hashes.
+fn check(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    mut target: Target,
+    now: i64,
+    transit: &Transit,
+) -> Result<(Target, bool)> {
+    let db = selected_db(ctx);
+    if !memory::quarantine(|q| q.contains(db, base)) {
+        return Ok((target, false));
+    }
+    if recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
+        return Ok((target, true));
+    }
+    // The rebuild deletes the pending slot hashes: close our handles on them first.
+    target.slots.clear();
+    recount::at_once(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
+    let mut effects = Effects::new();
+    meta_hash::write_range(
+        &target.meta_hash,
+        &target.meta_name,
+        &target.meta,
+        target.layout,
+        &mut effects,
+    );
+    effects.emit(ctx);
+    memory::known(|k| k.note(db, base, target.meta, memory::MetaOrigin::Written));
+    let meta = target.meta;
+    if !meta.is_empty() {
+        for index in meta.lo..=meta.hi {
+            let slot_name = slot_key(base, index);
+            let slot = acl.open(ctx, &slot_name, true)?;
+            if slot.kind() == KeyKind::Hash {
+                target.slots.push((slot_name, index, slot));
+            }
+        }
+    }
+    Ok((target, false))
+}
+
+/// A board as TSRANK.REM removes members from it (`crate::rank::model::RemovalStore`): the
+/// removals from the sorted set are recorded as one `ZREM`.
+struct Removing<'a> {
+    name: &'a RedisString,
+    target: &'a Target,
+    /// The last slot that left the window, if any did.
+    pending_end: Option<i64>,
+    zrem: Effects,
+    started: bool,
+}
+
+impl Removing<'_> {
+    /// `member`'s counts in the board's slots that left the window (`pending`) or not.
+    fn sum(&self, member: &RStr, pending: bool) -> i64 {
+        let left = |index: i64| self.pending_end.is_some_and(|end| index <= end);
+        (self.target.slots.iter())
+            .filter(|(_, index, _)| left(*index) == pending)
+            .map(|(_, _, slot)| count_in(slot, member))
+            .fold(0i64, i64::saturating_add)
+    }
+}
+
+impl RemovalStore for Removing<'_> {
+    type Member = RStr;
+
+    fn total(&mut self, member: &RStr) -> Option<i64> {
+        self.target.zset.zscore(member).map(score_to_total)
+    }
+
+    fn pending_sum(&mut self, member: &RStr) -> i64 {
+        self.sum(member, true)
+    }
+
+    fn live_sum(&mut self, member: &RStr) -> i64 {
+        self.sum(member, false)
+    }
+
+    fn remove_total(&mut self, member: &RStr) {
+        self.target.zset.zrem(member);
+        if !self.started {
+            self.zrem.command(c"ZREM").arg(self.name.as_slice());
+            self.started = true;
+        }
+        self.zrem.arg(member.as_bytes());
+    }
+}
+
+/// Removes `members` from the board: returns how many had a non-zero window total, and
+/// whether anything was removed. Replicated as `ZREM key member ...` and one
+/// `HDEL slot member ...` per slot hash that held some of them. On a board being rebuilt
+/// (`rebuilding`) the window totals are the sums of the live slot hashes.
+fn remove(
+    ctx: &Context,
+    name: &RedisString,
+    target: &Target,
+    members: &[RStr],
+    now: i64,
+    rebuilding: bool,
+) -> (i64, bool) {
+    // The sorted set still holds the counts of slots that left the window until the timer
+    // has subtracted them: the window total leaves them out.
+    let pending_end = target.meta.pending_range(now).map(|(_, end)| end);
+    let mut store = Removing {
+        name,
+        target,
+        pending_end,
+        zrem: Effects::new(),
+        started: false,
+    };
+    let removed = remove_totals(&mut store, members, rebuilding);
+    let Removing {
+        mut zrem, started, ..
+    } = store;
+    let mut any = started;
+    zrem.emit(ctx);
+    for (slot_name, _, slot) in &target.slots {
+        let mut hdel = Effects::new();
+        let mut started = false;
+        for member in members {
+            if slot.hdel_str(member) {
+                if !started {
+                    hdel.command(c"HDEL").arg(slot_name);
+                    started = true;
+                }
+                hdel.arg(member.as_bytes());
+            }
+        }
+        any |= started;
+        hdel.emit(ctx);
+    }
+    // The board's next totals (see `next`), if it keeps them: the members are gone.
+    let db = selected_db(ctx);
+    memory::nexts(|n| {
+        if let Some(next) = n.get_mut(db, name.as_slice()) {
+            for member in members {
+                next.totals.set(member.as_bytes(), 0);
+            }
+        }
+    });
+    (removed, any)
+}

@@ -1,0 +1,116 @@
+//! A board's slot hashes, read: a member's count in one, the slots still being subtracted
+//! and the counts of the live slots.
+//!
+//! Owns: reading slot hashes (values that are not positive integers, a user's edits,
+//! count as nothing). May not touch: writes of any kind. Every slot hash is opened through
+//! the caller's [`Acl`].
+
+use redis_module::Context;
+
+use crate::error::Result;
+use crate::host::store::acl::Acl;
+use crate::host::store::{Key, KeyKind, RStr};
+use crate::rank::model::{slot_key, Meta, TotalsBuilder};
+
+use super::transit::Transit;
+
+/// `member`'s count in a slot hash: values that are not positive integers (a user's
+/// edits) count as nothing.
+pub(super) fn count_in(slot: &Key, member: &RStr) -> i64 {
+    slot.hget_i64_str(member).flatten().unwrap_or(0).max(0)
+}
+
+/// `member`'s counts in the slots still being subtracted.
+pub(super) fn pending_in(pending: &[Key], member: &RStr) -> i64 {
+    pending
+        .iter()
+        .map(|slot| count_in(slot, member))
+        .fold(0i64, i64::saturating_add)
+}
+
+/// Opens the slot hashes of `base` that left the window but are not fully subtracted,
+/// with their slot indexes.
+/// One that is missing may be a gap (a slot never written) or, during a reshard, on the
+/// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
+/// less than two windows (`Meta::span_fits`), which bounds the walk.
+pub(super) fn open_pending(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    now: i64,
+    transit: &Transit,
+) -> Result<Vec<(i64, Key)>> {
+    let mut pending = Vec::new();
+    if let Some((start, end)) = meta.pending_range(now) {
+        for index in start..=end {
+            let key = acl.open(ctx, &slot_key(base, index), false)?;
+            match key.kind() {
+                KeyKind::Hash => pending.push((index, key)),
+                KeyKind::Empty => transit.missing()?,
+                _ => {}
+            }
+        }
+    }
+    Ok(pending)
+}
+
+/// The recount of the latest `slots` slots at once: their slot hashes summed into totals
+/// (values that are not positive integers, a user's edits, count as nothing), unordered
+/// until finished. The timer's recount of a large board sums the same way, in steps
+/// (`recount`).
+pub(super) fn live_totals(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    slots: i64,
+    now: i64,
+    transit: &Transit,
+) -> Result<TotalsBuilder> {
+    let mut totals = TotalsBuilder::new();
+    for_each_live_count(
+        ctx,
+        acl,
+        base,
+        meta,
+        slots,
+        now,
+        transit,
+        |member, count| totals.add(member, count),
+    )?;
+    Ok(totals)
+}
+
+/// Calls `f(member, count)` for every field of the slot hashes of the latest `slots`
+/// slots.
+#[allow(clippy::too_many_arguments)]
+fn for_each_live_count(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    meta: &Meta,
+    slots: i64,
+    now: i64,
+    transit: &Transit,
+    mut f: impl FnMut(&[u8], &[u8]),
+) -> Result<()> {
+    let Some((first, last)) = meta.recent_range(now, slots) else {
+        return Ok(());
+    };
+    for index in first..=last {
+        let name = slot_key(base, index);
+        let key = acl.open(ctx, &name, false)?;
+        match key.kind() {
+            KeyKind::Hash => {}
+            // A gap, or on the other node during a reshard.
+            KeyKind::Empty => {
+                transit.missing()?;
+                continue;
+            }
+            _ => continue,
+        }
+        key.hscan(&mut f);
+    }
+    Ok(())
+}
