@@ -21,7 +21,7 @@
  *                          call, replicas or not; a native write pays nothing there)
  *
  * Loaded with the argument SUBSCRIBE, it also subscribes to the keyspace event classes tally
- * subscribes to (src/server.rs, keyspace_classes; a unit test keeps the two lists equal)
+ * subscribes to (src/host/events.rs, keyspace_classes; a unit test keeps the two lists equal)
  * with an empty callback: the "host tax" rows compare native writes on other keys under
  * tally against this, what any module that follows those events costs the server.
  *
@@ -78,7 +78,7 @@ static int FloorReplicate(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
 
-/* The classes tally subscribes to (src/server.rs, keyspace_classes). */
+/* The classes tally subscribes to (src/host/events.rs, keyspace_classes). */
 static const int TALLY_CLASSES = REDISMODULE_NOTIFY_GENERIC | REDISMODULE_NOTIFY_STRING |
                                  REDISMODULE_NOTIFY_SET | REDISMODULE_NOTIFY_HASH |
                                  REDISMODULE_NOTIFY_ZSET | REDISMODULE_NOTIFY_EXPIRED |

@@ -24,11 +24,11 @@ use std::time::Duration;
 use redis_module::{Context, NotifyEvent};
 
 use crate::collections::due_queue::{DueQueue, Popped};
-use crate::config;
-use crate::server::{
+use crate::host::config;
+use crate::host::server::{
     is_acting_primary, monotonic_us, now_ms, replica_traffic_paused, selected_db, DbGuard,
 };
-use crate::store::scan::KeyspaceCursor;
+use crate::host::store::scan::KeyspaceCursor;
 
 /// What visiting a key found.
 pub enum Visit {

@@ -9,9 +9,9 @@ use std::os::raw::c_int;
 
 use redis_module::{Context, NotifyEvent};
 
-use crate::cmdinfo::Command;
 use crate::expiry::Visit;
-use crate::store::Key;
+use crate::host::cmdinfo::Command;
+use crate::host::store::Key;
 
 /// Everything the layer around the families needs of each: its marker word, its expiry
 /// visit, its keyspace-event hook, the prefix of its own events, what it does when data is

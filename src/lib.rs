@@ -5,9 +5,10 @@
 //!   `rank`, `stats`, `moments`, `sketch`, `limit`, `throttle`, `error`, `collections` (the data
 //!   structures tally writes itself); `cmddocs` (the version and the commands'
 //!   documentation, pure data);
-//! * the FFI layer, the only code with raw module calls: `server` (API check, clock,
-//!   databases, role, event hooks), `store` (keys, hashes, sorted sets, scans, ACL),
-//!   `replicate` (effects), `reply`, `cmdinfo` (command table entries, registration);
+//! * the FFI layer in `host/`, the only code with raw module calls: `server` (API check,
+//!   clock, databases, role), `events` (keyspace and server events, tracked names),
+//!   `store` (keys, hashes, sorted sets, scans, ACL), `replicate` (effects), `reply`,
+//!   `cmdinfo` (command table entries, registration), `config`;
 //! * `expiry`: the schedule (a `collections::due_queue`) and the one timer, calling the families through
 //!   a visitor;
 //! * `commands/`: the family registry (commands, hooks, state), one folder per family.
@@ -50,23 +51,13 @@ mod proptests;
 mod testutil;
 
 #[cfg(not(test))]
-mod cmdinfo;
-#[cfg(not(test))]
 mod commands;
-#[cfg(not(test))]
-mod config;
 #[cfg(not(test))]
 mod expiry;
 #[cfg(not(test))]
 mod family;
 #[cfg(not(test))]
-mod replicate;
-#[cfg(not(test))]
-mod reply;
-#[cfg(not(test))]
-mod server;
-#[cfg(not(test))]
-mod store;
+mod host;
 
 /// The Redis-facing part: module registration, configs and init. Left out of
 /// `cargo test`, whose plain test binary has no server to allocate from.
@@ -75,7 +66,8 @@ mod module {
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::{cmdinfo, commands, config, expiry, server};
+    use crate::host::{cmdinfo, config, events, server};
+    use crate::{commands, expiry};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let checked = server::check_api()
@@ -89,7 +81,7 @@ mod module {
                     .try_for_each(|command| cmdinfo::register(ctx, command))
             })
             // Last, once nothing else can fail: subscriptions and the timer.
-            .and_then(|()| server::register_hooks(ctx, commands::HOOKS));
+            .and_then(|()| events::register_hooks(ctx, commands::HOOKS));
         if let Err(e) = checked {
             ctx.log_warning(&format!("tally: {e}; not loading"));
             return Status::Err;

@@ -4,6 +4,12 @@
 //! holds the server for tens of milliseconds. Here only one shard grows at a time, and a
 //! shard holds about 1/4096 of the entries (2,500 with ten million keys).
 //!
+//! Why not std's `HashMap` (which is the `hashbrown` crate's table, whose growth is the
+//! same one step): measured by `measured.rs`, 10M ids inserted on this project's 2-core
+//! machine, the `HashMap`'s slowest insert took 446-482 ms (its last doubling), this map's
+//! (256 shards, as the expiry schedule and the tracked names use) 42-82 ms, which is the
+//! loaded machine's own stalls (as many inserts over 2 ms in both runs).
+//!
 //! Owns: that structure. May not touch: Redis.
 
 use std::borrow::Borrow;

@@ -5,7 +5,7 @@
 //! May not touch: raw module calls (those live in `store`, `reply`, `cmdinfo`,
 //! `replicate` and `server`).
 
-pub mod caches;
+pub mod cache_budget;
 pub mod counter;
 pub mod stats;
 pub mod throttle;
@@ -18,9 +18,9 @@ use redis_module::{Context, NotifyEvent, RedisValue};
 
 use crate::expiry::{Visit, Visitor};
 pub use crate::family::Family;
+use crate::host::events::Hooks;
+use crate::host::store::{Key, KeyKind};
 use crate::rank::commands as rank;
-use crate::server::Hooks;
-use crate::store::{Key, KeyKind};
 
 pub const FAMILIES: [Family; 4] = [
     counter::FAMILY,
@@ -69,8 +69,8 @@ pub fn is_tally_event(event: &str) -> bool {
 /// Tally deleted `name` itself (no keyspace event tells anyone): every family drops what
 /// it keeps of the key, and the key leaves the event filter and the expiry schedule.
 pub fn forget_deleted(ctx: &Context, name: &[u8]) {
-    let db = crate::server::selected_db(ctx);
-    crate::server::untrack(db, name);
+    let db = crate::host::server::selected_db(ctx);
+    crate::host::events::untrack(db, name);
     FAMILIES.iter().for_each(|family| (family.forget)(db, name));
     crate::expiry::unschedule(ctx, name);
 }
@@ -130,7 +130,7 @@ fn loading(ended: bool) {
 
 fn info_fields() -> Vec<(&'static CStr, i64)> {
     let (stats, tracked, backlog, scanning) = crate::expiry::stats();
-    let (filter_keys, filter_bytes) = crate::server::tracked_keys();
+    let (filter_keys, filter_bytes) = crate::host::events::tracked_keys();
     let mut fields = vec![
         (c"tracked_objects", tracked as i64),
         (c"timer_ticks", stats.timer_ticks as i64),
@@ -140,11 +140,11 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"max_tick_us", stats.max_tick_us as i64),
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
-        (c"cache_bytes", caches::bytes() as i64),
+        (c"cache_bytes", cache_budget::bytes() as i64),
         (c"state_bytes", state_bytes() as i64),
         (
             c"cache_max_memory",
-            crate::config::cache_max_memory() as i64,
+            crate::host::config::cache_max_memory() as i64,
         ),
         (c"event_filter_keys", filter_keys as i64),
         (c"event_filter_bytes", filter_bytes as i64),

@@ -140,6 +140,7 @@ impl Counter {
 mod across;
 mod fields;
 mod increment;
+pub mod mirrors;
 mod ordered;
 mod reads;
 mod recent_writes;

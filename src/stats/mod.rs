@@ -31,9 +31,9 @@ use crate::sketch::{rank_of, Sketch};
 use crate::window::{first_kept, leaves_at, slot_index, slot_start};
 
 mod across;
-pub mod cache;
 mod field;
 mod report;
+pub mod window_cache;
 
 pub use across::KeysMerge;
 pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};

@@ -1,25 +1,37 @@
 //! A counter's hash as the pure counter logic sees it: [`HashSlots`], a [`SlotStore`] that
-//! reads through the key's mirror when there is one and records every write as an effect,
-//! and [`with_slots`], which finds or builds that mirror.
+//! reads through the key's mirror when there is one (found or built when a command opens
+//! it) and records every write as an effect.
 //!
 //! Owns: the counter's slot fields in its hash. May not touch: raw module calls, command
 //! parsing.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefMut};
 
 use redis_module::Context;
 
-use super::caches::caches;
-use super::mirror::{self, Build, Mirror, HASHTABLE_MIN_FIELDS};
+use super::counter_memory::memory;
 use crate::args::parse_i64;
+use crate::counter::mirrors::{
+    Mirror, MirrorAt, Mirrors, HASHTABLE_MIN_FIELDS, MAX_SLOTS_PER_MIRROR,
+};
 use crate::counter::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
+use crate::host::replicate::HashEffects;
+use crate::host::server::{now_ms, selected_db};
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::layout;
-use crate::replicate::HashEffects;
-use crate::server::{now_ms, selected_db};
-use crate::store::{Key, KeyKind, RStr};
 
 /// Number of non-slot fields in a counter's hash (`_tally`, `_state`).
 pub(super) const META_FIELDS: usize = 2;
+
+/// When a missing mirror is built from the hash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Build {
+    /// Reads: a large counter read once is likely read again.
+    Always,
+    /// Writes: only once the key has been written often lately (`RecentWrites`).
+    IfHot,
+    Never,
+}
 
 /// A slot's field name as a module string (for the key API and the effects).
 pub(super) struct SlotName {
@@ -28,15 +40,22 @@ pub(super) struct SlotName {
 }
 
 /// The counter's slots as stored in its hash, recording every write as an effect and
-/// keeping the key's mirror (if it has one) in step.
+/// keeping the key's mirror (if it has one) in step. Made by [`HashSlots::open`] at the
+/// start of a command and dropped before its reply: it holds the family's mirrors in
+/// between, and its drop records the hash's new field count in the mirror and counts
+/// the mirror's bytes again.
 pub(super) struct HashSlots<'a> {
     key: &'a Key,
     pub(super) effects: HashEffects,
-    pub(super) mirror: Option<&'a mut Mirror>,
+    /// The family's mirrors, held for the command (`None`: another command holds them,
+    /// which only a command run inside this one could).
+    mirrors: Option<RefMut<'static, Mirrors>>,
+    /// The key's mirror among them, if it has one.
+    held: Option<Held>,
     /// True while the key does not exist: reads need not ask the hash (most writes to a
     /// large population of counters create them).
     missing: bool,
-    /// Field names already made (borrowed from the family's caches for the command): an
+    /// Field names already made (taken from the names the last command made): an
     /// increment reads, then writes, the same fields, and the next increment of any
     /// counter at the same time uses the same names.
     names: Vec<SlotName>,
@@ -44,6 +63,19 @@ pub(super) struct HashSlots<'a> {
     next_name: usize,
     /// Slot fields looked up in the hash so far (added to the family's count at the end).
     lookups: u64,
+}
+
+/// The key's mirror as a command holds it.
+#[derive(Clone, Copy)]
+struct Held {
+    at: MirrorAt,
+    /// Its slots when the command opened it.
+    slots_before: usize,
+    /// Built by this command.
+    built: bool,
+    /// False once a write to the hash failed: the mirror no longer matches it (it goes
+    /// at its next use) and this command stops using it.
+    in_step: bool,
 }
 
 /// Field names kept (an increment touches one field per resolution).
@@ -64,26 +96,87 @@ impl Drop for HashSlots<'_> {
             SLOT_NAMES.set(names);
         }
         if self.lookups > 0 {
-            caches(|caches| {
-                let total = caches.hash_lookups.get().wrapping_add(self.lookups);
-                caches.hash_lookups.set(total);
-            });
+            memory().count_lookups(self.lookups);
+        }
+        if let (Some(held), Some(mirrors)) = (self.held, self.mirrors.as_deref_mut()) {
+            if held.in_step {
+                if let Some(mirror) = mirrors.get_mut(held.at) {
+                    mirror.fields = self.key.len();
+                }
+            }
+            mirrors.settle(held.at, held.slots_before, held.built, budget);
         }
     }
 }
 
 impl<'a> HashSlots<'a> {
-    fn new(key: &'a Key, mirror: Option<&'a mut Mirror>) -> Self {
-        HashSlots {
+    /// The slots of the counter at `key` (named `name`), through its mirror when there is
+    /// a valid one; a missing one is built from the hash first as `build` says.
+    pub(super) fn open(ctx: &Context, key: &'a Key, name: &[u8], build: Build) -> Self {
+        let mut slots = HashSlots {
             key,
             effects: HashEffects::default(),
-            mirror,
+            mirrors: memory().mirrors(),
+            held: None,
             missing: key.kind() == KeyKind::Empty,
             // Taken from the cache at the first name asked for (most reads ask none).
             names: Vec::new(),
             next_name: 0,
             lookups: 0,
+        };
+        let Some(mirrors) = slots.mirrors.as_deref_mut() else {
+            return slots;
+        };
+        let (db, fields) = (selected_db(ctx), key.len());
+        // The common case, one lookup: a valid mirror.
+        let (at, built) = match mirrors.find(db, name, fields) {
+            Some(at) => (at, false),
+            None => match build_mirror(ctx, key, (db, name, fields), build, mirrors) {
+                Some(at) => (at, true),
+                None => return slots,
+            },
+        };
+        let Some(mirror) = mirrors.get_mut(at) else {
+            return slots;
+        };
+        if build == Build::IfHot
+            && fields >= HASHTABLE_MIN_FIELDS
+            && mirror.writes.wants_hashtable(now_ms)
+        {
+            key.use_hashtable_encoding();
         }
+        slots.held = Some(Held {
+            at,
+            slots_before: mirror.slots.len(),
+            built,
+            in_step: true,
+        });
+        slots
+    }
+
+    /// The key's mirror, if it has one in step with the hash.
+    #[inline]
+    fn mirror(&mut self) -> Option<&mut Mirror> {
+        let held = self.held.filter(|held| held.in_step)?;
+        self.mirrors.as_deref_mut()?.get_mut(held.at)
+    }
+
+    fn has_mirror(&self) -> bool {
+        self.held.is_some_and(|held| held.in_step)
+    }
+
+    /// The parsed counter kept with the mirror and the mirror's slots, for a read: they
+    /// answer it without the hash.
+    pub(super) fn kept_counter_and_slots(&mut self) -> Option<(&Counter, &mut OrderedSlots)> {
+        let Mirror {
+            counter: Some(counter),
+            slots,
+            ..
+        } = self.mirror()?
+        else {
+            return None;
+        };
+        Some((counter, slots))
     }
 
     /// The field name of a slot, made once.
@@ -152,12 +245,12 @@ impl<'a> HashSlots<'a> {
     /// The parsed counter kept with the mirror, taken out (a write puts it back with
     /// [`HashSlots::keep_counter`] when it saves).
     pub(super) fn take_counter(&mut self) -> Option<Counter> {
-        self.mirror.as_deref_mut()?.counter.take()
+        self.mirror()?.counter.take()
     }
 
     /// Keeps a counter read from valid stored fields with the mirror, for the next command.
     pub(super) fn remember_counter(&mut self, counter: &Counter) {
-        if let Some(mirror) = self.mirror.as_deref_mut() {
+        if let Some(mirror) = self.mirror() {
             if mirror.counter.is_none() {
                 mirror.counter = Some(counter.clone());
             }
@@ -167,7 +260,7 @@ impl<'a> HashSlots<'a> {
     /// Keeps `counter` (valid for the hash as it is now) with the mirror for the next
     /// command: moved in when the mirror holds none (a write took it out), else copied.
     pub(super) fn keep_counter(&mut self, counter: &mut Counter) {
-        if let Some(mirror) = self.mirror.as_deref_mut() {
+        if let Some(mirror) = self.mirror() {
             match &mut mirror.counter {
                 Some(kept) => kept.clone_from(counter),
                 none => *none = Some(std::mem::replace(counter, Counter::new(Vec::new()))),
@@ -175,7 +268,6 @@ impl<'a> HashSlots<'a> {
         }
     }
 
-    /// Records the hash's field count in the mirror once the command's writes are done.
     /// Writes `slots` to the hash only, recording the effects: the names first (made in
     /// `names` without clearing it midway); each value string is recorded as an effect (it
     /// goes on to the replicated HSET), then the hash is written from the recorded pairs in
@@ -217,7 +309,7 @@ impl<'a> HashSlots<'a> {
     /// mirror in place, then written to the hash; the bookkeeping does not change. `None`
     /// (nothing changed) when it needs the general path.
     pub(super) fn add_in_place(&mut self, now: i64, ts: i64, increment: i64) -> Option<i64> {
-        let mirror = self.mirror.as_deref_mut()?;
+        let mirror = self.mirror()?;
         let counter = mirror.counter.as_ref()?;
         let mut writes = [(0, 0, 0); crate::counter::MAX_RESOLUTIONS];
         let (len, reply) =
@@ -226,28 +318,25 @@ impl<'a> HashSlots<'a> {
         if written != len {
             // A field could not be written (out of memory): the mirror holds a count the
             // hash does not, so it must go (no hash has this many fields).
-            if let Some(mirror) = self.mirror.take() {
+            if let Some(mirror) = self.mirror() {
                 mirror.fields = usize::MAX;
+            }
+            if let Some(held) = &mut self.held {
+                held.in_step = false;
             }
         }
         Some(reply)
     }
 
     /// The next trim of the mirrored counter, if any.
-    pub(super) fn mirrored_due(&self) -> Option<i64> {
-        self.mirror.as_deref()?.counter.as_ref()?.next_due()
-    }
-
-    fn sync_mirror(&mut self) {
-        if let Some(mirror) = self.mirror.as_deref_mut() {
-            mirror.fields = self.key.len();
-        }
+    pub(super) fn mirrored_due(&mut self) -> Option<i64> {
+        self.mirror()?.counter.as_ref()?.next_due()
     }
 }
 
 impl SlotStore for HashSlots<'_> {
     fn get(&mut self, res_ms: i64, index: i64) -> Option<i64> {
-        if let Some(mirror) = self.mirror.as_deref() {
+        if let Some(mirror) = self.mirror() {
             return mirror.slots.get(&(res_ms, index)).copied();
         }
         if self.missing {
@@ -276,13 +365,13 @@ impl SlotStore for HashSlots<'_> {
             self.effects.set_strings(&name.rstr, value);
         }
         self.missing = false;
-        if let Some(mirror) = self.mirror.as_deref_mut() {
+        if let Some(mirror) = self.mirror() {
             mirror.slots.insert((res_ms, index), count);
         }
     }
 
     fn get_many(&mut self, slots: &[(i64, i64)], out: &mut [Option<i64>]) {
-        if let Some(mirror) = self.mirror.as_deref() {
+        if let Some(mirror) = self.mirror() {
             return mirror.slots.get_many(slots, out);
         }
         if self.missing {
@@ -318,7 +407,7 @@ impl SlotStore for HashSlots<'_> {
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
         let (written, len) = self.write_fields(slots);
         // The mirror follows the hash: only the slots written there.
-        if let Some(mirror) = self.mirror.as_deref_mut() {
+        if let Some(mirror) = self.mirror() {
             mirror
                 .slots
                 .insert_many(written.get(..len).unwrap_or_default());
@@ -326,7 +415,7 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn remove(&mut self, res_ms: i64, index: i64) -> bool {
-        if let Some(mirror) = self.mirror.as_deref_mut() {
+        if let Some(mirror) = self.mirror() {
             // The mirror knows the slot is absent: no need to probe the hash.
             if mirror.slots.remove(&(res_ms, index)).is_none() {
                 return false;
@@ -347,14 +436,14 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn stored_slots(&mut self) -> usize {
-        match self.mirror.as_deref() {
+        match self.mirror() {
             Some(mirror) => mirror.slots.len(),
             None => self.key.len().saturating_sub(META_FIELDS),
         }
     }
 
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
-        if let Some(mirror) = self.mirror.as_deref() {
+        if let Some(mirror) = self.mirror() {
             for ((res_ms, index), count) in mirror.slots.iter() {
                 f(res_ms, index, count);
             }
@@ -371,7 +460,7 @@ impl SlotStore for HashSlots<'_> {
         if lo > hi {
             return;
         }
-        if let Some(mirror) = self.mirror.as_deref() {
+        if let Some(mirror) = self.mirror() {
             out.extend(mirror.slots.range(res_ms, lo, hi));
             return;
         }
@@ -385,16 +474,16 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
-        let mirror = self.mirror.as_deref_mut()?;
+        let mirror = self.mirror()?;
         Some(mirror.slots.range_sum(res_ms, lo, hi))
     }
 
     fn probes_are_cheap(&mut self, probes: i64) -> bool {
-        self.mirror.is_some() || probes <= self.stored_slots() as i64
+        self.has_mirror() || probes <= self.stored_slots() as i64
     }
 
     fn walk_is_cheaper(&mut self, probes: i64) -> bool {
-        if self.mirror.is_some() {
+        if self.has_mirror() {
             return false;
         }
         let stored = self.stored_slots();
@@ -410,17 +499,12 @@ impl SlotStore for HashSlots<'_> {
 
 /// True if `key` holds a hash with a counter's `_tally` marker: the only hashes whose
 /// slots are mirrored.
-pub(super) fn is_counter(key: &Key) -> bool {
-    caches(|caches| {
-        caches
-            .field_names
-            .as_ref()
-            .is_some_and(|(marker_field, _)| {
-                key.hget_with(marker_field, |marker| {
-                    layout::is_family(marker, layout::COUNTER)
-                })
-                .unwrap_or(false)
-            })
+fn is_counter(key: &Key) -> bool {
+    memory().field_names().is_some_and(|(marker_field, _)| {
+        key.hget_with(marker_field, |marker| {
+            layout::is_family(marker, layout::COUNTER)
+        })
+        .unwrap_or(false)
     })
 }
 
@@ -445,65 +529,60 @@ const MIRROR_MIN_SLOTS: usize = 16;
 /// per field on Valkey, on top of the walk the build makes anyway.
 const TTL_QUESTION_MAX_FIELDS: usize = 1024;
 
-/// Runs `f` over the counter's slots, through its mirror when there is one. Reads
-/// (`Build::Always`) create the mirror of a large counter; writes (`Build::IfHot`) of a
-/// hot one.
-pub(super) fn with_slots<T>(
+/// Builds the mirror of the counter at `key` (`name` in `db`, a hash of `fields` fields)
+/// when `build` says it is wanted and the read caches' budget has room for it.
+fn build_mirror(
     ctx: &Context,
     key: &Key,
-    name: &[u8],
+    (db, name, fields): (i32, &[u8], usize),
     build: Build,
-    f: impl FnOnce(&mut HashSlots) -> T,
-) -> T {
-    let fields = key.len();
-    // Only a counter's hash is worth a walk: a user's hash (a WRONGTYPE reply to come) of
-    // any size is never mirrored.
-    let mut load = |mirror: &mut Mirror| {
-        // A hash with field TTLs is never mirrored: its expired slots count in its
-        // length until the server reclaims them, so a mirror could not tell it changed.
-        // Where the server must be asked field by field (Valkey), a hash of more fields
-        // than a quick question covers counts as having some: its reads go to the hash.
-        if !is_counter(key) || key.has_field_ttls(ctx, name, TTL_QUESTION_MAX_FIELDS) {
-            return false;
-        }
-        let mut slots = Vec::with_capacity(fields);
-        key.hscan(|field, value| {
-            if let Some(slot) = parse_slot_field(field) {
-                slots.push((slot, parse_i64(value).unwrap_or(0)));
-            }
-        });
-        mirror.slots = OrderedSlots::from_unordered(slots);
-        true
-    };
+    mirrors: &mut Mirrors,
+) -> Option<MirrorAt> {
     // A counter too large for the cache is read from its hash (bounded by one walk per
-    // command) rather than evicting every other mirror.
+    // command) rather than evicting every other mirror. A hot counter (written again and
+    // again) is mirrored whatever its size, a read one only from `MIRROR_MIN_SLOTS`.
     let min_fields = match build {
         Build::IfHot => 1,
         _ => MIRROR_MIN_SLOTS + META_FIELDS,
     };
-    let worth_mirroring =
-        (min_fields..=mirror::MAX_SLOTS_PER_MIRROR + META_FIELDS).contains(&fields);
-    let writing = build == Build::IfHot;
-    let build = if worth_mirroring { build } else { Build::Never };
-    caches(|caches| {
-        caches.with_mirror(
-            (selected_db(ctx), name, fields),
-            build,
-            &mut load,
-            |mut mirror| {
-                if let (true, Some(m)) = (
-                    writing && fields >= HASHTABLE_MIN_FIELDS,
-                    mirror.as_deref_mut(),
-                ) {
-                    if m.writes.wants_hashtable(now_ms) {
-                        key.use_hashtable_encoding();
-                    }
-                }
-                let mut slots = HashSlots::new(key, mirror);
-                let result = f(&mut slots);
-                slots.sync_mirror();
-                result
-            },
-        )
-    })
+    let worth_mirroring = (min_fields..=MAX_SLOTS_PER_MIRROR + META_FIELDS).contains(&fields);
+    let wanted = worth_mirroring
+        && match build {
+            Build::Always => true,
+            Build::IfHot => memory().is_hot(db, name),
+            Build::Never => false,
+        };
+    // The budget is asked here, where a mirror may be made (and by every write to a key
+    // without one, new keys included): never while memory is tight. With no mirror held
+    // there is nothing to give back, and no build: nothing to ask.
+    if !wanted && mirrors.bytes() == 0 {
+        return None;
+    }
+    let budget = budget();
+    if !mirrors.make_room(budget, fields) || !wanted {
+        return None;
+    }
+    // Only a counter's hash is worth a walk: a user's hash (a WRONGTYPE reply to come) of
+    // any size is never mirrored. A hash with field TTLs is never mirrored either: its
+    // expired slots count in its length until the server reclaims them, so a mirror could
+    // not tell it changed. Where the server must be asked field by field (Valkey), a hash
+    // of more fields than a quick question covers counts as having some: its reads go to
+    // the hash.
+    if !is_counter(key) || key.has_field_ttls(ctx, name, TTL_QUESTION_MAX_FIELDS) {
+        return None;
+    }
+    let mut slots = Vec::with_capacity(fields);
+    key.hscan(|field, value| {
+        if let Some(slot) = parse_slot_field(field) {
+            slots.push((slot, parse_i64(value).unwrap_or(0)));
+        }
+    });
+    let mut mirror = Mirror::of_fields(fields);
+    mirror.slots = OrderedSlots::from_unordered(slots);
+    mirrors.insert(db, name, mirror, budget)
+}
+
+/// What the mirrors may hold now: the counters' share of the read caches' budget.
+fn budget() -> usize {
+    crate::commands::cache_budget::budget_of(crate::layout::COUNTER)
 }

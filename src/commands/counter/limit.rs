@@ -6,19 +6,18 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use super::hash_slots::with_slots;
+use super::hash_slots::{Build, HashSlots};
 use super::load_save::read_counter;
-use super::mirror::Build;
-use super::{write, write_key};
+use super::write;
 use crate::args::{parse_duration, parse_i64, parse_key_count, set_once, Args};
-use crate::cmdinfo;
-use crate::config;
 use crate::counter::Counter;
 use crate::error::{Error, Result};
+use crate::host::cmdinfo;
+use crate::host::config;
+use crate::host::reply::Reply;
+use crate::host::server::command_now_ms;
+use crate::host::store::{notify, notify_bytes, Key, KeyKind};
 use crate::limit::{check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS};
-use crate::reply::Reply;
-use crate::server::command_now_ms;
-use crate::store::{notify, notify_bytes, Key, KeyKind};
 use crate::window::effective_time;
 
 /// The options after the pairs, in any order.
@@ -46,11 +45,12 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         }
     }
     drop(key);
-    let decision = write(
+    let key = Key::open(ctx, name, true);
+    let decision = write::change(
         ctx,
-        name,
+        &key,
+        (name.as_slice(), Some(name)),
         now,
-        |_| None,
         |counter, slots| {
             let read = check(counter, slots, now, ts, increment, &limits, false)?;
             let decision = decide_all(&[read], details)?;
@@ -61,6 +61,7 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
             Ok((decision, applied))
         },
     )?;
+    drop(key);
     if decision.allowed {
         notify(ctx, NotifyEvent::HASH, c"tscounter.limit", name);
     }
@@ -110,17 +111,10 @@ pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Re
         // is now applied to: the keys are distinct, so writing one changes no other.
         for &name in names {
             let key = Key::open_bytes(ctx, name, true).ok_or(Error::WrongType)?;
-            write_key(
-                ctx,
-                key,
-                (name, None),
-                now,
-                |_| None,
-                |counter, slots| {
-                    counter.incrby(slots, now, ts, increment)?;
-                    Ok(((), true))
-                },
-            )?;
+            write::change(ctx, &key, (name, None), now, |counter, slots| {
+                counter.incrby(slots, now, ts, increment)?;
+                Ok(((), true))
+            })?;
             notify_bytes(ctx, NotifyEvent::HASH, c"tscounter.limit", name);
         }
     }
@@ -203,9 +197,8 @@ fn check_read_only(
         Some(read) => Ok(read),
         None => {
             let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
-            with_slots(ctx, key, name, Build::Never, |slots| {
-                check(&empty, slots, now, ts, increment, limits, true)
-            })
+            let mut slots = HashSlots::open(ctx, key, name, Build::Never);
+            check(&empty, &mut slots, now, ts, increment, limits, true)
         }
     }
 }

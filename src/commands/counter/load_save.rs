@@ -4,54 +4,18 @@
 //! Owns: the counter's `_tally` and `_state` fields. May not touch: raw module calls,
 //! command parsing.
 
+use std::cell::Cell;
+
 use redis_module::{Context, RedisString};
 
-use super::caches::caches;
-use super::hash_slots::{with_slots, HashSlots};
-use super::mirror::{Build, Mirror};
+use super::counter_memory::memory;
+use super::hash_slots::{Build, HashSlots};
 use crate::counter::{parse_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD};
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::server::{now_ms, selected_db};
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::layout::{self, MARKER_FIELD};
-use crate::server::{now_ms, selected_db};
-use crate::store::{Key, KeyKind, RStr};
-
-/// The resolutions of a marker, remembering the last marker parsed.
-fn parse_marker_cached(marker: &[u8]) -> Option<Vec<Resolution>> {
-    caches(|caches| {
-        let mut last = caches.last_marker.try_borrow_mut().ok()?;
-        if last.0 != marker || last.1.is_empty() {
-            *last = (marker.to_vec(), Counter::parse_marker(marker)?);
-        }
-        Some(last.1.clone())
-    })
-}
-
-/// The reference time and tracks of a `_state` ([`Counter::parse_state`]), remembering
-/// the last state text parsed (in buffers reused from one call to the next: most writes go
-/// to counters not seen just before).
-fn parse_state_cached(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, Vec<Track>)> {
-    caches(|caches| {
-        let Ok(mut last) = caches.last_state.try_borrow_mut() else {
-            return Counter::parse_state(resolutions, state);
-        };
-        let (text, kept) = &mut *last;
-        if let (true, Some(counter)) = (text.as_slice() == state, kept.as_ref()) {
-            if counter.resolutions == resolutions {
-                return Some((counter.reference, counter.tracks.clone()));
-            }
-        }
-        let (reference, tracks) = Counter::parse_state(resolutions, state)?;
-        text.clear();
-        text.extend_from_slice(state);
-        let counter = kept.get_or_insert_with(|| Counter::new(Vec::new()));
-        counter.resolutions.clear();
-        counter.resolutions.extend_from_slice(resolutions);
-        counter.tracks.clone_from(&tracks);
-        counter.reference = reference;
-        Some((reference, tracks))
-    })
-}
 
 /// A counter as read from its hash.
 pub(super) struct Loaded {
@@ -98,23 +62,21 @@ pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Load
         KeyKind::Empty => Ok(None),
         KeyKind::Hash => {
             // Both fields with one hash read: the marker first, then the state.
-            let (resolutions, parsed) = caches(|caches| {
-                let names = caches.field_names.as_ref();
-                let (marker_field, state_field) = names.ok_or(Error::WrongType)?;
-                let (mut resolutions, mut parsed) = (None, None);
-                key.hget_many([marker_field, state_field], |i, value| match (i, value) {
-                    (0, Some(marker)) if layout::is_family(marker.as_bytes(), layout::COUNTER) => {
-                        resolutions = parse_marker_cached(marker.as_bytes());
-                    }
-                    (1, Some(state)) => {
-                        parsed = resolutions
-                            .as_deref()
-                            .and_then(|r| parse_state_cached(r, state.as_bytes()));
-                    }
-                    _ => {}
-                });
-                Ok::<_, Error>((resolutions.ok_or(Error::WrongType)?, parsed))
-            })?;
+            let memory = memory();
+            let (marker_field, state_field) = memory.field_names().ok_or(Error::WrongType)?;
+            let (mut resolutions, mut parsed) = (None, None);
+            key.hget_many([marker_field, state_field], |i, value| match (i, value) {
+                (0, Some(marker)) if layout::is_family(marker.as_bytes(), layout::COUNTER) => {
+                    resolutions = memory.parse_marker(marker.as_bytes());
+                }
+                (1, Some(state)) => {
+                    parsed = resolutions
+                        .as_deref()
+                        .and_then(|r| memory.parse_state(r, state.as_bytes()));
+                }
+                _ => {}
+            });
+            let resolutions = resolutions.ok_or(Error::WrongType)?;
             Ok(Some(match parsed {
                 Some((reference, tracks)) => Loaded {
                     counter: Counter {
@@ -150,47 +112,19 @@ pub(super) fn read_counter<T>(
         KeyKind::Hash => {}
         _ => return Err(Error::WrongType),
     }
-    let mut f = Some(f);
+    let mut slots = HashSlots::open(ctx, key, name, Build::Always);
     // The usual read: a valid mirror with its parsed counter answers by itself (`f` only
     // reads, so the mirror's copy of the slots serves as the store).
-    let cached = caches(|caches| {
-        caches.with_valid_mirror(selected_db(ctx), name, key.len(), |mirror| {
-            let Mirror {
-                counter: Some(counter),
-                slots,
-                ..
-            } = mirror
-            else {
-                return None;
-            };
-            f.take().map(|f| f(counter, slots))
-        })
-    });
-    if let Some(result) = cached.flatten() {
-        return result.map(Some);
+    if let Some((counter, mirrored)) = slots.kept_counter_and_slots() {
+        return f(counter, mirrored).map(Some);
     }
-    // No valid mirror: built from the hash when the counter is worth one.
-    let cached = with_slots(ctx, key, name, Build::Always, |slots| {
-        let counter = slots.mirror.as_deref_mut()?.counter.take()?;
-        let result = f.take().map(|f| f(&counter, slots));
-        if let Some(mirror) = slots.mirror.as_deref_mut() {
-            mirror.counter = Some(counter);
-        }
-        result
-    });
-    if let Some(result) = cached {
-        return result.map(Some);
-    }
-    let (Some(loaded), Some(f)) = (load(key, now, usize::MAX)?, f) else {
+    let Some(loaded) = load(key, now, usize::MAX)? else {
         return Ok(None);
     };
-    with_slots(ctx, key, name, Build::Always, |slots| {
-        if !loaded.state_rebuilt {
-            slots.remember_counter(&loaded.counter);
-        }
-        f(&loaded.counter, slots)
-    })
-    .map(Some)
+    if !loaded.state_rebuilt {
+        slots.remember_counter(&loaded.counter);
+    }
+    f(&loaded.counter, &mut slots).map(Some)
 }
 
 /// [`load`] for a read, through a copy of the parsed counter kept with a valid mirror
@@ -202,8 +136,11 @@ pub(super) fn load_for_command(
     now: i64,
 ) -> Result<Option<Loaded>> {
     if key.kind() == KeyKind::Hash {
-        let db = selected_db(ctx);
-        if let Some(counter) = caches(|caches| caches.cached_counter(db, name, key.len())) {
+        let kept = memory().mirrors().and_then(|mut mirrors| {
+            let at = mirrors.find(selected_db(ctx), name, key.len())?;
+            mirrors.get_mut(at)?.counter.clone()
+        });
+        if let Some(counter) = kept {
             return Ok(Some(Loaded {
                 counter,
                 state_rebuilt: false,
@@ -211,6 +148,13 @@ pub(super) fn load_for_command(
         }
     }
     load(key, now, usize::MAX)
+}
+
+thread_local! {
+    /// The buffer [`save`] makes a `_state`'s text in, kept from one save to the next
+    /// (taken while in use): the many writes to counters not cached in memory each make
+    /// one, and an allocation per write measured 0.4% of such a write's instructions.
+    static STATE_TEXT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
 /// Writes the counter's bookkeeping after a change, deletes the key when no slot is left,
@@ -241,25 +185,19 @@ pub(super) fn save(
             effects.set(MARKER_FIELD, marker);
         }
         if is_new || old_tracks != Some(counter.tracks.as_slice()) {
-            caches(|caches| {
-                let mut fresh = Vec::new();
-                let mut reused = caches.state_text.try_borrow_mut();
-                let state = match reused.as_deref_mut() {
-                    Ok(text) => text,
-                    Err(_) => &mut fresh,
-                };
-                counter.write_state(now_ms(), state);
-                match (&caches.field_names, RStr::new(state)) {
-                    (Some((_, state_field)), Some(value)) => {
-                        key.hset_str_value(state_field, &value);
-                        effects.set_strings(state_field, value);
-                    }
-                    _ => {
-                        key.hset(STATE_FIELD.as_bytes(), state);
-                        effects.set(STATE_FIELD, &state[..]);
-                    }
+            let mut state = STATE_TEXT.take();
+            counter.write_state(now_ms(), &mut state);
+            match (memory().field_names(), RStr::new(&state)) {
+                (Some((_, state_field)), Some(value)) => {
+                    key.hset_str_value(state_field, &value);
+                    effects.set_strings(state_field, value);
                 }
-            });
+                _ => {
+                    key.hset(STATE_FIELD.as_bytes(), &state);
+                    effects.set(STATE_FIELD, &state[..]);
+                }
+            }
+            STATE_TEXT.set(state);
         }
     }
     let due = counter.next_due();

@@ -8,34 +8,34 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, set_once, Args};
-use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
-use crate::config;
 use crate::counter::{
-    finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, Track, MAX_RESOLUTIONS,
-    STATE_FIELD,
+    finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
+use crate::host::cmdinfo::{
+    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
+};
+use crate::host::config;
+use crate::host::replicate::HashEffects;
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, monotonic_us, selected_db};
+use crate::host::store::{notify, Key, KeyKind};
 use crate::layout::{self, MARKER_FIELD};
-use crate::replicate::HashEffects;
-use crate::reply::Reply;
-use crate::server::{command_now_ms, monotonic_us, selected_db};
-use crate::store::{notify, Key, KeyKind};
 
-mod caches;
+mod counter_memory;
 mod hash_slots;
 mod limit;
 mod load_save;
-mod mirror;
 mod msum;
+mod write;
 
 pub use self::limit::{limit, mlimit};
 pub use self::msum::msum;
 
-use self::caches::caches;
-use self::hash_slots::{with_slots, HashSlots};
+use self::counter_memory::memory;
+use self::hash_slots::{Build, HashSlots};
 use self::load_save::{load, load_for_command, read_counter, save, Loaded};
-use self::mirror::Build;
 use crate::window::effective_time;
 
 /// The family's commands, one line each (see [`Command`]).
@@ -72,31 +72,30 @@ pub const FAMILY: super::Family = super::Family {
     event_prefix: "tscounter.",
     expire,
     on_keyspace_event: forget_key,
-    forget: |db, name| caches(|caches| caches.forget(db, name)),
+    forget: |db, name| memory().forget(db, name),
     flushed: |_| forget_all(),
     swapped: |_, _| forget_all(),
     loading: forget_all,
     info: || {
-        let (slots, lookups) =
-            caches(|caches| (caches.mirrored_slots(), caches.hash_lookups.get()));
+        let memory = memory();
         vec![
-            (c"mirrored_slots", slots as i64),
-            (c"counter_hash_lookups", lookups as i64),
+            (c"mirrored_slots", memory.mirrored_slots() as i64),
+            (c"counter_hash_lookups", memory.hash_lookups() as i64),
         ]
     },
-    cache_bytes: || caches(|caches| caches.bytes()),
+    cache_bytes: || memory().bytes(),
     // Everything it keeps in memory is a cache, counted in `cache_bytes`.
     state_bytes: || 0,
 };
 
 /// Any event on a key may change it behind the read cache: drop what is kept of it.
 fn forget_key(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
-    caches(|caches| caches.forget(selected_db(ctx), key));
+    memory().forget(selected_db(ctx), key);
 }
 
 /// Data was replaced behind the caches (flush, SWAPDB, loading): drop everything.
 fn forget_all() {
-    caches(|caches| caches.forget_all());
+    memory().forget_all();
 }
 
 /// Parses `[AT ts]` (the only option of INCRBY/INCR/SUM) and resolves it against `now`.
@@ -154,124 +153,13 @@ pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
 fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Result<Reply> {
     let now = command_now_ms();
     let ts = parse_at(args, now)?;
-    let reply = write(
-        ctx,
-        name,
-        now,
-        |slots| slots.add_in_place(now, ts, increment),
-        |counter, slots| {
-            let reply = counter.incrby(slots, now, ts, increment)?;
-            Ok((reply, increment != 0))
-        },
-    )?;
+    let key = Key::open(ctx, name, true);
+    let reply = write::increment(ctx, &key, (name.as_slice(), Some(name)), now, ts, increment)?;
+    drop(key);
     if increment != 0 {
         notify(ctx, NotifyEvent::HASH, c"tscounter.incrby", name);
     }
     Ok(Reply::Int(reply))
-}
-
-/// A write to the counter at `name` (created with the default resolutions if missing):
-/// `in_place` may make it on a hot counter's mirror (an increment of stored slots: the
-/// bookkeeping stays as it is); otherwise `change` computes over its slots and says
-/// whether it changed them, then the bookkeeping is saved. Either way the effects are
-/// replicated and the next trim scheduled.
-fn write<T>(
-    ctx: &Context,
-    name: &RedisString,
-    now: i64,
-    in_place: impl FnOnce(&mut HashSlots) -> Option<T>,
-    change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
-) -> Result<T> {
-    let key = Key::open(ctx, name, true);
-    write_key(
-        ctx,
-        key,
-        (name.as_slice(), Some(name)),
-        now,
-        in_place,
-        change,
-    )
-}
-
-/// [`write`] to the key `key` opened for writing, named by bytes and, when there is one,
-/// by the command's module string (replicated without a copy).
-fn write_key<T>(
-    ctx: &Context,
-    key: Key,
-    (name_bytes, name): (&[u8], Option<&RedisString>),
-    now: i64,
-    in_place: impl FnOnce(&mut HashSlots) -> Option<T>,
-    change: impl FnOnce(&mut Counter, &mut HashSlots) -> Result<(T, bool)>,
-) -> Result<T> {
-    // A new key has nothing to mirror; any other type than a hash answers WRONGTYPE.
-    let build = match key.kind() {
-        KeyKind::Hash => Build::IfHot,
-        _ => Build::Never,
-    };
-    // One mirror lookup: the parsed counter comes from the mirror (taken out, put back
-    // by `save`) or else from the hash.
-    let (reply, deleted) = with_slots(ctx, &key, name_bytes, build, |slots| {
-        if let Some(reply) = in_place(slots) {
-            match name {
-                Some(name) => slots.effects.emit_to(ctx, name),
-                None => slots.effects.emit(ctx, name_bytes),
-            }
-            if let Some(due) = slots.mirrored_due() {
-                expiry::schedule(ctx, name_bytes, due);
-            }
-            return Ok((reply, false));
-        }
-        let loaded = match slots.take_counter() {
-            Some(counter) => Some(Loaded {
-                counter,
-                state_rebuilt: false,
-            }),
-            None => load(&key, now, usize::MAX)?,
-        };
-        let is_new = loaded.is_none();
-        // The bookkeeping as stored (None: to be written whatever happens), copied on the
-        // stack: this is every write.
-        let mut stored = [Track::default(); MAX_RESOLUTIONS];
-        let (mut counter, old_tracks) = match loaded {
-            Some(Loaded {
-                counter,
-                state_rebuilt,
-            }) => {
-                let old = stored
-                    .get_mut(..counter.tracks.len())
-                    .filter(|_| !state_rebuilt);
-                let old = old.map(|old| {
-                    old.copy_from_slice(&counter.tracks);
-                    &*old
-                });
-                (counter, old)
-            }
-            None => (Counter::new(config::COUNTER_RESOLUTIONS.get_list()), None),
-        };
-        let (reply, changed) = change(&mut counter, slots)?;
-        if !changed {
-            // Nothing written (a refused LIMIT, an increment of 0): the counter taken from
-            // the mirror goes back as it was.
-            if old_tracks == Some(counter.tracks.as_slice()) {
-                slots.keep_counter(&mut counter);
-            }
-            return Ok((reply, false));
-        }
-        let deleted = save(
-            ctx,
-            &key,
-            (name_bytes, name),
-            &mut counter,
-            old_tracks,
-            is_new,
-            slots,
-        );
-        Ok((reply, deleted))
-    })?;
-    if deleted {
-        super::forget_deleted(ctx, name_bytes);
-    }
-    Ok(reply)
 }
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
@@ -392,9 +280,8 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     // From the bookkeeping when it can be trusted (a few probes), else one walk.
     let probed = (!state_rebuilt)
         .then(|| {
-            with_slots(ctx, &key, name.as_slice(), Build::Never, |slots| {
-                counter.extent(slots, now, INFO_MAX_PROBES)
-            })
+            let mut slots = HashSlots::open(ctx, &key, name.as_slice(), Build::Never);
+            counter.extent(&mut slots, now, INFO_MAX_PROBES)
         })
         .flatten();
     let Extent { slots, first, last } = probed.unwrap_or_else(|| {
@@ -447,9 +334,10 @@ pub fn expire(
     else {
         return Visit::Done;
     };
-    let has_work = with_slots(ctx, &read_key, name, Build::Never, |slots| {
-        counter.has_trim_work(slots, now)
-    });
+    let has_work = counter.has_trim_work(
+        &mut HashSlots::open(ctx, &read_key, name, Build::Never),
+        now,
+    );
     if !has_work && !state_rebuilt {
         return due_visit(&counter);
     }
@@ -458,24 +346,23 @@ pub fn expire(
         return Visit::Done;
     };
     let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
-    let (trimmed, deleted) = with_slots(ctx, &key, name, Build::Never, |slots| {
-        let mut within_budget = || monotonic_us() < deadline_us;
-        let trimmed = counter.trim_within(slots, now, &mut within_budget);
-        expiry::count_expired(trimmed.removed as u64);
-        let changed =
-            !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
-        let deleted = changed
-            && save(
-                ctx,
-                &key,
-                (name, None),
-                &mut counter,
-                old_tracks.as_deref(),
-                false,
-                slots,
-            );
-        (trimmed, deleted)
-    });
+    let mut slots = HashSlots::open(ctx, &key, name, Build::Never);
+    let mut within_budget = || monotonic_us() < deadline_us;
+    let trimmed = counter.trim_within(&mut slots, now, &mut within_budget);
+    expiry::count_expired(trimmed.removed as u64);
+    let changed =
+        !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
+    let deleted = changed
+        && save(
+            ctx,
+            &key,
+            (name, None),
+            &mut counter,
+            old_tracks.as_deref(),
+            false,
+            &mut slots,
+        );
+    drop(slots);
     if deleted {
         super::forget_deleted(ctx, name);
         return Visit::Done;

@@ -9,12 +9,12 @@ use redis_module::{Context, RedisString};
 use super::check_default_windows;
 use super::load_save::read_counter;
 use crate::args::{parse_duration, parse_key_count, Args, MAX_READ_KEYS};
-use crate::cmdinfo;
 use crate::counter::add_sums;
 use crate::error::{Error, Result};
-use crate::reply::Reply;
-use crate::server::command_now_ms;
-use crate::store::Key;
+use crate::host::cmdinfo;
+use crate::host::reply::Reply;
+use crate::host::server::command_now_ms;
+use crate::host::store::Key;
 
 /// TSCOUNTER.MSUM numkeys key [key ...] window [window ...] [AT ts]
 ///

@@ -11,34 +11,36 @@ use std::rc::Rc;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_finite_f64, parse_i64, push_f64, set_once, Args};
-use crate::cmdinfo;
-use crate::cmdinfo::{command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
-use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
+use crate::host::cmdinfo;
+use crate::host::cmdinfo::{
+    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
+};
+use crate::host::config;
+use crate::host::replicate::{Effects, HashEffects};
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, selected_db};
+use crate::host::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::layout::MARKER_FIELD;
-use crate::replicate::{Effects, HashEffects};
-use crate::reply::Reply;
-use crate::server::{command_now_ms, selected_db};
-use crate::stats::cache::Admit;
+use crate::stats::window_cache::Admit;
 use crate::stats::{
     check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, ReportStat,
     Settings, ShownSummary,
 };
-use crate::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::window::effective_time;
 
-mod caches;
 mod multi;
 mod periods;
+mod stats_memory;
 mod window_reads;
 
-use caches::caches;
+use stats_memory::caches;
 
-/// Estimated bytes the family holds in memory (its read cache of windows).
-pub use caches::bytes as cache_bytes;
 pub use multi::{mget, mquantile};
 use periods::*;
+/// Estimated bytes the family holds in memory (its read cache of windows).
+pub use stats_memory::bytes as cache_bytes;
 pub use window_reads::{cdf, get, quantile};
 
 /// The family's commands, one line each (see [`Command`]).
@@ -454,7 +456,7 @@ impl<'a> Admission<'a> {
         if let Some(answer) = self.answer {
             return answer;
         }
-        let limit = super::caches::stats_budget();
+        let limit = super::cache_budget::stats_budget();
         let (db, name) = (self.db, self.name);
         let new_key = limit > 0
             && (caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false)
@@ -532,7 +534,7 @@ pub fn expire(
     };
     // A visit costs up to one walk of a legitimate object (bounded by KEEP); start it
     // only with time left, else come back at the next tick.
-    if crate::server::monotonic_us() >= deadline_us {
+    if crate::host::server::monotonic_us() >= deadline_us {
         return Visit::Unfinished;
     }
     match trim(ctx, key, name, &settings, now) {

@@ -9,7 +9,7 @@
 use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
-use crate::stats::cache::Span;
+use crate::stats::window_cache::Span;
 use crate::stats::KeysMerge;
 
 /// STATS.MGET numkeys key [key ...] [WINDOW dur]

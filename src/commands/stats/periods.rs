@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use super::caches::caches;
-use crate::config;
+use super::stats_memory::caches;
 use crate::error::{Error, Result};
-use crate::stats::cache::Span;
+use crate::host::config;
+use crate::host::store::{Key, KeyKind, RStr};
+use crate::stats::window_cache::Span;
 use crate::stats::{field, parse_field, Part, PeriodMerge, Record, Settings};
-use crate::store::{Key, KeyKind, RStr};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
 pub(super) const DEFAULT_REPORT_KEEP: i64 = 100;

@@ -15,15 +15,15 @@ use std::io::Write;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::cmdinfo::{command_table, first_key, Command, UPDATE};
-use crate::config;
+use crate::host::cmdinfo::{command_table, first_key, Command, UPDATE};
+use crate::host::config;
 use crate::error::{Error, Result};
 use crate::expiry::Visit;
-use crate::replicate::replicate_bytes;
-use crate::reply::Reply;
-use crate::server::command_now_us;
-use crate::store::string::StringValue;
-use crate::store::{notify, Key};
+use crate::host::replicate::replicate_bytes;
+use crate::host::reply::Reply;
+use crate::host::server::command_now_us;
+use crate::host::store::string::StringValue;
+use crate::host::store::{notify, Key};
 use crate::throttle::{
     cell, decide, expires_at_ms, parse_tat, reply, request_time, Decision, Rate, NS_PER_MS,
     NS_PER_US,

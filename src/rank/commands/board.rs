@@ -14,10 +14,10 @@ use redis_module::{Context, RedisString};
 
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::server::selected_db;
+use crate::host::store::acl::Acl;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals};
-use crate::server::selected_db;
-use crate::store::acl::Acl;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{broken_meta_found, has_jobs, resolve_base};
 use super::memory::{self, MetaOrigin};

@@ -10,20 +10,20 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::collections::inline_vec::InlineVec;
-use crate::config;
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::config;
+use crate::host::replicate::{replicate_strings, Effects};
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::model::{
     apply_increments, meta_key, score_to_total, slot_key, validate_settings, Incremented, KeyName,
     MemberCounts, Meta, MetaLayout, MAX_TOTAL,
 };
-use crate::replicate::{replicate_strings, Effects};
-use crate::reply::Reply;
-use crate::server::{command_now_ms, selected_db};
-use crate::store::acl::Acl;
-use crate::store::{notify, Key, KeyKind, RStr};
 use crate::window::{effective_time, slot_index};
+use smallvec::SmallVec;
 
 use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
 use super::memory::{self, MetaOrigin};
@@ -79,14 +79,14 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
 /// A parsed INCRBY.
 struct Increments<'a> {
     /// `(increment, member)`, in order (on the stack when few).
-    pairs: InlineVec<(i64, &'a [u8]), INLINE_PAIRS>,
+    pairs: SmallVec<[(i64, &'a [u8]); INLINE_PAIRS]>,
     /// The `AT` timestamp, if given.
     at: Option<i64>,
 }
 
 fn parse<'a>(rest: &'a [&'a [u8]]) -> Result<Increments<'a>> {
     let mut args = Args::new(rest);
-    let mut pairs = InlineVec::new();
+    let mut pairs = SmallVec::new();
     let mut at = None;
     while !args.is_done() {
         if args.eat_keyword("AT") {
@@ -330,8 +330,8 @@ struct Change<'a> {
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
     target: &Target,
-) -> Result<(Vec<Change<'a>>, InlineVec<i64, INLINE_PAIRS>)> {
-    let mut replies = InlineVec::new();
+) -> Result<(Vec<Change<'a>>, SmallVec<[i64; INLINE_PAIRS]>)> {
+    let mut replies = SmallVec::new();
     let current = |member: &'a [u8]| current_values(target, member);
     let changes = apply_increments(pairs, current, |reply| replies.push(reply))?;
     Ok((changes, replies))

@@ -34,10 +34,10 @@ use std::time::Duration;
 use redis_module::{Context, NotifyEvent, Status};
 
 use crate::expiry;
+use crate::host::replicate::Effects;
+use crate::host::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
+use crate::host::store::{Key, KeyKind};
 use crate::rank::model::{base_of_meta, base_of_part, meta_key, slot_key, Job, Meta, Resolution};
-use crate::replicate::Effects;
-use crate::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
-use crate::store::{Key, KeyKind};
 
 use super::memory::{self, MetaOrigin};
 use super::meta_hash::{self, is_marked_edited, mark_edited};

@@ -20,8 +20,8 @@
 use std::cell::RefCell;
 use std::os::raw::c_int;
 
+use crate::host::store::scan::HashCursor;
 use crate::rank::model::{DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Quarantine};
-use crate::store::scan::HashCursor;
 
 pub(super) use crate::rank::model::{BoardId, MetaOrigin};
 

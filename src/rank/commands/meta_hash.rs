@@ -12,12 +12,12 @@ use std::os::raw::c_int;
 
 use redis_module::Context;
 
-use crate::config;
 use crate::error::{Error, Result};
+use crate::host::config;
+use crate::host::replicate::Effects;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::layout::{MARKER_FIELD, RANK_EDITED_FIELD, RANK_SLOTS_FIELD};
 use crate::rank::model::{meta_key, Meta, MetaLayout};
-use crate::replicate::Effects;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::memory;
 

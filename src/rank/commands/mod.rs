@@ -2,7 +2,7 @@
 //!
 //! Every command parses and checks all of its arguments and ACL permissions before the
 //! first write. Writes go through the key API and are replicated only as
-//! `crate::replicate::Effects` with absolute values (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`,
+//! `crate::host::replicate::Effects` with absolute values (`HSET`, `ZADD`, `ZREM`, `HDEL`, `DEL`,
 //! `UNLINK`, `RENAME`). Reads on a primary are exact even while an expired slot is still
 //! being subtracted (see `crate::rank::model`).
 //!
@@ -57,15 +57,15 @@ use std::os::raw::c_int;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
-use crate::config;
 use crate::error::{Error, Result};
+use crate::host::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
+use crate::host::config;
+use crate::host::replicate::Effects;
+use crate::host::reply::Reply;
+use crate::host::server::selected_db;
+use crate::host::store::acl::Acl;
+use crate::host::store::{notify, Key, KeyKind};
 use crate::rank::model::{meta_key, validate_settings, Meta};
-use crate::replicate::Effects;
-use crate::reply::Reply;
-use crate::server::selected_db;
-use crate::store::acl::Acl;
-use crate::store::{notify, Key, KeyKind};
 
 pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;

@@ -30,12 +30,12 @@ use std::os::raw::c_int;
 use redis_module::Context;
 
 use crate::expiry::Visit;
+use crate::host::server::monotonic_us;
+use crate::host::store::scan::HashCursor;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{
     fill_step, next_value, score_to_total, slot_key, value_after_write, Meta, NextSource, RankedSet,
 };
-use crate::server::monotonic_us;
-use crate::store::scan::HashCursor;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::memory::{self, Next, NextScan};
 use super::slots::count_in;

@@ -12,11 +12,11 @@ use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 use crate::args::set_once;
 use crate::args::Args;
 use crate::error::{Error, Result};
+use crate::host::reply::Reply;
+use crate::host::server::command_now_ms;
+use crate::host::store::acl::Acl;
+use crate::host::store::{KeyKind, RStr};
 use crate::rank::model::{rank_adjusted, slot_key, top_adjusted, Meta};
-use crate::reply::Reply;
-use crate::server::command_now_ms;
-use crate::store::acl::Acl;
-use crate::store::{KeyKind, RStr};
 use crate::window::slot_start;
 
 use super::board::Board;

@@ -36,15 +36,15 @@ use redis_module::Context;
 
 use crate::error::Result;
 use crate::expiry::{self, Visit};
+use crate::host::replicate::{Batch, Effects};
+use crate::host::server::{monotonic_us, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::scan::HashCursor;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{
     meta_key, recount_members, recount_missing, score_to_total, slot_key, sums_over_slots,
     BoardStore, Meta, TotalsBuilder,
 };
-use crate::replicate::{Batch, Effects};
-use crate::server::{monotonic_us, selected_db};
-use crate::store::acl::Acl;
-use crate::store::scan::HashCursor;
-use crate::store::{Key, KeyKind, RStr};
 use crate::window::{slot_index, slot_start};
 
 use super::lifecycle::has_jobs;

@@ -11,14 +11,14 @@ use std::collections::HashSet;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::error::{Error, Result};
+use crate::host::replicate::Effects;
+use crate::host::reply::Reply;
+use crate::host::server::{command_now_ms, selected_db};
+use crate::host::store::acl::Acl;
+use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::model::{
     meta_key, remove_totals, score_to_total, slot_key, KeyName, Meta, MetaLayout, RemovalStore,
 };
-use crate::replicate::Effects;
-use crate::reply::Reply;
-use crate::server::{command_now_ms, selected_db};
-use crate::store::acl::Acl;
-use crate::store::{notify, Key, KeyKind, RStr};
 
 use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
 use super::memory;

@@ -39,17 +39,17 @@ use std::time::Duration;
 use redis_module::{Context, ContextFlags};
 
 use crate::collections::due_queue::{DueQueue, Popped};
-use crate::config;
 use crate::expiry::{self, Visit};
+use crate::host::config;
+use crate::host::server::{
+    has_command_filter, is_acting_primary, monotonic_us, now_ms, set_command_filter, DbGuard,
+    FilterArgs,
+};
+use crate::host::store::Key;
 use crate::rank::model::{
     base_of_meta, base_of_part, base_of_slot, member_positions, meta_key, slot_key, Announcements,
     Taken,
 };
-use crate::server::{
-    has_command_filter, is_acting_primary, monotonic_us, now_ms, set_command_filter, DbGuard,
-    FilterArgs,
-};
-use crate::store::Key;
 
 use super::memory::{self, MetaOrigin};
 use super::meta_hash::{self, is_marked_edited};

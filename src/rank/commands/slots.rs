@@ -8,9 +8,9 @@
 use redis_module::Context;
 
 use crate::error::Result;
+use crate::host::store::acl::Acl;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{slot_key, Meta, TotalsBuilder};
-use crate::store::acl::Acl;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::transit::Transit;
 

@@ -14,13 +14,13 @@ use std::os::raw::c_int;
 use redis_module::Context;
 
 use crate::expiry::{self, Visit};
+use crate::host::replicate::{Batch, Effects};
+use crate::host::server::{monotonic_us, selected_db};
+use crate::host::store::scan::HashCursor;
+use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{
     base_of_meta, drain_step, score_to_total, slot_key, BoardStore, DrainedSlot, Meta,
 };
-use crate::replicate::{Batch, Effects};
-use crate::server::{monotonic_us, selected_db};
-use crate::store::scan::HashCursor;
-use crate::store::{Key, KeyKind, RStr};
 
 use super::lifecycle::{broken_meta_found, has_jobs};
 use super::memory::{self, BoardId, MetaOrigin};

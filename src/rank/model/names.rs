@@ -2,7 +2,7 @@
 //! derived key belongs to. Pure: no Redis imports.
 
 use crate::args::parse_i64;
-use crate::collections::inline_vec::InlineVec;
+use smallvec::SmallVec;
 
 /// Suffix of the meta hash name.
 pub const META_SUFFIX: &[u8] = b"|meta";
@@ -10,7 +10,7 @@ pub const META_SUFFIX: &[u8] = b"|meta";
 pub const SLOT_INFIX: &[u8] = b"|slot|";
 
 /// A derived key's name, built on the stack when short (every INCRBY builds two).
-pub type KeyName = InlineVec<u8, 64>;
+pub type KeyName = SmallVec<[u8; 64]>;
 
 /// Name of the meta hash of leaderboard `base`.
 pub fn meta_key(base: &[u8]) -> KeyName {

@@ -8,7 +8,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::{Key, RStr};
-use crate::server::api;
+use crate::host::server::api;
 
 const OK: c_int = raw::REDISMODULE_OK as c_int;
 

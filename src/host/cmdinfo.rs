@@ -19,8 +19,8 @@ use redis_module::{raw, Context, RedisString};
 
 use crate::cmddocs::{self, Arg, Doc, Kind};
 use crate::error::{Error, Result};
-use crate::reply::{reply_int, send_error, Reply};
-use crate::server::{api, borrowed_bytes};
+use crate::host::reply::{reply_int, send_error, Reply};
+use crate::host::server::{api, borrowed_bytes};
 
 /// Where a command's key is found.
 pub enum KeyAt {
@@ -76,7 +76,7 @@ pub struct Command {
 macro_rules! command_table {
     ($($name:literal => $handler:path, $arity:expr, $flags:literal, $keys:expr, $acl:literal;)*) => {
         &[$(
-            $crate::cmdinfo::Command {
+            $crate::host::cmdinfo::Command {
                 name: $name,
                 entry: {
                     extern "C" fn entry(
@@ -86,7 +86,7 @@ macro_rules! command_table {
                     ) -> std::os::raw::c_int {
                         // SAFETY: the server's context and `argc` argument strings for
                         // this call.
-                        unsafe { $crate::cmdinfo::dispatch(ctx, argv, argc, $handler) }
+                        unsafe { $crate::host::cmdinfo::dispatch(ctx, argv, argc, $handler) }
                     }
                     entry
                 },

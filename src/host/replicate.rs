@@ -14,8 +14,8 @@ use std::os::raw::c_char;
 use redis_module::raw::RedisModuleString;
 use redis_module::{Context, RedisString};
 
-use crate::server::api;
-use crate::store::RStr;
+use crate::host::server::api;
+use crate::host::store::RStr;
 
 /// A module string lent to a replicated command: made only from a string that outlives
 /// `'a` (an [`RStr`] tally owns, a command's argument), so whatever is handed to

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use redis_module::{raw, Context};
 
 use super::{borrowed_bytes, Key};
-use crate::server::api;
+use crate::host::server::api;
 
 /// A server scan cursor, destroyed on drop.
 struct Cursor(*mut raw::RedisModuleScanCursor);

@@ -1,349 +1,18 @@
-//! The server around tally: the module API functions it needs (checked once at load),
-//! the clock, the selected database, the node's role, and the hooks tally registers
-//! (keyspace and server events, `INFO tally`).
+//! What the server tells tally: keyspace events (screened first against the names of
+//! the keys tally may hold state for, which it tracks here), flush, SWAPDB and loading
+//! events, and `INFO tally`; each forwarded to the hooks the command layer registers.
 //!
-//! Owns: raw calls that are not about keys, replies or command info. May not touch:
+//! Owns: the keyspace and server event callbacks and the tracked names. May not touch:
 //! keys (that is `store`), command logic (the hooks only forward to `commands`).
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int};
 
-use redis_module::{raw, Context, ContextFlags, NotifyEvent};
+use redis_module::{raw, Context, NotifyEvent};
 
 use crate::collections::name_set::{self, NameSet};
-
-/// The module API function `$name` (a `RedisModule_*` symbol), known to be present.
-macro_rules! api {
-    ($name:ident) => {{
-        // SAFETY: `server::check_api` fails the module load unless every symbol in
-        // `required_api!` is present, and the unit test `every_module_api_function_called_is_checked_at_load`
-        // keeps that list complete; the statics are written once, before `init`.
-        #[allow(unused_unsafe)]
-        let function = unsafe { redis_module::raw::$name.unwrap_unchecked() };
-        function
-    }};
-}
-pub(crate) use api;
-
-/// Declares the module API functions tally calls (through `api!`) and generates the
-/// load-time check that they exist.
-macro_rules! required_api {
-    ($($name:ident),* $(,)?) => {
-        /// The required module API functions the server does not provide.
-        fn missing_api() -> Vec<&'static str> {
-            let mut missing = Vec::new();
-            $(
-                // SAFETY: reads a function-pointer static the crate set during
-                // `RedisModule_Init`; nothing writes it afterwards.
-                if unsafe { raw::$name }.is_none() {
-                    missing.push(stringify!($name));
-                }
-            )*
-            missing
-        }
-    };
-}
-
-// Every function here exists since Redis 7.0 (and in every Valkey).
-required_api! {
-    RedisModule_ACLCheckKeyPermissions,
-    RedisModule_AvoidReplicaTraffic,
-    RedisModule_CloseKey,
-    RedisModule_CommandFilterArgGet,
-    RedisModule_CommandFilterArgsCount,
-    RedisModule_CreateCommand,
-    RedisModule_CreateString,
-    RedisModule_CreateStringFromLongLong,
-    RedisModule_DeleteKey,
-    RedisModule_FreeModuleUser,
-    RedisModule_FreeString,
-    RedisModule_GetCommand,
-    RedisModule_GetContextFlags,
-    RedisModule_GetCurrentUserName,
-    RedisModule_GetExpire,
-    RedisModule_RetainString,
-    RedisModule_GetModuleUserFromUserName,
-    RedisModule_GetSelectedDb,
-    RedisModule_HashGet,
-    RedisModule_HashSet,
-    RedisModule_InfoAddFieldCString,
-    RedisModule_InfoAddFieldLongLong,
-    RedisModule_InfoAddSection,
-    RedisModule_IsKeysPositionRequest,
-    RedisModule_KeyAtPos,
-    RedisModule_KeyType,
-    RedisModule_Milliseconds,
-    RedisModule_MonotonicMicroseconds,
-    RedisModule_NotifyKeyspaceEvent,
-    RedisModule_OpenKey,
-    RedisModule_RegisterCommandFilter,
-    RedisModule_RegisterInfoFunc,
-    RedisModule_Replicate,
-    RedisModule_ReplyWithArray,
-    RedisModule_ReplyWithDouble,
-    RedisModule_ReplyWithError,
-    RedisModule_ReplyWithLongLong,
-    RedisModule_ReplyWithMap,
-    RedisModule_ReplyWithNull,
-    RedisModule_ReplyWithSimpleString,
-    RedisModule_ReplyWithString,
-    RedisModule_ReplyWithStringBuffer,
-    RedisModule_Scan,
-    RedisModule_ScanCursorCreate,
-    RedisModule_ScanCursorDestroy,
-    RedisModule_ScanCursorRestart,
-    RedisModule_ScanKey,
-    RedisModule_SelectDb,
-    RedisModule_SetAbsExpire,
-    RedisModule_SetCommandInfo,
-    RedisModule_StringDMA,
-    RedisModule_StringPtrLen,
-    RedisModule_StringTruncate,
-    RedisModule_SubscribeToKeyspaceEvents,
-    RedisModule_SubscribeToServerEvent,
-    RedisModule_UnlinkKey,
-    RedisModule_UnregisterCommandFilter,
-    RedisModule_ValueLength,
-    RedisModule_ZsetAdd,
-    RedisModule_ZsetFirstInScoreRange,
-    RedisModule_ZsetLastInScoreRange,
-    RedisModule_ZsetRangeCurrentElement,
-    RedisModule_ZsetRangeEndReached,
-    RedisModule_ZsetRangeNext,
-    RedisModule_ZsetRangePrev,
-    RedisModule_ZsetRangeStop,
-    RedisModule_ZsetRem,
-    RedisModule_ZsetScore,
-}
-
-/// Called first in `init`: a server without one of the functions tally calls is refused
-/// at load, so no call site needs a fallback.
-pub fn check_api() -> Result<(), String> {
-    let missing = missing_api();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the server lacks module API functions tally needs: {}",
-            missing.join(", ")
-        ))
-    }
-}
-
-// ---------------------------------------------------------------------------- strings
-
-/// The bytes of a module string the server lends for a call (a callback argument, an
-/// argument vector entry).
-///
-/// # Safety
-/// `s` must be NULL or a live module string that outlives `'a` and is not modified
-/// meanwhile.
-pub unsafe fn borrowed_bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
-    if s.is_null() {
-        return &[];
-    }
-    let mut len = 0usize;
-    // SAFETY: `s` is a live module string (caller's contract).
-    let data = unsafe { api!(RedisModule_StringPtrLen)(s, &mut len) };
-    if data.is_null() {
-        return &[];
-    }
-    // SAFETY: the server returns the string's buffer of `len` bytes, alive as long as `s`.
-    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-}
-
-// ------------------------------------------------------------------------------ clock
-
-/// The server's clock, in ms, read now: for timers and other work outside a command.
-pub fn now_ms() -> i64 {
-    // SAFETY: plain read of the server clock; no arguments.
-    unsafe { api!(RedisModule_Milliseconds)() }
-}
-
-/// A command's now, in ms (what `AT` defaults to): the time the server took for the
-/// command it is running, where the server offers it (`RedisModule_CachedMicroseconds`,
-/// Redis 7.2+ and Valkey), else the clock read now (Redis 7.0).
-///
-/// Why: reading the wall clock costs about 0.02 us, a tenth of a one-window SUM. The
-/// cached time is the one the server itself uses for the command (key expiry included),
-/// taken when the outermost command started: every tally command of one MULTI/EXEC or
-/// script sees the same now, as every key expiry in it does. Only for commands: in a
-/// timer callback the cached time can be a whole event-loop iteration old.
-pub fn command_now_ms() -> i64 {
-    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
-    // (absent on servers without the function); nothing writes it afterwards.
-    match unsafe { raw::RedisModule_CachedMicroseconds } {
-        // SAFETY: plain read of the server's cached time; no arguments.
-        Some(cached_us) => unsafe { cached_us() }.div_euclid(1000),
-        None => now_ms(),
-    }
-}
-
-/// A command's now in µs, the same time as [`command_now_ms`] where the server caches it;
-/// on Redis 7.0, which caches none for modules, the wall clock read now (the one the
-/// server's own `mstime` reads).
-pub fn command_now_us() -> i64 {
-    // SAFETY: as in `command_now_ms`.
-    match unsafe { raw::RedisModule_CachedMicroseconds } {
-        // SAFETY: plain read of the server's cached time; no arguments.
-        Some(cached_us) => unsafe { cached_us() },
-        None => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
-    }
-}
-
-/// How full the server is against `maxmemory` (1.0: at the limit; 0 without a limit).
-pub fn used_memory_ratio() -> f32 {
-    // SAFETY: reads a function-pointer static the crate set during `RedisModule_Init`
-    // (absent on servers without the function); nothing writes it afterwards.
-    match unsafe { raw::RedisModule_GetUsedMemoryRatio } {
-        // SAFETY: no arguments; reads the server's memory counters.
-        Some(ratio) => unsafe { ratio() },
-        None => 0.0,
-    }
-}
-
-/// A monotonic clock for work budgets, in µs.
-pub fn monotonic_us() -> u64 {
-    // SAFETY: plain read of the server's monotonic clock; no arguments.
-    unsafe { api!(RedisModule_MonotonicMicroseconds)() }
-}
-
-// -------------------------------------------------------------------------- databases
-
-/// The database `ctx` works in.
-pub fn selected_db(ctx: &Context) -> c_int {
-    // SAFETY: `ctx.ctx` is the live context of the current call.
-    unsafe { api!(RedisModule_GetSelectedDb)(ctx.ctx) }
-}
-
-fn select_db(ctx: &Context, db: c_int) -> bool {
-    // SAFETY: `ctx.ctx` is the live context of the current call; a bad index is refused
-    // by the server with an error status.
-    (unsafe { api!(RedisModule_SelectDb)(ctx.ctx, db) }) == raw::REDISMODULE_OK as c_int
-}
-
-/// Works in another database for a while: selects it and selects the original one back
-/// when dropped, so no early return leaves a timer or event context in the wrong one.
-pub struct DbGuard<'a> {
-    ctx: &'a Context,
-    original: c_int,
-}
-
-impl<'a> DbGuard<'a> {
-    pub fn new(ctx: &'a Context) -> DbGuard<'a> {
-        DbGuard {
-            ctx,
-            original: selected_db(ctx),
-        }
-    }
-
-    /// Selects `db`; false if the server refused it (no such database).
-    pub fn select(&self, db: c_int) -> bool {
-        select_db(self.ctx, db)
-    }
-}
-
-impl Drop for DbGuard<'_> {
-    fn drop(&mut self) {
-        select_db(self.ctx, self.original);
-    }
-}
-
-// ------------------------------------------------------------------------------- role
-
-/// True on a primary that is not loading: only then may tally write on its own (timers,
-/// lifecycle jobs); replicas receive the effects.
-pub fn is_acting_primary(ctx: &Context) -> bool {
-    let flags = ctx.get_flags();
-    flags.contains(ContextFlags::MASTER) && !flags.contains(ContextFlags::LOADING)
-}
-
-/// True while `CLIENT PAUSE` or a manual failover holds writes so that replicas catch up.
-/// Work that would replicate effects outside a command must wait: Redis 7.0 aborts on
-/// effects propagated during such a pause.
-pub fn replica_traffic_paused() -> bool {
-    // SAFETY: no arguments; reads server state on the main thread.
-    (unsafe { api!(RedisModule_AvoidReplicaTraffic)() }) != 0
-}
-
-// --------------------------------------------------------------------- command filter
-
-/// The arguments of a command about to be queued or run, lent to a command filter hook.
-pub struct FilterArgs(*mut raw::RedisModuleCommandFilterCtx);
-
-impl FilterArgs {
-    pub fn len(&self) -> usize {
-        // SAFETY: the filter context the server passes for this call.
-        let n = unsafe { api!(RedisModule_CommandFilterArgsCount)(self.0) };
-        usize::try_from(n).unwrap_or(0)
-    }
-
-    /// Argument `pos` (0: the command name); empty if there is none.
-    pub fn get(&self, pos: usize) -> &[u8] {
-        let Ok(pos) = c_int::try_from(pos) else {
-            return &[];
-        };
-        // SAFETY: as above; the server answers NULL for a position out of range, and the
-        // argument lives until the callback returns (this value does not outlive it).
-        unsafe { borrowed_bytes(api!(RedisModule_CommandFilterArgGet)(self.0, pos)) }
-    }
-}
-
-/// A registered command filter and the hook it calls.
-type Filter = (*mut raw::RedisModuleCommandFilter, fn(&FilterArgs));
-
-thread_local! {
-    /// The registered command filter (main thread only).
-    static FILTER: Cell<Option<Filter>> = const { Cell::new(None) };
-}
-
-/// Registers `hook` as a command filter (it sees every command of every client, the
-/// primary's replication stream included, when it is queued or run; not tally's own
-/// calls), or with `None` unregisters it. A filter costs every command on the server:
-/// callers keep it only while they need it.
-pub fn set_command_filter(ctx: &Context, hook: Option<fn(&FilterArgs)>) {
-    let current = FILTER.with(Cell::get);
-    match (current, hook) {
-        (Some((_, old)), Some(new)) if old as usize == new as usize => {}
-        (Some((filter, _)), _) => {
-            // SAFETY: live context of this module; `filter` is the handle it registered.
-            unsafe { api!(RedisModule_UnregisterCommandFilter)(ctx.ctx, filter) };
-            FILTER.with(|f| f.set(None));
-            if hook.is_some() {
-                set_command_filter(ctx, hook);
-            }
-        }
-        (None, Some(hook)) => {
-            let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
-            // SAFETY: live context of this module; the callback lives as long as it.
-            let filter = unsafe {
-                api!(RedisModule_RegisterCommandFilter)(ctx.ctx, Some(on_command_filter), flags)
-            };
-            if !filter.is_null() {
-                FILTER.with(|f| f.set(Some((filter, hook))));
-            }
-        }
-        (None, None) => {}
-    }
-}
-
-/// True while a command filter is registered.
-pub fn has_command_filter() -> bool {
-    FILTER.with(Cell::get).is_some()
-}
-
-unsafe extern "C" fn on_command_filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    if fctx.is_null() {
-        return;
-    }
-    if let Some((_, hook)) = FILTER.with(Cell::get) {
-        let args = FilterArgs(fctx);
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&args)));
-    }
-}
+use crate::host::server::{api, borrowed_bytes};
 
 // ---------------------------------------------------------------------- tracked keys
 
@@ -363,6 +32,22 @@ thread_local! {
             part_byte: 0,
         })
     };
+}
+
+thread_local! {
+    /// The name of the keyspace event tally is raising (null when none): the callback
+    /// turns it away first, since tally's own writes keep its state in step themselves
+    /// (every hot write raises one).
+    static RAISING: Cell<*const c_char> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Runs `raise`, which raises the keyspace event `event` (through the module API), with
+/// the keyspace callback told that the event is tally's own.
+pub fn raise_own_event<T>(event: &CStr, raise: impl FnOnce() -> T) -> T {
+    let before = RAISING.with(|r| r.replace(event.as_ptr()));
+    let result = raise();
+    RAISING.with(|r| r.set(before));
+    result
 }
 
 #[derive(Clone, Copy)]
@@ -413,21 +98,23 @@ impl Drop for Tracked {
 }
 
 /// Runs `f` on the tracked names, and gives the keyspace callback a view of them as they
-/// are after it (even if `f` panics: the view must never outlive what it shows). The
-/// borrow never nests (`f` calls nothing back), so it always succeeds; were it to fail,
-/// the names would stay as they are.
-fn with_tracked(f: impl FnOnce(&mut NameSet)) {
-    struct Republish<'a>(&'a mut NameSet);
+/// are after it unless `f` says they did not change (even if `f` panics: the view must
+/// never outlive what it shows). The borrow never nests (`f` calls nothing back), so it
+/// always succeeds; were it to fail, the names would stay as they are.
+fn with_tracked(f: impl FnOnce(&mut NameSet) -> bool) {
+    struct Republish<'a>(&'a mut NameSet, bool);
     impl Drop for Republish<'_> {
         fn drop(&mut self) {
-            let view = ScreenView::of(self.0);
-            SCREEN.with(|s| s.set(Screen { view, ..s.get() }));
+            if self.1 {
+                let view = ScreenView::of(self.0);
+                SCREEN.with(|s| s.set(Screen { view, ..s.get() }));
+            }
         }
     }
     TRACKED.with(|t| {
         if let Ok(mut t) = t.try_borrow_mut() {
-            let names = Republish(&mut t.0);
-            f(names.0);
+            let mut names = Republish(&mut t.0, true);
+            names.1 = f(names.0);
         }
     });
 }
@@ -472,13 +159,18 @@ fn is_tracked(db: c_int, seen: Seen) -> bool {
 /// the families from now on. A derived key is tracked as the object it belongs to.
 pub fn track(db: c_int, name: &[u8]) {
     let name = (hooks().owner_of)(name).unwrap_or(name);
+    // Most opens are of a key tracked already (often the one opened last, which the set
+    // tells without a lookup): the view is taken again only when the set changed.
     with_tracked(|t| t.insert(db, name));
 }
 
 /// tally deleted `name` itself (no event tells the callback): it needs tracking no more.
 pub fn untrack(db: c_int, name: &[u8]) {
     if (hooks().owner_of)(name).is_none() {
-        with_tracked(|t| t.remove(db, name));
+        with_tracked(|t| {
+            t.remove(db, name);
+            true
+        });
     }
 }
 
@@ -625,7 +317,7 @@ extern "C" fn on_keyspace_notification(
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    if event.is_null() {
+    if event.is_null() || event == RAISING.with(Cell::get) {
         return raw::REDISMODULE_OK as c_int;
     }
     // SAFETY: the server lends the key name for this call.
@@ -731,18 +423,27 @@ unsafe extern "C" fn on_server_event(
         // SAFETY: the server passes a RedisModuleFlushInfo with FLUSHDB events.
         let db = unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }
             .map_or(-1, |info| info.dbnum);
-        with_tracked(|t| t.clear_db(db));
+        with_tracked(|t| {
+            t.clear_db(db);
+            true
+        });
         (hooks.flushed)(db);
     } else if event.id == raw::REDISMODULE_EVENT_SWAPDB {
         // SAFETY: the server passes a RedisModuleSwapDbInfo with SWAPDB events.
         if let Some(info) = unsafe { data.cast::<raw::RedisModuleSwapDbInfo>().as_ref() } {
-            with_tracked(|t| t.swap_dbs(info.dbnum_first, info.dbnum_second));
+            with_tracked(|t| {
+                t.swap_dbs(info.dbnum_first, info.dbnum_second);
+                true
+            });
             (hooks.swapped)(info.dbnum_first, info.dbnum_second);
         }
     } else if event.id == raw::REDISMODULE_EVENT_LOADING {
         // What tally knew of the data is dropped at the start and the end of a load; the
         // scan that follows opens (and so tracks) the tally objects again.
-        with_tracked(|t| t.clear_db(-1));
+        with_tracked(|t| {
+            t.clear_db(-1);
+            true
+        });
         (hooks.loading)(subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED);
     }
 }

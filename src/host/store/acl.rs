@@ -8,7 +8,7 @@ use redis_module::{raw, AclPermissions, Context};
 
 use super::{Key, RStr};
 use crate::error::{Error, Result};
-use crate::server::api;
+use crate::host::server::api;
 
 /// The calling user's key permissions. In a timer or job there is no user: nothing to
 /// check.

@@ -10,7 +10,7 @@
 //!
 //! Owns: the budget rules and the INFO figures of the caches. May not touch: keys.
 
-use crate::server::used_memory_ratio;
+use crate::host::server::used_memory_ratio;
 
 /// Above this share of `maxmemory` the caches give their memory back: the server evicts
 /// keys at 1.0, and the caches must be gone well before.
@@ -32,7 +32,7 @@ pub fn budget_of(word: &str) -> usize {
         .filter(|family| family.word != word)
         .map(|family| (family.cache_bytes)())
         .sum();
-    crate::config::cache_max_memory().saturating_sub(others)
+    crate::host::config::cache_max_memory().saturating_sub(others)
 }
 
 /// What the STATS cache may hold now.

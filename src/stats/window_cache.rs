@@ -1,5 +1,5 @@
 //! Read cache of STATS windows, as a plain value (the family owns the one instance: see
-//! `commands::stats::caches`). Per key and per window read lately (its period range
+//! `commands::stats::stats_memory`). Per key and per window read lately (its period range
 //! `lo..=hi`, the current period last): the summary STATS.GET answers, the merge of the
 //! whole window STATS.MGET and STATS.MQUANTILE merge across keys, and the merge of the
 //! window's closed periods `lo..hi`, which a write to the current period leaves as it is. A read of a 24-period window then decodes one period instead of 24, and a

@@ -4,7 +4,7 @@
 //!
 //! Owns: every raw call on keys, module strings, scans and ACL checks. May not touch:
 //! command logic, replication (writes made here are not propagated by Redis: callers
-//! record them as `crate::replicate::Effects` so replicas and the AOF get deterministic
+//! record them as `crate::host::replicate::Effects` so replicas and the AOF get deterministic
 //! commands).
 //!
 //! Every function tolerates a missing key (it then does nothing and reports "absent").
@@ -24,8 +24,8 @@ use std::ffi::CStr;
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::server::api;
-pub use crate::server::borrowed_bytes;
+use crate::host::server::api;
+pub use crate::host::server::borrowed_bytes;
 
 /// An owned `RedisModuleString`, freed on drop.
 pub struct RStr(*mut raw::RedisModuleString);
@@ -99,24 +99,28 @@ impl Drop for RStr {
 /// Fires the keyspace event `event` of class `class` on the key `name` (clients see it when
 /// `notify-keyspace-events` includes the class; modules always do).
 pub fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, name: &RedisString) {
-    // SAFETY: live context, NUL-terminated event name, a live key name string.
-    unsafe {
-        api!(RedisModule_NotifyKeyspaceEvent)(ctx.ctx, class.bits(), event.as_ptr(), name.inner)
-    };
+    crate::host::events::raise_own_event(event, || {
+        // SAFETY: live context, NUL-terminated event name, a live key name string.
+        unsafe {
+            api!(RedisModule_NotifyKeyspaceEvent)(ctx.ctx, class.bits(), event.as_ptr(), name.inner)
+        }
+    });
 }
 
 /// [`notify`] for a key named by bytes (a derived or declared key other than the first).
 pub fn notify_bytes(ctx: &Context, class: NotifyEvent, event: &CStr, name: &[u8]) {
     if let Some(name) = RStr::new(name) {
-        // SAFETY: as above.
-        unsafe {
-            api!(RedisModule_NotifyKeyspaceEvent)(
-                ctx.ctx,
-                class.bits(),
-                event.as_ptr(),
-                name.as_ptr(),
-            )
-        };
+        crate::host::events::raise_own_event(event, || {
+            // SAFETY: as above.
+            unsafe {
+                api!(RedisModule_NotifyKeyspaceEvent)(
+                    ctx.ctx,
+                    class.bits(),
+                    event.as_ptr(),
+                    name.as_ptr(),
+                )
+            }
+        });
     }
 }
 
@@ -224,7 +228,7 @@ impl Key {
             // SAFETY: as above.
             let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx) };
             // SAFETY: `name` is live for the call.
-            crate::server::track(db, unsafe { borrowed_bytes(name) });
+            crate::host::events::track(db, unsafe { borrowed_bytes(name) });
         }
         Key {
             ptr: ptr.cast::<raw::RedisModuleKey>(),

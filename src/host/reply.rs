@@ -11,9 +11,9 @@ use std::rc::Rc;
 use redis_module::Context;
 
 use crate::args::push_f64;
-use crate::server::api;
+use crate::host::server::api;
+use crate::host::store::RStr;
 use crate::stats::ShownSummary;
-use crate::store::RStr;
 
 thread_local! {
     /// The text of a RESP2 double, reused (a summary sends eight).

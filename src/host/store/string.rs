@@ -11,7 +11,7 @@ use std::ptr;
 use redis_module::{raw, Context, RedisString};
 
 use super::Key;
-use crate::server::api;
+use crate::host::server::api;
 
 /// What a key holds, for a value kept as a native string.
 pub enum StringValue<'a> {

@@ -1,21 +1,21 @@
-//! Everything the STATS family keeps in memory, as one value: [`Caches`], reached only
-//! through [`caches`]. Its size is [`Caches::bytes`], which the family entry reports to
+//! Everything the STATS family keeps in memory, as one value: [`StatsMemory`], reached only
+//! through [`caches`]. Its size is [`StatsMemory::bytes`], which the family entry reports to
 //! the cache budget and `INFO tally`.
 //!
-//! Owns: the read cache of windows (`crate::stats::cache::WindowCache`), the `_tally`
+//! Owns: the read cache of windows (`crate::stats::window_cache::WindowCache`), the `_tally`
 //! field name as a module string, and the last marker parsed. May not touch: keys.
 
 use std::cell::{Cell, RefCell};
 use std::os::raw::c_int;
 
+use crate::host::store::RStr;
 use crate::layout::MARKER_FIELD;
-use crate::stats::cache::WindowCache;
+use crate::stats::window_cache::WindowCache;
 use crate::stats::Settings;
-use crate::store::RStr;
 
 /// The family's in-memory state. Commands, timers and keyspace events all run on the
 /// server's main thread, so one instance serves them all.
-pub struct Caches {
+pub struct StatsMemory {
     /// `_tally` as a module string, made once (every ADD reads it).
     marker_name: Option<RStr>,
     /// The last marker parsed and its settings: most objects share theirs, so a write
@@ -29,7 +29,7 @@ pub struct Caches {
 }
 
 thread_local! {
-    static CACHES: Caches = Caches {
+    static CACHES: StatsMemory = StatsMemory {
         marker_name: RStr::new(MARKER_FIELD.as_bytes()),
         last_marker: const { RefCell::new(None) },
         windows: RefCell::new(WindowCache::default()),
@@ -38,11 +38,11 @@ thread_local! {
 }
 
 /// The one access point to the family's state.
-pub fn caches<T>(f: impl FnOnce(&Caches) -> T) -> T {
+pub fn caches<T>(f: impl FnOnce(&StatsMemory) -> T) -> T {
     CACHES.with(f)
 }
 
-impl Caches {
+impl StatsMemory {
     /// `_tally` as a module string (`None` only if the server could not allocate it).
     pub fn marker_name(&self) -> Option<&RStr> {
         self.marker_name.as_ref()
@@ -112,7 +112,7 @@ impl Caches {
     }
 }
 
-/// [`Caches::bytes`] of the family's state (the family entry's `cache_bytes`).
+/// [`StatsMemory::bytes`] of the family's state (the family entry's `cache_bytes`).
 pub fn bytes() -> usize {
-    caches(Caches::bytes)
+    caches(StatsMemory::bytes)
 }
