@@ -99,16 +99,16 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     Ok(shape.reply(rows.into_iter().map(|(m, t)| (Reply::Bulk(m), t))))
 }
 
-/// How TOP lays out its rows (at most `count`).
-struct TopShape {
-    withscores: bool,
-    resp3: bool,
-    count: usize,
+/// How TOP (and AROUND) lays out its rows (at most `count`).
+pub(super) struct TopShape {
+    pub(super) withscores: bool,
+    pub(super) resp3: bool,
+    pub(super) count: usize,
 }
 
 impl TopShape {
     /// `member` or `member, total` per row; RESP3 pairs as arrays.
-    fn reply(&self, rows: impl Iterator<Item = (Reply, i64)>) -> Reply {
+    pub(super) fn reply(&self, rows: impl Iterator<Item = (Reply, i64)>) -> Reply {
         let per_row = if self.withscores && !self.resp3 { 2 } else { 1 };
         let mut out = Vec::with_capacity(self.count.min(1024) * per_row);
         for (member, total) in rows {
@@ -180,7 +180,7 @@ pub fn history(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Repl
 
 /// The common start of the read commands: cluster check, the caller's ACL, the transit
 /// probe and the board at `name` (`None`: no leaderboard there).
-fn open_for_read<'a>(
+pub(super) fn open_for_read<'a>(
     ctx: &'a Context,
     name: &'a RedisString,
     now: i64,
@@ -210,7 +210,7 @@ pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     })
 }
 
-/// TSRANK.RANK key member
+/// TSRANK.RANK key member (with TIES: `around::rank`)
 pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));

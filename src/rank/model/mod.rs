@@ -36,6 +36,7 @@
 //! Redis (pure).
 
 mod adjusted;
+mod around;
 mod announced;
 mod board_id;
 mod board_store;
@@ -56,6 +57,7 @@ mod removal;
 mod totals;
 
 pub use adjusted::*;
+pub use around::{above_adjusted, around_count, around_span, MAX_AROUND};
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
