@@ -69,10 +69,10 @@ use crate::server::selected_db;
 use crate::store::acl::Acl;
 use crate::store::{notify, Key, KeyKind};
 
+pub use around::{around, mscore, rank};
 pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;
 pub use memory::memory_bytes;
-pub use around::{around, mscore, rank};
 pub use read::{history, info, score, top};
 pub use rem::rem;
 pub use visit::{expire, release};

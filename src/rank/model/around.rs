@@ -95,7 +95,12 @@ mod tests {
     }
 
     /// AROUND as the command layer composes it over a board with pending slots.
-    fn around(board: &MemBoard, pending: &[i64], member: &[u8], count: usize) -> Vec<(Vec<u8>, i64)> {
+    fn around(
+        board: &MemBoard,
+        pending: &[i64],
+        member: &[u8],
+        count: usize,
+    ) -> Vec<(Vec<u8>, i64)> {
         let adjust = |m: &[u8], raw: i64| raw - board.count_over(m, pending.iter().copied());
         let raw = board.totals.get(member).copied().unwrap_or(0);
         let total = adjust(member, raw);
@@ -196,7 +201,11 @@ mod tests {
                         }
                         None => Vec::new(),
                     };
-                    assert_eq!(around(&board, &pending, &member, count), model, "round {round}");
+                    assert_eq!(
+                        around(&board, &pending, &member, count),
+                        model,
+                        "round {round}"
+                    );
                 }
                 let model = at.map(|i| want.iter().filter(|(_, t)| *t > want[i].1).count());
                 assert_eq!(ties(&board, &pending, &member), model, "round {round}");

@@ -36,8 +36,8 @@
 //! Redis (pure).
 
 mod adjusted;
-mod around;
 mod announced;
+mod around;
 mod board_id;
 mod board_store;
 mod discarded;
@@ -57,8 +57,8 @@ mod removal;
 mod totals;
 
 pub use adjusted::*;
-pub use around::{above_adjusted, around_count, around_span, MAX_AROUND};
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
+pub use around::{above_adjusted, around_count, around_span, MAX_AROUND};
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
 pub use drain::{drain_step, DrainScans};
