@@ -21,6 +21,8 @@ pub(super) const RANK_CMDS: &[&str] = &[
     "TSRANK.TOP",
     "TSRANK.SCORE",
     "TSRANK.RANK",
+    "TSRANK.MSCORE",
+    "TSRANK.AROUND",
     "TSRANK.INFO",
     "TSRANK.HISTORY",
     "TSRANK.REM",
@@ -275,12 +277,40 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 });
             }
         }
+        "TSRANK.MSCORE" => {
+            for _ in 0..rng.below(5) {
+                v.push(if rng.chance(80) {
+                    format!("m{}", rng.below(30)).into_bytes()
+                } else {
+                    junk(rng)
+                });
+            }
+        }
+        "TSRANK.AROUND" => {
+            v.push(if rng.chance(80) {
+                format!("m{}", rng.below(30)).into_bytes()
+            } else {
+                junk(rng)
+            });
+            let count = if rng.chance(70) {
+                rng.below(12).to_string()
+            } else {
+                num(rng)
+            };
+            s(&mut v, &count);
+            if rng.chance(50) {
+                s(&mut v, "WITHSCORES");
+            }
+        }
         "TSRANK.SCORE" | "TSRANK.RANK" | "TSRANK.HISTORY" => {
             v.push(if rng.chance(80) {
                 format!("m{}", rng.below(30)).into_bytes()
             } else {
                 junk(rng)
             });
+            if cmd == "TSRANK.RANK" && rng.chance(40) {
+                s(&mut v, "TIES");
+            }
             if cmd == "TSRANK.HISTORY" && rng.chance(40) {
                 s(&mut v, "WINDOW");
                 let d = rng.pick(DURATIONS).to_string();
