@@ -10,21 +10,30 @@
 //! Owns: those three answers. May not touch: writes of any kind (every key is opened
 //! read-only, the derived keys through the caller's ACL, by `read`'s opening).
 
+use std::collections::HashSet;
+
 use redis_module::{Context, ContextFlags, RedisString};
 
 use crate::args::{parse_i64, set_once, Args};
 use crate::error::{Error, Result};
 use crate::rank::model::{
-    above_adjusted, around_count, around_span, rank_adjusted, score_to_total, top_adjusted,
+    above_adjusted, above_corrected, around_count, around_span, rank_adjusted, score_to_total,
+    top_adjusted,
 };
 use crate::reply::Reply;
 use crate::server::command_now_ms;
 use crate::store::zset::{zcount_above, zrevrange, zrevrank};
-use crate::store::RStr;
+use crate::store::{Key, RStr};
 
 use super::board::Board;
+use super::next::BIG_SLOT;
 use super::read::{open_for_read, TopShape};
 use super::slots::pending_in;
+
+/// Pending counts (fields of the slot hashes that left the window) up to which TIES
+/// corrects the pending members alone rather than walk the order: the next totals take
+/// over from a larger oldest slot.
+const CORRECTED_BY_MEMBER: usize = 4 * BIG_SLOT;
 
 /// TSRANK.AROUND key member count [WITHSCORES]
 pub fn around(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -137,7 +146,27 @@ fn tie_rank(ctx: &Context, name: &RedisString, member: &[u8]) -> Result<Reply> {
     } else if board.pending.is_empty() {
         // The sorted set is exact: ZCOUNT, O(log N).
         zcount_above(ctx, name.as_slice(), total)
+    } else if board.pending.iter().map(Key::len).sum::<usize>() <= CORRECTED_BY_MEMBER {
+        // Slots that left the window are still being subtracted, and hold few members:
+        // every other member's raw total is exact, so count the raw totals above (ZCOUNT,
+        // or the next totals) and correct the pending members alone.
+        let raw_above = board
+            .with_next(|next| next.above(total))
+            .unwrap_or_else(|| zcount_above(ctx, name.as_slice(), total));
+        let mut touched: HashSet<Vec<u8>> = HashSet::new();
+        for slot in &board.pending {
+            slot.hscan(|member, _| {
+                touched.insert(member.to_vec());
+            });
+        }
+        let corrections = touched.iter().map(|member| {
+            let raw = board.raw_total(member);
+            (raw, board.corrected(member, raw))
+        });
+        above_corrected(raw_above, corrections, total)
     } else {
+        // Large pending slots (their next totals not ready yet): the raw order corrected
+        // member by member, as RANK reads it.
         let pending = std::mem::take(&mut board.pending);
         let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
             Some(m) => raw.saturating_sub(pending_in(&pending, &m)),

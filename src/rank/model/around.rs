@@ -56,6 +56,23 @@ pub fn above_adjusted(
     above
 }
 
+/// The competition rank of a member whose exact total is `total`, from the raw totals:
+/// `raw_above` members have a raw total (sorted-set score, or next total) above `total`,
+/// and only the members of the pending slots have an exact total below their raw one,
+/// given as `(raw, exact)` once each. O(pending members), no pass over the others.
+pub fn above_corrected(
+    raw_above: usize,
+    pending: impl IntoIterator<Item = (i64, i64)>,
+    total: i64,
+) -> usize {
+    let (mut left, mut came) = (0usize, 0usize);
+    for (raw, exact) in pending {
+        left += usize::from(raw > total);
+        came += usize::from(exact > total);
+    }
+    raw_above.saturating_sub(left).saturating_add(came)
+}
+
 /// The competition rank of `total` among totals in leaderboard order: the length of the
 /// prefix of `totals` (a slice of totals, highest first) strictly higher, by binary search.
 pub fn above_in(len: usize, total_at: impl Fn(usize) -> Option<i64>, total: i64) -> usize {
@@ -209,6 +226,24 @@ mod tests {
                 }
                 let model = at.map(|i| want.iter().filter(|(_, t)| *t > want[i].1).count());
                 assert_eq!(ties(&board, &pending, &member), model, "round {round}");
+                if let Some(i) = at {
+                    let total = want[i].1;
+                    let raw_above = board.totals.values().filter(|&&t| t > total).count();
+                    let touched = board.members().into_iter().filter(|m| {
+                        pending
+                            .iter()
+                            .any(|p| board.slots.get(p).is_some_and(|s| s.contains_key(m)))
+                    });
+                    let corrections = touched.map(|m| {
+                        let raw = board.totals.get(&m).copied().unwrap_or(0);
+                        (raw, raw - board.count_over(&m, pending.iter().copied()))
+                    });
+                    assert_eq!(
+                        above_corrected(raw_above, corrections, total),
+                        want.iter().filter(|(_, t)| *t > total).count(),
+                        "round {round}"
+                    );
+                }
             }
         }
     }
