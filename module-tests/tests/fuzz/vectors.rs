@@ -60,6 +60,15 @@ pub(super) const KEYS: &[&[u8]] = &[
     b"\x00\xff{z}",
 ];
 
+/// A leaderboard member: one of 30 names, sometimes junk.
+fn member(rng: &mut Rng) -> Vec<u8> {
+    if rng.chance(80) {
+        format!("m{}", rng.below(30)).into_bytes()
+    } else {
+        junk(rng)
+    }
+}
+
 /// A structured vector for `cmd`: a plausible grammar with random values, so parsing
 /// gets past the first argument and writes happen.
 pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
@@ -268,30 +277,14 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, &d);
             }
         }
-        "TSRANK.REM" => {
-            for _ in 0..rng.below(4) {
-                v.push(if rng.chance(80) {
-                    format!("m{}", rng.below(30)).into_bytes()
-                } else {
-                    junk(rng)
-                });
-            }
-        }
-        "TSRANK.MSCORE" => {
-            for _ in 0..rng.below(5) {
-                v.push(if rng.chance(80) {
-                    format!("m{}", rng.below(30)).into_bytes()
-                } else {
-                    junk(rng)
-                });
+        "TSRANK.REM" | "TSRANK.MSCORE" => {
+            let most = if cmd == "TSRANK.REM" { 4 } else { 5 };
+            for _ in 0..rng.below(most) {
+                v.push(member(rng));
             }
         }
         "TSRANK.AROUND" => {
-            v.push(if rng.chance(80) {
-                format!("m{}", rng.below(30)).into_bytes()
-            } else {
-                junk(rng)
-            });
+            v.push(member(rng));
             let count = if rng.chance(70) {
                 rng.below(12).to_string()
             } else {
@@ -303,11 +296,7 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
             }
         }
         "TSRANK.SCORE" | "TSRANK.RANK" | "TSRANK.HISTORY" => {
-            v.push(if rng.chance(80) {
-                format!("m{}", rng.below(30)).into_bytes()
-            } else {
-                junk(rng)
-            });
+            v.push(member(rng));
             if cmd == "TSRANK.RANK" && rng.chance(40) {
                 s(&mut v, "TIES");
             }

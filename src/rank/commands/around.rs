@@ -23,12 +23,12 @@ use crate::rank::model::{
 use crate::reply::Reply;
 use crate::server::command_now_ms;
 use crate::store::zset::{zcount_above, zrevrange, zrevrank};
-use crate::store::{Key, RStr};
+use crate::store::Key;
 
 use super::board::Board;
 use super::next::BIG_SLOT;
-use super::read::{open_for_read, TopShape};
-use super::slots::pending_in;
+use super::read::{open_for_read, open_member, TopShape};
+use super::slots::corrector;
 
 /// Pending counts (fields of the slot hashes that left the window) up to which TIES
 /// corrects the pending members alone rather than walk the order: the next totals take
@@ -54,27 +54,22 @@ pub fn around(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         resp3: ctx.get_flags().contains(ContextFlags::FLAGS_RESP3),
         count: count.saturating_mul(2).saturating_add(1),
     };
-    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
-    let Some(mut board) = board else {
+    let Some((mut board, total)) = open_member(ctx, name, member)? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let rows = neighbours(ctx, name, &mut board, member, count);
+    let rows = neighbours(ctx, name, &mut board, (total, member), count);
     Ok(shape.reply(rows.into_iter().map(|(m, t)| (Reply::Bulk(m), t))))
 }
 
-/// The rows of leaderboard order from `count` above `member` to `count` below it, empty
-/// when `member` has no total.
+/// The rows of leaderboard order from `count` above `member` (whose window total is
+/// `total`) to `count` below it.
 fn neighbours(
     ctx: &Context,
     name: &RedisString,
     board: &mut Board,
-    member: &[u8],
+    (total, member): (i64, &[u8]),
     count: usize,
 ) -> Vec<(Vec<u8>, i64)> {
-    let total = board.total_of(member);
-    if total <= 0 {
-        return Vec::new();
-    }
     let owned = |rows: &mut dyn Iterator<Item = (&[u8], i64)>| {
         rows.map(|(m, t)| (m.to_vec(), t)).collect::<Vec<_>>()
     };
@@ -103,11 +98,8 @@ fn neighbours(
     // Slots that left the window are still being subtracted: the raw order corrected by
     // their counts, as RANK and TOP read it.
     let pending = std::mem::take(&mut board.pending);
-    let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
-        Some(m) => raw.saturating_sub(pending_in(&pending, &m)),
-        None => raw,
-    };
-    let rank = rank_adjusted(board.raw_walk(), (total, member), adjust);
+    let adjust = corrector(&pending);
+    let rank = rank_adjusted(board.raw_walk(), (total, member), &adjust);
     let (offset, len) = around_span(usize::try_from(rank).unwrap_or(0), count);
     let rows = top_adjusted(board.raw_walk(), offset.saturating_add(len), adjust);
     rows.into_iter().skip(offset).collect()
@@ -126,14 +118,9 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
 /// TSRANK.RANK key member TIES: how many members have a strictly higher window total, or
 /// nil when `member` has none.
 fn tie_rank(ctx: &Context, name: &RedisString, member: &[u8]) -> Result<Reply> {
-    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
-    let Some(mut board) = board else {
+    let Some((mut board, total)) = open_member(ctx, name, member)? else {
         return Ok(Reply::Nil);
     };
-    let total = board.total_of(member);
-    if total <= 0 {
-        return Ok(Reply::Nil);
-    }
     let above = if let Some(totals) = &board.view {
         totals.above(total)
     } else if let Some(above) = board
@@ -168,11 +155,7 @@ fn tie_rank(ctx: &Context, name: &RedisString, member: &[u8]) -> Result<Reply> {
         // Large pending slots (their next totals not ready yet): the raw order corrected
         // member by member, as RANK reads it.
         let pending = std::mem::take(&mut board.pending);
-        let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
-            Some(m) => raw.saturating_sub(pending_in(&pending, &m)),
-            None => raw,
-        };
-        above_adjusted(board.raw_walk(), total, adjust)
+        above_adjusted(board.raw_walk(), total, corrector(&pending))
     };
     Ok(Reply::Int(i64::try_from(above).unwrap_or(i64::MAX)))
 }

@@ -193,6 +193,20 @@ pub(super) fn open_for_read<'a>(
     Ok((acl, transit, board))
 }
 
+/// The board at `name` and `member`'s window total, for the reads about one member
+/// (`None`: no leaderboard there, or no total for `member`).
+pub(super) fn open_member(
+    ctx: &Context,
+    name: &RedisString,
+    member: &[u8],
+) -> Result<Option<(Board, i64)>> {
+    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
+    Ok(board.and_then(|board| {
+        let total = board.total_of(member);
+        (total > 0).then_some((board, total))
+    }))
+}
+
 /// TSRANK.SCORE key member
 pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
@@ -215,14 +229,9 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
     };
-    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
-    let Some(mut board) = board else {
+    let Some((mut board, total)) = open_member(ctx, name, member)? else {
         return Ok(Reply::Nil);
     };
-    let total = board.total_of(member);
-    if total <= 0 {
-        return Ok(Reply::Nil);
-    }
     if let Some(totals) = &board.view {
         return Ok(Reply::Int(totals.rank(total, member) as i64));
     }
