@@ -345,9 +345,30 @@ pub static DOCS: &[Doc] = &[
     },
     Doc {
         command: c"tsrank.rank",
-        summary: c"Get a member's rank in a leaderboard, 0 for the highest total",
+        summary: c"Get a member's rank in a leaderboard, 0 for the highest total; with TIES, how many members have a higher total",
         complexity: c"O(log(N)) where N is the number of members; O(N) while a slot that left the window is still being subtracted",
-        args: &[KEY, string(c"member")],
+        args: &[
+            KEY,
+            string(c"member"),
+            pure_token(c"ties", c"TIES").optional(),
+        ],
+    },
+    Doc {
+        command: c"tsrank.mscore",
+        summary: c"Get several members' totals over a leaderboard's window",
+        complexity: c"O(M) where M is the number of members asked, plus O(M * P) for the P slots that left the window and are still being subtracted",
+        args: &[KEY, string(c"member").multiple()],
+    },
+    Doc {
+        command: c"tsrank.around",
+        summary: c"List a member and the members ranked just above and below it in a leaderboard",
+        complexity: c"O(log(N) + M) where N is the number of members and M is count; O(N) while a slot that left the window is still being subtracted",
+        args: &[
+            KEY,
+            string(c"member"),
+            integer(c"count"),
+            pure_token(c"withscores", c"WITHSCORES").optional(),
+        ],
     },
     Doc {
         command: c"tsrank.info",

@@ -64,6 +64,9 @@ fn rank_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
         ),
         (v(&["TSRANK.SCORE", "$K", "a"]), false),
         (v(&["TSRANK.RANK", "$K", "a"]), false),
+        (v(&["TSRANK.RANK", "$K", "a", "TIES"]), false),
+        (v(&["TSRANK.MSCORE", "$K", "a", "b"]), false),
+        (v(&["TSRANK.AROUND", "$K", "a", "2", "WITHSCORES"]), false),
         (v(&["TSRANK.INFO", "$K"]), false),
     ]
 }

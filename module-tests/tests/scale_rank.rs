@@ -70,19 +70,26 @@ fn increment_at_random(
     model.add(at / 1000, &member, by);
 }
 
-/// The replies of TOP, SCORE, RANK and INFO `members` of `key` for `member`.
+/// The replies of TOP, SCORE, RANK and INFO `members` of `key` for `member`, and of the
+/// standings reads: AROUND 3, RANK ... TIES, MSCORE of `member`, `m0` and `nobody`.
 #[derive(Debug, PartialEq)]
 struct Read {
     top: Vec<(String, i64)>,
     score: Value,
     rank: Value,
     members: Value,
+    around: Vec<(String, i64)>,
+    ties: Value,
+    scores: Value,
 }
 
 fn read(srv: &Server, key: &str, member: &str) -> Read {
     let top = member_totals(&srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES"]));
     let score = srv.cmd_value(&["TSRANK.SCORE", key, member]);
     let rank = srv.cmd_value(&["TSRANK.RANK", key, member]);
+    let around = srv.cmd_value(&["TSRANK.AROUND", key, member, "3", "WITHSCORES"]);
+    let ties = srv.cmd_value(&["TSRANK.RANK", key, member, "TIES"]);
+    let scores = srv.cmd_value(&["TSRANK.MSCORE", key, member, "m0", "nobody"]);
     let info = map_pairs(&srv.cmd_value(&["TSRANK.INFO", key]));
     let members = info
         .into_iter()
@@ -93,17 +100,32 @@ fn read(srv: &Server, key: &str, member: &str) -> Read {
         score,
         rank,
         members,
+        around: member_totals(&around),
+        ties,
+        scores,
     }
 }
 
 /// What [`read`] answers on the model `rows` (leaderboard order).
 fn expected(rows: &[(String, i64)], member: &str) -> Read {
     let at = rows.iter().position(|(m, _)| m == member);
+    let score_of = |name: &str| {
+        rows.iter()
+            .find(|(m, _)| m == name)
+            .map_or(Value::Nil, |(_, t)| v_int(*t))
+    };
     Read {
         top: rows.iter().take(10).cloned().collect(),
         score: at.map_or(Value::Nil, |i| v_int(rows[i].1)),
         rank: at.map_or(Value::Nil, |i| v_int(i as i64)),
         members: v_int(rows.len() as i64),
+        around: at.map_or(Vec::new(), |i| {
+            rows[i.saturating_sub(3)..(i + 4).min(rows.len())].to_vec()
+        }),
+        ties: at.map_or(Value::Nil, |i| {
+            v_int(rows.iter().filter(|(_, t)| *t > rows[i].1).count() as i64)
+        }),
+        scores: v_arr(vec![score_of(member), score_of("m0"), score_of("nobody")]),
     }
 }
 
@@ -353,7 +375,10 @@ fn reads_stay_fast_on_a_quarantined_board(kind: &ServerKind) {
                 either(&got.top, &old.top, &new.top)
                     && either(&got.score, &old.score, &new.score)
                     && either(&got.rank, &old.rank, &new.rank)
-                    && either(&got.members, &old.members, &new.members),
+                    && either(&got.members, &old.members, &new.members)
+                    && either(&got.around, &old.around, &new.around)
+                    && either(&got.ties, &old.ties, &new.ties)
+                    && either(&got.scores, &old.scores, &new.scores),
                 "{k}: {got:?} is neither {old:?} nor {new:?}"
             );
         }
@@ -696,5 +721,56 @@ fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
         }
     });
     replica.assert_alive();
+    srv.assert_alive();
+}
+
+per_server!(one_kind_at_a_time: standings_reads_stay_fast_on_a_large_board);
+/// A board of 100k members (`TALLY_LONG=1`: a million) with totals of 1 to 3, so a third
+/// of the board shares each total: AROUND of the last, a middle and the first member with
+/// count 1000, RANK ... TIES of members in the largest groups of equal totals, and MSCORE
+/// of 1000 members, each within 10 ms of server time and equal to the model.
+fn standings_reads_stay_fast_on_a_large_board(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    let key = "{st}";
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "1h", "SLOT", "1m"]),
+        v_ok()
+    );
+    let n = members();
+    fill(&srv, key, n, server_ms(&srv), |i| (i % 3) as i64 + 1);
+    let model: BTreeMap<String, i64> = (0..n)
+        .map(|i| (format!("m{i}"), (i % 3) as i64 + 1))
+        .collect();
+    let rows = RankModel::ranked(&model);
+    let mut watch = watch_slow_commands(&srv);
+    let probes = [
+        rows[rows.len() - 1].0.clone(),
+        rows[rows.len() / 2].0.clone(),
+        rows[0].0.clone(),
+        format!("m{}", n / 3),
+    ];
+    for _ in 0..5 {
+        for member in &probes {
+            let at = rows
+                .iter()
+                .position(|(m, _)| m == member)
+                .expect("a member");
+            let got = srv.cmd_value(&["TSRANK.AROUND", key, member, "1000", "WITHSCORES"]);
+            let want = &rows[at.saturating_sub(1000)..(at + 1001).min(rows.len())];
+            assert_eq!(member_totals(&got), want, "{k}: AROUND {member}");
+            let above = rows.iter().filter(|(_, t)| *t > rows[at].1).count();
+            assert_eq!(
+                srv.cmd_value(&["TSRANK.RANK", key, member, "TIES"]),
+                v_int(above as i64),
+                "{k}: RANK {member} TIES"
+            );
+        }
+        let mut mscore = vec!["TSRANK.MSCORE".to_string(), key.to_string()];
+        mscore.extend((0..1000).map(|i| format!("m{}", i * (n / 1000) + 1)));
+        let want: Vec<Value> = mscore[2..].iter().map(|m| v_int(model[m])).collect();
+        assert_eq!(srv.cmd_value(&mscore), v_arr(want), "{k}: MSCORE");
+        watch.check(&srv, k);
+    }
     srv.assert_alive();
 }

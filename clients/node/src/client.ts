@@ -326,9 +326,31 @@ export class Leaderboard extends Handle {
     return p.optionalNum(await this.call("TSRANK.SCORE", [member], true));
   }
 
-  /** 0 for the highest total; `null` for a member without one. */
-  async rank(member: string): Promise<number | null> {
-    return p.optionalNum(await this.call("TSRANK.RANK", [member], true));
+  /** Each member's window total (`null` for one without), in order (`TSRANK.MSCORE`). */
+  async scores(...members: string[]): Promise<(number | null)[]> {
+    if (members.length === 0) throw new TypeError("scores needs at least one member");
+    const reply = await this.call("TSRANK.MSCORE", members, true);
+    return (reply as unknown[]).map((total) => p.optionalNum(total));
+  }
+
+  /**
+   * 0 for the highest total; `null` for a member without one. With `{ ties: true }`, the
+   * competition rank: how many members have a strictly higher total (totals 9, 7, 7, 5
+   * rank 0, 1, 1, 3).
+   */
+  async rank(member: string, options: { ties?: boolean } = {}): Promise<number | null> {
+    const args = options.ties === true ? [member, "TIES"] : [member];
+    return p.optionalNum(await this.call("TSRANK.RANK", args, true));
+  }
+
+  /**
+   * `{ member, score }` from `count` places above `member` to `count` below it, in
+   * `top`'s order (fewer at the ends); empty for a member without a total. `count` is 0
+   * to 1000.
+   */
+  async around(member: string, count: number): Promise<{ member: string; score: number }[]> {
+    const reply = await this.call("TSRANK.AROUND", [member, p.integer(count), "WITHSCORES"], true);
+    return p.pairs(reply).map(([m, s]) => ({ member: p.str(m), score: p.num(s) }));
   }
 
   /** `[slotStart, count]` of the member's non-zero slots, oldest first. */

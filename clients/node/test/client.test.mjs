@@ -107,6 +107,13 @@ for (const [name, binary] of serverKinds()) {
           assert.deepEqual(await b.top(10, { window: "1d" }), []);
           assert.deepEqual([await b.score("alice"), await b.score("bob"), await b.score("nobody")], [5, 2, null]);
           assert.deepEqual([await b.rank("alice"), await b.rank("carol"), await b.rank("nobody")], [0, 2, null]);
+          assert.deepEqual([await b.rank("alice", { ties: true }), await b.rank("nobody", { ties: true })], [0, null]);
+          assert.deepEqual(await b.scores("alice", "nobody", "carol"), [5, null, 1]);
+          assert.deepEqual(await b.around("bob", 1), [{ member: "alice", score: 5 }, { member: "bob", score: 2 }, { member: "carol", score: 1 }]);
+          assert.deepEqual(await b.around("alice", 0), [{ member: "alice", score: 5 }]);
+          assert.deepEqual(await b.around("nobody", 3), []);
+          await assert.rejects(b.around("alice", 1001), { message: "ERR count must be between 0 and 1000" });
+          await assert.rejects(b.scores(), TypeError);
           assert.deepEqual(await b.history("alice"), [[T, 4], [T + 2 * DAY, 1]]);
           assert.deepEqual(await b.history("alice", { window: "1d" }), []);
           assert.deepEqual(await b.history("nobody"), []);
@@ -123,6 +130,14 @@ for (const [name, binary] of serverKinds()) {
           assert.equal(await b.incr("alice", 1, { at: T }), 1);
           assert.equal(await missing.rem("x"), 0);
           await assert.rejects(b.rem(), TypeError);
+          // Standings: equal totals share a tie rank; AROUND follows TOP's order.
+          const games = t.leaderboard(key("games"));
+          await games.incrby({ ann: 9, bob: 7, cat: 7, dan: 5 });
+          const ties = [];
+          for (const name of ["ann", "bob", "cat", "dan"]) ties.push(await games.rank(name, { ties: true }));
+          assert.deepEqual(ties, [0, 1, 1, 3]);
+          assert.deepEqual([await games.rank("cat"), await games.rank("bob")], [1, 2]);
+          assert.deepEqual(await games.around("dan", 2), [{ member: "cat", score: 7 }, { member: "bob", score: 7 }, { member: "dan", score: 5 }]);
           const hourly = t.leaderboard(key("hourly"));
           assert.deepEqual(await hourly.incrby({ "post:1": 1, "post:2": 3 }), [1, 3]);
           assert.deepEqual(await hourly.top(10), [{ member: "post:2", score: 3 }, { member: "post:1", score: 1 }]);

@@ -15,6 +15,9 @@ const m: Promise<MultiDecision> = t.mlimit({ "{u}:a": [["1m", 5]] }, { increment
 const s: Promise<Summary | null> = t.stats("s").get({ window: "1h" });
 const top: Promise<{ member: string; score: number }[]> = t.leaderboard("b").top(10);
 const th: Promise<ThrottleDecision> = t.throttle("u").allow(15, 30, "1m", { quantity: 2, at: Date.now() });
+const near: Promise<{ member: string; score: number }[]> = t.leaderboard("b").around("m", 5);
+const tied: Promise<number | null> = t.leaderboard("b").rank("m", { ties: true });
+const totals: Promise<(number | null)[]> = t.leaderboard("b").scores("m", "n");
 const across: Promise<Summary | null> = t.mget(["{s}:a", "{s}:b"], { window: "1h" });
 const msum: Promise<number[]> = t.msum(["{c}:a", "{c}:b"], ["5m", 60_000], { at: 1 });
 const mq: Promise<number[] | null> = t.mquantile(["{s}:a"], [0.5, 0.99]);
@@ -28,4 +31,4 @@ const r: Promise<RateLimiterRes> = limiter.consume("k", 2);
 const g: Promise<RateLimiterRes | null> = limiter.get("k");
 // @ts-expect-error a window is a number of ms or a duration text
 t.counter("x").sum([true]);
-void [d, m, s, top, th, r, g, across, msum, mq, ranked];
+void [d, m, s, top, th, near, tied, totals, r, g, across, msum, mq, ranked];

@@ -98,6 +98,15 @@ def test_leaderboard(t: tally.Tally, decode: bool, key) -> None:
     assert b.top(10, window="1d") == []
     assert (b.score("alice"), b.score(b"bob"), b.score("nobody")) == (5, 2, None)
     assert (b.rank("alice"), b.rank("carol"), b.rank("nobody")) == (0, 2, None)
+    assert (b.rank("alice", ties=True), b.rank("nobody", ties=True)) == (0, None)
+    assert b.scores("alice", b"nobody", "carol") == [5, None, 1]
+    assert b.around("bob", 1) == [(m("alice"), 5), (m("bob"), 2), (m("carol"), 1)]
+    assert b.around("alice", 0) == [(m("alice"), 5)]
+    assert b.around("nobody", 3) == []
+    with pytest.raises(redis.ResponseError, match="^count must be between 0 and 1000$"):
+        b.around("alice", 1001)
+    with pytest.raises(ValueError):
+        b.scores()
     assert b.history("alice") == [(T, 4), (T + 2 * DAY, 1)]
     assert b.history("alice", window="1d") == []
     assert b.history("nobody") == []
@@ -119,6 +128,14 @@ def test_leaderboard(t: tally.Tally, decode: bool, key) -> None:
     assert (b.score("alice"), b.history("alice"), b.top(10)) == (None, [], [(m("carol"), 1)])
     assert b.incr("alice", at=T) == 1
     assert missing.rem("x") == 0
+
+    # Standings: equal totals share a tie rank; AROUND follows TOP's order.
+    games = t.leaderboard(key("games"))
+    games.incrby({"ann": 9, "bob": 7, "cat": 7, "dan": 5})
+    ranks = [games.rank(name, ties=True) for name in ("ann", "bob", "cat", "dan")]
+    assert ranks == [0, 1, 1, 3]
+    assert [games.rank(name) for name in ("cat", "bob")] == [1, 2]
+    assert games.around("dan", 2) == [(m("cat"), 7), (m("bob"), 7), (m("dan"), 5)]
 
     hourly = t.leaderboard(key("hourly"))
     assert hourly.incrby({"post:1": 1, "post:2": 3}) == {"post:1": 1, "post:2": 3}
@@ -319,6 +336,9 @@ def test_asyncio(server, protocol: int, decode: bool, key) -> None:
         assert await b.top(10) == [(as_member(decode, "x"), 2), (as_member(decode, "y"), 1)]
         assert (await b.score("y"), await b.rank("y"), await b.rank("z")) == (1, 1, None)
         assert len(await b.history("x")) == 1 and (await b.info())["members"] == 2
+        assert await b.scores("x", "z") == [2, None]
+        assert (await b.rank("y", ties=True), await b.rank("z", ties=True)) == (1, None)
+        assert await b.around("y", 5) == [(as_member(decode, "x"), 2), (as_member(decode, "y"), 1)]
 
         s = t.stats(key("s"))
         assert await s.add(1, 2, 3) == 3

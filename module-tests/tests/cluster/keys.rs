@@ -71,6 +71,12 @@ fn getkeys_cases() -> Vec<(Vec<&'static str>, Vec<&'static str>)> {
             vec!["lb{x}"],
         ),
         (vec!["TSRANK.RANK", "lb{x}", "a"], vec!["lb{x}"]),
+        (vec!["TSRANK.RANK", "lb{x}", "a", "TIES"], vec!["lb{x}"]),
+        (vec!["TSRANK.MSCORE", "lb{x}", "a", "b"], vec!["lb{x}"]),
+        (
+            vec!["TSRANK.AROUND", "lb{x}", "a", "2", "WITHSCORES"],
+            vec!["lb{x}"],
+        ),
         (vec!["TSRANK.INFO", "lb{x}"], vec!["lb{x}"]),
         (vec!["TSRANK.REM", "lb{x}", "a", "b"], vec!["lb{x}"]),
         (
@@ -174,6 +180,8 @@ fn command_keys_and_flags(kind: &ServerKind) {
         ("tsrank.top", false),
         ("tsrank.score", false),
         ("tsrank.rank", false),
+        ("tsrank.mscore", false),
+        ("tsrank.around", false),
         ("tsrank.info", false),
         ("tsrank.history", false),
         ("tsrank.rem", true),

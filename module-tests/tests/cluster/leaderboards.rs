@@ -46,6 +46,36 @@ fn leaderboards_route_reshard_and_fail_over(kind: &ServerKind) {
         cc_cmd(&mut cc, &["TSRANK.TOP", "rem{z}", "10"]),
         Ok(v_bulks(&["a"]))
     );
+    // The standings reads, routed the same way.
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.INCRBY", "rem{z}", "2", "c", "5", "d"]),
+        Ok(v_arr(vec![v_int(2), v_int(5)])),
+        "{k}"
+    );
+    assert_eq!(
+        cc_cmd(
+            &mut cc,
+            &["TSRANK.AROUND", "rem{z}", "a", "1", "WITHSCORES"]
+        ),
+        Ok(v_arr(vec![v_bulk("c"), v_int(2), v_bulk("a"), v_int(2)])),
+        "{k}"
+    );
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.RANK", "rem{z}", "a", "TIES"]),
+        Ok(v_int(1))
+    );
+    assert_eq!(
+        cc_cmd(&mut cc, &["TSRANK.MSCORE", "rem{z}", "a", "b", "d"]),
+        Ok(v_arr(vec![v_int(2), v_nil(), v_int(5)]))
+    );
+    for cmd in [
+        vec!["TSRANK.AROUND", "board", "a", "1"],
+        vec!["TSRANK.RANK", "board", "a", "TIES"],
+        vec!["TSRANK.MSCORE", "board", "a"],
+    ] {
+        let e = cc_cmd(&mut cc, &cmd).expect_err("refused without a hash tag");
+        assert!(e.to_lowercase().contains("tag"), "{k}: {cmd:?}: {e}");
+    }
 
     // Many leaderboards over every shard.
     let n = spread_count();

@@ -105,6 +105,9 @@ pub(super) const RANK: Family = Family {
             strings(&["TSRANK.TOP", k, "10", "WITHSCORES"]),
             strings(&["TSRANK.SCORE", k, "a"]),
             strings(&["TSRANK.RANK", k, "a"]),
+            strings(&["TSRANK.RANK", k, "a", "TIES"]),
+            strings(&["TSRANK.MSCORE", k, "a", "b"]),
+            strings(&["TSRANK.AROUND", k, "a", "2", "WITHSCORES"]),
             strings(&["TSRANK.INFO", k]),
         ]
     },

@@ -21,6 +21,8 @@ pub(super) const RANK_CMDS: &[&str] = &[
     "TSRANK.TOP",
     "TSRANK.SCORE",
     "TSRANK.RANK",
+    "TSRANK.MSCORE",
+    "TSRANK.AROUND",
     "TSRANK.INFO",
     "TSRANK.HISTORY",
     "TSRANK.REM",
@@ -59,6 +61,15 @@ pub(super) const KEYS: &[&[u8]] = &[
     b"",
     b"\x00\xff{z}",
 ];
+
+/// A leaderboard member: one of 30 names, sometimes junk.
+fn member(rng: &mut Rng) -> Vec<u8> {
+    if rng.chance(80) {
+        format!("m{}", rng.below(30)).into_bytes()
+    } else {
+        junk(rng)
+    }
+}
 
 /// A structured vector for `cmd`: a plausible grammar with random values, so parsing
 /// gets past the first argument and writes happen.
@@ -287,21 +298,29 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Vec<Vec<u8>> {
                 s(&mut v, &d);
             }
         }
-        "TSRANK.REM" => {
-            for _ in 0..rng.below(4) {
-                v.push(if rng.chance(80) {
-                    format!("m{}", rng.below(30)).into_bytes()
-                } else {
-                    junk(rng)
-                });
+        "TSRANK.REM" | "TSRANK.MSCORE" => {
+            let most = if cmd == "TSRANK.REM" { 4 } else { 5 };
+            for _ in 0..rng.below(most) {
+                v.push(member(rng));
+            }
+        }
+        "TSRANK.AROUND" => {
+            v.push(member(rng));
+            let count = if rng.chance(70) {
+                rng.below(12).to_string()
+            } else {
+                num(rng)
+            };
+            s(&mut v, &count);
+            if rng.chance(50) {
+                s(&mut v, "WITHSCORES");
             }
         }
         "TSRANK.SCORE" | "TSRANK.RANK" | "TSRANK.HISTORY" => {
-            v.push(if rng.chance(80) {
-                format!("m{}", rng.below(30)).into_bytes()
-            } else {
-                junk(rng)
-            });
+            v.push(member(rng));
+            if cmd == "TSRANK.RANK" && rng.chance(40) {
+                s(&mut v, "TIES");
+            }
             if cmd == "TSRANK.HISTORY" && rng.chance(40) {
                 s(&mut v, "WINDOW");
                 let d = rng.pick(DURATIONS).to_string();

@@ -131,6 +131,9 @@ impl Family {
                 c(&["TSRANK.TOP", key, "10", "WITHSCORES"]),
                 c(&["TSRANK.SCORE", key, "m1"]),
                 c(&["TSRANK.RANK", key, "m2"]),
+                c(&["TSRANK.RANK", key, "m2", "TIES"]),
+                c(&["TSRANK.MSCORE", key, "m1", "m2"]),
+                c(&["TSRANK.AROUND", key, "m1", "3", "WITHSCORES"]),
                 c(&["TSRANK.INFO", key]),
             ],
             Family::Stats => vec![

@@ -245,6 +245,8 @@ impl Large<'_> {
             vec!["TSRANK.TOP", BOARD, "10", "WITHSCORES"],
             vec!["TSRANK.SCORE", BOARD, &m],
             vec!["TSRANK.RANK", BOARD, &m],
+            vec!["TSRANK.RANK", BOARD, &m, "TIES"],
+            vec!["TSRANK.MSCORE", BOARD, &m, "m1"],
             vec!["TSRANK.INFO", BOARD],
             vec!["TSRANK.HISTORY", BOARD, &m],
         ]);

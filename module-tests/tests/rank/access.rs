@@ -21,6 +21,9 @@ fn acl_is_checked_on_derived_keys(kind: &ServerKind) {
             &["TSRANK.TOP", "lb", "10"][..],
             &["TSRANK.SCORE", "lb", "a"][..],
             &["TSRANK.INFO", "lb"][..],
+            &["TSRANK.AROUND", "lb", "a", "2", "WITHSCORES"][..],
+            &["TSRANK.RANK", "lb", "a", "TIES"][..],
+            &["TSRANK.MSCORE", "lb", "a", "b"][..],
         ] {
             let v = conn_value(conn, cmd);
             let text = error_text(&v).unwrap_or_default();
@@ -31,6 +34,18 @@ fn acl_is_checked_on_derived_keys(kind: &ServerKind) {
             }
             assert!(text.starts_with("NOPERM"), "{k} {user} {cmd:?}: {v:?}");
         }
+    }
+    // The main key itself is declared (key specs): a user with only the derived keys is
+    // refused by the server.
+    let mut parts_only = conn_as_user(&srv, "x", &["~lb|*"]);
+    for cmd in [
+        &["TSRANK.AROUND", "lb", "a", "2"][..],
+        &["TSRANK.RANK", "lb", "a", "TIES"][..],
+        &["TSRANK.MSCORE", "lb", "a"][..],
+    ] {
+        let v = conn_value(&mut parts_only, cmd);
+        let text = error_text(&v).unwrap_or_default();
+        assert!(text.starts_with("NOPERM"), "{k} x {cmd:?}: {v:?}");
     }
     assert_eq!(srv.dump_keyspace(), before, "{k}: NOPERM wrote something");
     assert_eq!(

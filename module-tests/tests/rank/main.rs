@@ -14,7 +14,7 @@
 //! they do not depend on the wall clock; real-time tests bracket each read between two
 //! `TIME` calls and only assert when both give the same window.
 //!
-//! Files: `model.rs`, `expiry.rs`, `persistence.rs` (replication, reloads, keyspace
+//! Files: `model.rs`, `around.rs` (AROUND, RANK ... TIES and MSCORE against the model), `expiry.rs`, `persistence.rs` (replication, reloads, keyspace
 //! operations), `errors.rs`, `replies.rs`, `access.rs` (ACL, cluster mode); `rem.rs`
 //! (TSRANK.REM and negative INCRBY), `history.rs` (TSRANK.HISTORY), `layout.rs` (the
 //! meta's layouts, old boards migrated by their next write), `notify.rs` (keyspace
@@ -29,6 +29,7 @@ const HOUR: i64 = 3_600_000;
 const NO_HASH_TAG: &str = "ERR in cluster mode a leaderboard key must contain a hash tag, e.g. '{board}', so that its derived keys share its slot";
 
 mod access;
+mod around;
 mod errors;
 mod expiry;
 mod history;

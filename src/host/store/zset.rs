@@ -1,11 +1,14 @@
 //! Sorted-set operations on an open [`Key`] (the crate wraps none of them): score, add,
 //! remove, and walks in both directions. A walk borrows the key mutably, so only one
-//! range iterator can be open on a key at a time (the server keeps one per key).
+//! range iterator can be open on a key at a time (the server keeps one per key). The
+//! positional reads the module API lacks (a member's rank, a range by rank, a count by
+//! score), O(log N) in the server's skiplist, run as the native commands
+//! ([`zrevrank`], [`zrevrange`], [`zcount_above`]).
 
 use std::os::raw::c_int;
 use std::ptr;
 
-use redis_module::raw;
+use redis_module::{raw, CallOptionsBuilder, CallReply, CallResult, Context};
 
 use super::{Key, RStr};
 use crate::host::server::api;
@@ -142,5 +145,59 @@ impl Drop for ZsetWalk<'_> {
             // SAFETY: stops the iterator this walk started on its open key.
             unsafe { api!(RedisModule_ZsetRangeStop)(self.key.ptr) };
         }
+    }
+}
+
+/// Runs a read-only sorted-set command on `name` through `RedisModule_Call` (errors as
+/// replies: a key of another type answers nothing here).
+fn zcall<'a>(ctx: &'a Context, command: &str, args: &[&[u8]]) -> CallResult<'a> {
+    let options = CallOptionsBuilder::new().errors_as_replies().build();
+    ctx.call_ext(command, &options, args)
+}
+
+/// `ZREVRANK name member`: `member`'s position in `ZREVRANGE`'s order (0 = highest),
+/// `None` if absent.
+pub fn zrevrank(ctx: &Context, name: &[u8], member: &[u8]) -> Option<usize> {
+    match zcall(ctx, "ZREVRANK", &[name, member]) {
+        Ok(CallReply::I64(rank)) => usize::try_from(rank.to_i64()).ok(),
+        _ => None,
+    }
+}
+
+/// `ZREVRANGE name start stop WITHSCORES`: the `(member, score)` rows at positions
+/// `start ..= stop` of `ZREVRANGE`'s order (fewer past the end).
+pub fn zrevrange(ctx: &Context, name: &[u8], start: usize, stop: usize) -> Vec<(Vec<u8>, f64)> {
+    let (start, stop) = (start.to_string(), stop.to_string());
+    let args: [&[u8]; 4] = [name, start.as_bytes(), stop.as_bytes(), b"WITHSCORES"];
+    let Ok(CallReply::Array(rows)) = zcall(ctx, "ZREVRANGE", &args) else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(rows.len() / 2);
+    let mut items = rows.iter();
+    while let (Some(Ok(member)), Some(Ok(score))) = (items.next(), items.next()) {
+        let member = match member {
+            CallReply::String(s) => s.as_bytes().to_vec(),
+            _ => continue,
+        };
+        let score = match score {
+            CallReply::String(s) => std::str::from_utf8(s.as_bytes())
+                .ok()
+                .and_then(|text| text.parse::<f64>().ok()),
+            CallReply::Double(d) => Some(d.to_double()),
+            _ => None,
+        };
+        if let Some(score) = score {
+            out.push((member, score));
+        }
+    }
+    out
+}
+
+/// `ZCOUNT name (score +inf`: how many members have a score strictly above `score`.
+pub fn zcount_above(ctx: &Context, name: &[u8], score: i64) -> usize {
+    let min = format!("({score}");
+    match zcall(ctx, "ZCOUNT", &[name, min.as_bytes(), b"+inf"]) {
+        Ok(CallReply::I64(count)) => usize::try_from(count.to_i64()).unwrap_or(0),
+        _ => 0,
     }
 }

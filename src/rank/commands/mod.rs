@@ -9,6 +9,7 @@
 //! Files, by concern, each importing only files listed after it (each says what it owns
 //! and may not touch):
 //! * this one: the family's registration and TSRANK.CREATE;
+//! * `around`: AROUND, RANK (its TIES form; the plain form is `read`'s), MSCORE;
 //! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //! * `visit`: the expiry timer's visit of a board: the resumable subtraction (drain) of
 //!   the slots that left the window, or the visit `recount` or `next` makes;
@@ -38,6 +39,7 @@
 //! the common write path never asks. The expiry timer leaves such a board alone until the
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
+mod around;
 mod board;
 mod incrby;
 mod lifecycle;
@@ -67,10 +69,11 @@ use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind};
 use crate::rank::model::{meta_key, validate_settings, Meta};
 
+pub use around::{around, mscore, rank};
 pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;
 pub use memory::memory_bytes;
-pub use read::{history, info, rank, score, top};
+pub use read::{history, info, score, top};
 pub use rem::rem;
 pub use visit::{expire, release};
 
@@ -91,7 +94,9 @@ pub const COMMANDS: &[Command] = command_table! {
     c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
     c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rank" => rank, 3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.rank" => rank, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.mscore" => mscore, -3, c"readonly", &[first_key(READ)], c"read";
+    c"tsrank.around" => around, -4, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read";
     c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";

@@ -99,16 +99,16 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     Ok(shape.reply(rows.into_iter().map(|(m, t)| (Reply::Bulk(m), t))))
 }
 
-/// How TOP lays out its rows (at most `count`).
-struct TopShape {
-    withscores: bool,
-    resp3: bool,
-    count: usize,
+/// How TOP (and AROUND) lays out its rows (at most `count`).
+pub(super) struct TopShape {
+    pub(super) withscores: bool,
+    pub(super) resp3: bool,
+    pub(super) count: usize,
 }
 
 impl TopShape {
     /// `member` or `member, total` per row; RESP3 pairs as arrays.
-    fn reply(&self, rows: impl Iterator<Item = (Reply, i64)>) -> Reply {
+    pub(super) fn reply(&self, rows: impl Iterator<Item = (Reply, i64)>) -> Reply {
         let per_row = if self.withscores && !self.resp3 { 2 } else { 1 };
         let mut out = Vec::with_capacity(self.count.min(1024) * per_row);
         for (member, total) in rows {
@@ -180,7 +180,7 @@ pub fn history(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Repl
 
 /// The common start of the read commands: cluster check, the caller's ACL, the transit
 /// probe and the board at `name` (`None`: no leaderboard there).
-fn open_for_read<'a>(
+pub(super) fn open_for_read<'a>(
     ctx: &'a Context,
     name: &'a RedisString,
     now: i64,
@@ -191,6 +191,20 @@ fn open_for_read<'a>(
     let transit = Transit::new(ctx, &flags, name.as_slice());
     let board = Board::open_read(ctx, &acl, name, now, &transit)?;
     Ok((acl, transit, board))
+}
+
+/// The board at `name` and `member`'s window total, for the reads about one member
+/// (`None`: no leaderboard there, or no total for `member`).
+pub(super) fn open_member(
+    ctx: &Context,
+    name: &RedisString,
+    member: &[u8],
+) -> Result<Option<(Board, i64)>> {
+    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
+    Ok(board.and_then(|board| {
+        let total = board.total_of(member);
+        (total > 0).then_some((board, total))
+    }))
 }
 
 /// TSRANK.SCORE key member
@@ -210,19 +224,14 @@ pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     })
 }
 
-/// TSRANK.RANK key member
+/// TSRANK.RANK key member (with TIES: `around::rank`)
 pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
     };
-    let (_, _, board) = open_for_read(ctx, name, command_now_ms())?;
-    let Some(mut board) = board else {
+    let Some((mut board, total)) = open_member(ctx, name, member)? else {
         return Ok(Reply::Nil);
     };
-    let total = board.total_of(member);
-    if total <= 0 {
-        return Ok(Reply::Nil);
-    }
     if let Some(totals) = &board.view {
         return Ok(Reply::Int(totals.rank(total, member) as i64));
     }

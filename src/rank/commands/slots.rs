@@ -28,6 +28,16 @@ pub(super) fn pending_in(pending: &[Key], member: &RStr) -> i64 {
         .fold(0i64, i64::saturating_add)
 }
 
+/// A member's window total from its raw total (`(member, raw) -> total`): less its counts
+/// in the slots still being subtracted (a member the server cannot name keeps its raw
+/// total).
+pub(super) fn corrector(pending: &[Key]) -> impl Fn(&[u8], i64) -> i64 + '_ {
+    move |member, raw| match RStr::new(member) {
+        Some(member) => raw.saturating_sub(pending_in(pending, &member)),
+        None => raw,
+    }
+}
+
 /// Opens the slot hashes of `base` that left the window but are not fully subtracted,
 /// with their slot indexes.
 /// One that is missing may be a gap (a slot never written) or, during a reshard, on the

@@ -37,6 +37,7 @@
 
 mod adjusted;
 mod announced;
+mod around;
 mod board_id;
 mod board_store;
 mod discarded;
@@ -57,6 +58,7 @@ mod totals;
 
 pub use adjusted::*;
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
+pub use around::{above_adjusted, above_corrected, around_count, around_span, MAX_AROUND};
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
 pub use drain::{drain_step, DrainScans};

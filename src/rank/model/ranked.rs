@@ -225,6 +225,20 @@ impl RankedSet {
         Some(before + at)
     }
 
+    /// How many members have a total strictly higher than `total` (TSRANK.RANK ... TIES):
+    /// the blocks before the first that ends at or below it, and part of that one.
+    pub fn above(&self, total: i64) -> usize {
+        let b = self
+            .blocks
+            .partition_point(|block| block.last().is_some_and(|(t, _)| *t > total));
+        let before: usize = self.blocks.iter().take(b).map(Vec::len).sum();
+        let within = self
+            .blocks
+            .get(b)
+            .map_or(0, |block| block.partition_point(|(t, _)| *t > total));
+        before + within
+    }
+
     /// At most `count` rows from `offset`, in leaderboard order.
     pub fn top(&self, offset: usize, count: usize) -> impl Iterator<Item = (&[u8], i64)> {
         let (mut first, mut skip) = (0, offset);
@@ -323,6 +337,10 @@ mod tests {
                     want.iter().skip(100).take(10).cloned().collect::<Vec<_>>()
                 );
             }
+        }
+        for total in [-1, 0, 1, 5, 30, 49, 50, 1000] {
+            let want_above = ordered(&model).iter().filter(|(_, t)| *t > total).count();
+            assert_eq!(set.above(total), want_above, "above {total}");
         }
         assert_eq!(set.rank(b"nobody"), None);
         assert!(set.bytes() > set.len() * 40);

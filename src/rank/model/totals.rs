@@ -111,6 +111,16 @@ impl Totals {
         })
     }
 
+    /// How many members have a total strictly higher than `total` (TSRANK.RANK ... TIES,
+    /// binary search of the order).
+    pub fn above(&self, total: i64) -> usize {
+        let total_at = |at: usize| {
+            let i = *self.order.get(at)?;
+            self.row(i).map(|(_, t)| t)
+        };
+        super::around::above_in(self.order.len(), total_at, total)
+    }
+
     fn row(&self, i: u32) -> Option<(&[u8], i64)> {
         let (member, total) = self.entries.get(i as usize)?;
         Some((member, *total))

@@ -221,6 +221,10 @@ def _ranking(reply: Any) -> list[tuple[Any, int]]:
     return [(member, int(total)) for member, total in p.pairs(reply)]
 
 
+def _optional_ints(reply: Any) -> list[int | None]:
+    return [p.optional_int(total) for total in reply]
+
+
 class Leaderboard(_Handle):
     """A sliding-window leaderboard (`TSRANK.*`). Members come back as redis-py gives
     them: `str` with `decode_responses=True`, `bytes` otherwise."""
@@ -262,9 +266,23 @@ class Leaderboard(_Handle):
     def score(self, member: Member) -> int | None:
         return self._call("TSRANK.SCORE", member, parse=p.optional_int)
 
-    def rank(self, member: Member) -> int | None:
-        """0 for the highest total; `None` for a member without one."""
-        return self._call("TSRANK.RANK", member, parse=p.optional_int)
+    def scores(self, *members: Member) -> list[int | None]:
+        """Each member's window total (`None` for one without), in order (`MSCORE`)."""
+        if not members:
+            raise ValueError("scores needs at least one member")
+        return self._call("TSRANK.MSCORE", *members, parse=_optional_ints)
+
+    def rank(self, member: Member, ties: bool = False) -> int | None:
+        """0 for the highest total; `None` for a member without one. With `ties=True`, the
+        competition rank: how many members have a strictly higher total (totals 9, 7, 7,
+        5 rank 0, 1, 1, 3)."""
+        return self._call("TSRANK.RANK", member, *(("TIES",) if ties else ()), parse=p.optional_int)
+
+    def around(self, member: Member, count: int) -> list[tuple[Any, int]]:
+        """`(member, total)` from `count` places above `member` to `count` below it, in
+        `top`'s order (fewer at the ends); empty for a member without a total. `count` is
+        0 to 1000."""
+        return self._call("TSRANK.AROUND", member, int(count), "WITHSCORES", parse=_ranking)
 
     def history(self, member: Member, window: Duration | None = None) -> list[tuple[int, int]]:
         """`(slot_start, count)` of the member's non-zero slots, oldest first."""
