@@ -15,10 +15,10 @@ use std::io::Write;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::host::cmdinfo::{command_table, first_key, Command, UPDATE};
-use crate::host::config;
 use crate::error::{Error, Result};
 use crate::expiry::Visit;
+use crate::host::cmdinfo::{command_table, first_key, Command, UPDATE};
+use crate::host::config;
 use crate::host::replicate::replicate_bytes;
 use crate::host::reply::Reply;
 use crate::host::server::command_now_us;

@@ -16,14 +16,14 @@ use redis_module::{Context, ContextFlags, RedisString};
 
 use crate::args::{parse_i64, set_once, Args};
 use crate::error::{Error, Result};
-use crate::rank::model::{
-    above_adjusted, above_corrected, around_count, around_span, rank_adjusted, score_to_total,
-    top_adjusted,
-};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::zset::{zcount_above, zrevrange, zrevrank};
 use crate::host::store::Key;
+use crate::rank::model::{
+    above_adjusted, above_corrected, around_count, around_span, rank_adjusted, score_to_total,
+    top_adjusted,
+};
 
 use super::board::Board;
 use super::next::BIG_SLOT;
