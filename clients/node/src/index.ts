@@ -1,9 +1,8 @@
 /** tally for Node.js: typed helpers for the tally Redis module over node-redis or ioredis. */
-export { Tally, Counter, Leaderboard, Stats } from "./client.js";
-export { Throttle } from "./throttle.js";
-export type { AllowOptions, ThrottleDecision } from "./throttle.js";
+export { Tally, Counter, Leaderboard, Stats, Throttle } from "./client.js";
 export type {
-  CounterInfo, Decision, Duration, LeaderboardInfo, LimitOptions, MultiDecision, MultiLimitOptions,
-  ReportStat, StatsInfo, Summary, Timestamp, WindowState, Windows,
+  AllowOptions, CounterInfo, Decision, Duration, LeaderboardInfo, LimitOptions, MultiDecision,
+  MultiLimitOptions, ReportStat, StatsInfo, Summary, ThrottleDecision, Timestamp, WindowState,
+  Windows,
 } from "./client.js";
 export const VERSION = "0.1.0";

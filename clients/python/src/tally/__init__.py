@@ -2,8 +2,7 @@
 `limits` storage (`tally://`, `async+tally://`) registered when this package is
 imported, for flask-limiter, slowapi and limits itself."""
 
-from .client import Counter, Leaderboard, Stats, Tally
-from .throttle import Throttle
+from .client import Counter, Leaderboard, Stats, Tally, Throttle
 from .types import Decision, MultiDecision, Summary, ThrottleDecision, WindowState
 
 try:  # the storage needs `limits` (the `limits` extra); without it the helpers still work

@@ -8,14 +8,11 @@ awaitables of the same values. Each command carries its key first, so a
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Mapping, Union
 
 from . import _protocol as p
 from ._protocol import Duration, Key, Timestamp
-from .types import Decision, MultiDecision, Summary, WindowState
-
-if TYPE_CHECKING:
-    from .throttle import Throttle
+from .types import Decision, MultiDecision, Summary, ThrottleDecision, WindowState
 
 Member = Union[str, bytes]
 Resolution = Union[str, bytes, "tuple[Duration, int]"]
@@ -41,8 +38,6 @@ class Tally:
         return Stats(self, key)
 
     def throttle(self, key: Key) -> Throttle:
-        from .throttle import Throttle
-
         return Throttle(self, key)
 
     def mlimit(
@@ -372,3 +367,37 @@ class Stats(_Handle):
     def info(self) -> dict[str, int] | None:
         """`{"period", "keep", "periods", "memory"}` or `None`."""
         return self._call("STATS.INFO", parse=_stats_info)
+
+
+def _throttle_decision(reply: Any) -> ThrottleDecision:
+    allowed, limit, remaining, retry_after_ms, reset_after_ms = reply
+    return ThrottleDecision(
+        bool(int(allowed)), int(limit), int(remaining), int(retry_after_ms), int(reset_after_ms)
+    )
+
+
+class Throttle(_Handle):
+    """One limited subject (`TSTHROTTLE.*`): its key holds when its earlier requests are
+    paid off, and expires once it is back to a full burst."""
+
+    def allow(
+        self,
+        max_burst: int,
+        count: int,
+        period: Duration,
+        quantity: int = 1,
+        at: Timestamp | None = None,
+    ) -> ThrottleDecision:
+        """`TSTHROTTLE.ALLOW`: admits `quantity` at `count` per `period` with bursts of
+        `max_burst` (`max_burst + 1` at once); refused requests write nothing, and
+        `quantity=0` only checks."""
+        return self._call(
+            "TSTHROTTLE.ALLOW",
+            int(max_burst),
+            int(count),
+            p.duration(period),
+            "QUANTITY",
+            int(quantity),
+            *p.at(at),
+            parse=_throttle_decision,
+        )
