@@ -394,10 +394,12 @@ import fcntl, os, pty, select, struct, sys, termios, time
 cli, port, typed = sys.argv[1], sys.argv[2], sys.argv[3]
 pid, fd = pty.fork()
 if pid == 0:
+    # The terminal's size before redis-cli starts: set after the fork by the parent, it
+    # raced redis-cli's first read of it, which then wrapped every line at one column.
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 300, 0, 0))
     os.environ["TERM"] = "xterm"
     os.environ["HOME"] = os.environ.get("TALLY_CLI_HOME", "/nonexistent")
     os.execv(cli, [cli, "-p", port])
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 300, 0, 0))
 seen = b""
 def pump(seconds, until=None):
     global seen
