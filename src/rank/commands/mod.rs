@@ -41,6 +41,7 @@
 
 mod around;
 mod board;
+mod board_store;
 mod incrby;
 mod lifecycle;
 mod memory;

@@ -36,17 +36,17 @@ use redis_module::Context;
 
 use crate::error::Result;
 use crate::expiry::{self, Visit};
-use crate::host::replicate::{Batch, Effects};
+use crate::host::replicate::Effects;
 use crate::host::server::{monotonic_us, selected_db};
 use crate::host::store::acl::Acl;
 use crate::host::store::scan::HashCursor;
 use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{
-    meta_key, recount_members, recount_missing, score_to_total, slot_key, sums_over_slots,
-    BoardStore, Meta, TotalsBuilder,
+    meta_key, recount_members, recount_missing, slot_key, sums_over_slots, Meta, TotalsBuilder,
 };
 use crate::window::{slot_index, slot_start};
 
+use super::board_store::{KeyBoard, SlotCounts};
 use super::lifecycle::has_jobs;
 use super::memory::{self, BoardId, Rebuild, View};
 use super::meta_hash::mark_edited;
@@ -204,39 +204,11 @@ pub(super) fn sums(stored: &[(i64, Key)], member: &RStr, pending_end: Option<i64
     sums_over_slots(counts, pending_end)
 }
 
-/// A board being rebuilt, as the recount sees it (see `crate::rank::model::recount_members`): its
-/// sorted set, opened for writing, every write recorded as `ZADD key total member ...` and
-/// `ZREM key member ...`, and its stored slot hashes, read only.
-struct Rebuilding<'a> {
-    zset: &'a Key,
-    stored: &'a [(i64, Key)],
-    set: Batch<'a>,
-    removed: Batch<'a>,
-}
-
-impl BoardStore for Rebuilding<'_> {
-    type Member = RStr;
-
-    fn member(&mut self, name: &[u8]) -> Option<RStr> {
-        RStr::new(name)
-    }
-
-    fn total(&mut self, member: &RStr) -> Option<i64> {
-        self.zset.zscore(member).map(score_to_total)
-    }
-
-    fn set_total(&mut self, name: &[u8], member: &RStr, total: i64) {
-        self.zset.zadd(member, total as f64);
-        self.set.entry().int(total).arg(name);
-    }
-
-    fn remove_total(&mut self, name: &[u8], member: &RStr) {
-        self.zset.zrem(member);
-        self.removed.entry().arg(name);
-    }
-
-    fn slot_sum(&mut self, member: &RStr) -> i64 {
-        sums(self.stored, member, None).0
+/// The slot hashes of a board being rebuilt, as the recount sees them (see
+/// `crate::rank::model::recount_members`): every stored one, read only.
+impl SlotCounts for &[(i64, Key)] {
+    fn sum(&self, member: &RStr) -> i64 {
+        sums(self, member, None).0
     }
 }
 
@@ -282,12 +254,7 @@ pub(super) fn rebuild_step(
         put_back(step);
         return Visit::DueAt(now.saturating_add(1));
     }
-    let mut board = Rebuilding {
-        zset: &zset,
-        stored: &stored,
-        set: Batch::new(c"ZADD", base),
-        removed: Batch::new(c"ZREM", base),
-    };
+    let mut board = KeyBoard::new(&zset, base, &stored[..]);
     let mut batch = Vec::new();
     let done = loop {
         batch.clear();
@@ -324,8 +291,7 @@ pub(super) fn rebuild_step(
             break false;
         }
     };
-    board.set.effects.emit(ctx);
-    board.removed.effects.emit(ctx);
+    board.emit(ctx);
     drop((zset, stored));
     if !done {
         put_back(step);

@@ -19,9 +19,10 @@ use crate::host::server::{monotonic_us, selected_db};
 use crate::host::store::scan::HashCursor;
 use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{
-    base_of_meta, drain_step, score_to_total, slot_key, BoardStore, DrainedSlot, Meta,
+    base_of_meta, drain_step, slot_key, DrainedSlot, Meta,
 };
 
+use super::board_store::{KeyBoard, SlotCounts};
 use super::lifecycle::{broken_meta_found, has_jobs};
 use super::memory::{self, BoardId, MetaOrigin};
 use super::meta_hash::{self, is_marked_edited};
@@ -39,69 +40,24 @@ const FREED_PER_STEP: usize = 2048;
 /// How many slot indexes the drain probes between two looks at the clock.
 const PROBES_PER_CLOCK_CHECK: u32 = 64;
 
-/// Effects of one drain step on one slot, sent as (at most) three batched commands:
-/// `ZADD key total member ...`, `ZREM key member ...`, `HDEL slot member ...`.
-struct DrainEffects<'a> {
-    lowered: Batch<'a>,
-    removed: Batch<'a>,
+/// The slot hash that left the window being drained, as the pure drain sees it (see
+/// `crate::rank::model::drain_step`): opened for writing, every field it removes recorded
+/// as `HDEL slot member ...`.
+struct Drained<'a> {
+    slot: &'a Key,
     drained: Batch<'a>,
 }
 
-impl<'a> DrainEffects<'a> {
-    fn new(base: &'a [u8], slot_name: &'a [u8]) -> Self {
-        DrainEffects {
-            lowered: Batch::new(c"ZADD", base),
-            removed: Batch::new(c"ZREM", base),
-            drained: Batch::new(c"HDEL", slot_name),
-        }
-    }
-
-    fn emit(mut self, ctx: &Context) {
-        for batch in [&mut self.lowered, &mut self.removed, &mut self.drained] {
-            batch.effects.emit(ctx);
-        }
-    }
-}
-
-/// A board whose slot hash that left the window is being drained, as the pure drain sees
-/// it (see `crate::rank::model::drain_step`): its sorted set and that slot hash, opened for
-/// writing, every write recorded in `effects`.
-struct Draining<'a> {
-    zset: &'a Key,
-    slot: &'a Key,
-    effects: DrainEffects<'a>,
-}
-
-impl BoardStore for Draining<'_> {
-    type Member = RStr;
-
-    fn member(&mut self, name: &[u8]) -> Option<RStr> {
-        RStr::new(name)
-    }
-
-    fn total(&mut self, member: &RStr) -> Option<i64> {
-        self.zset.zscore(member).map(score_to_total)
-    }
-
-    fn set_total(&mut self, name: &[u8], member: &RStr, total: i64) {
-        self.zset.zadd(member, total as f64);
-        self.effects.lowered.entry().int(total).arg(name);
-    }
-
-    fn remove_total(&mut self, name: &[u8], member: &RStr) {
-        self.zset.zrem(member);
-        self.effects.removed.entry().arg(name);
-    }
-
-    fn slot_sum(&mut self, member: &RStr) -> i64 {
+impl SlotCounts for Drained<'_> {
+    fn sum(&self, member: &RStr) -> i64 {
         count_in(self.slot, member)
     }
 }
 
-impl DrainedSlot for Draining<'_> {
+impl DrainedSlot for KeyBoard<'_, Drained<'_>> {
     fn remove_count(&mut self, name: &[u8], member: &RStr) {
-        self.slot.hdel_str(member);
-        self.effects.drained.entry().arg(name);
+        self.slots.slot.hdel_str(member);
+        self.slots.drained.entry().arg(name);
     }
 }
 
@@ -119,11 +75,11 @@ fn drain_slot(
         Some((saved_index, cursor)) if saved_index == index => cursor,
         _ => HashCursor::new(),
     };
-    let mut store = Draining {
-        zset,
+    let drained = Drained {
         slot,
-        effects: DrainEffects::new(&board.1, slot_name),
+        drained: Batch::new(c"HDEL", slot_name),
     };
+    let mut store = KeyBoard::new(zset, &board.1, drained);
     let mut batch = Vec::new();
     let drained = loop {
         batch.clear();
@@ -141,7 +97,9 @@ fn drain_slot(
             break false;
         }
     };
-    store.effects.emit(ctx);
+    // The sorted set's `ZADD` and `ZREM` first, then the slot's `HDEL`.
+    store.emit(ctx);
+    store.slots.drained.effects.emit(ctx);
     drained
 }
 
