@@ -79,34 +79,8 @@ pub(super) fn live_totals(
     transit: &Transit,
 ) -> Result<TotalsBuilder> {
     let mut totals = TotalsBuilder::new();
-    for_each_live_count(
-        ctx,
-        acl,
-        base,
-        meta,
-        slots,
-        now,
-        transit,
-        |member, count| totals.add(member, count),
-    )?;
-    Ok(totals)
-}
-
-/// Calls `f(member, count)` for every field of the slot hashes of the latest `slots`
-/// slots.
-#[allow(clippy::too_many_arguments)]
-fn for_each_live_count(
-    ctx: &Context,
-    acl: &Acl,
-    base: &[u8],
-    meta: &Meta,
-    slots: i64,
-    now: i64,
-    transit: &Transit,
-    mut f: impl FnMut(&[u8], &[u8]),
-) -> Result<()> {
     let Some((first, last)) = meta.recent_range(now, slots) else {
-        return Ok(());
+        return Ok(totals);
     };
     for index in first..=last {
         let name = slot_key(base, index);
@@ -120,7 +94,7 @@ fn for_each_live_count(
             }
             _ => continue,
         }
-        key.hscan(&mut f);
+        key.hscan(|member, count| totals.add(member, count));
     }
-    Ok(())
+    Ok(totals)
 }
