@@ -25,16 +25,13 @@ use crate::rank::model::{
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
 
-use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
+use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
 use super::memory::{self, MetaOrigin};
 use super::meta_hash;
 use super::next;
 use super::recount::{self, Stored};
 use super::slots::open_pending;
-use super::transit::{check_cluster, Transit};
-
-/// How many times a write opens a board whose keys expire while being opened.
-const OPEN_ATTEMPTS: usize = 3;
+use super::transit::Transit;
 
 /// Increments (and their replies) kept on the stack: the usual write has one.
 const INLINE_PAIRS: usize = 8;
@@ -44,36 +41,23 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     let Increments { pairs, at } = parse(rest)?;
     let now = command_now_ms();
     let ts = effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)?;
-    let flags = ctx.get_flags();
-    check_cluster(&flags, name.as_slice())?;
-    let acl = Acl::of(ctx)?;
-    let transit = Transit::new(ctx, &flags, name.as_slice());
-    // Opening a key can expire it lazily (or a part of the board) and queue a lifecycle
-    // job that would undo this write: such an attempt writes nothing, lets the jobs run and
-    // starts over on the keys as they are now.
-    for _ in 0..OPEN_ATTEMPTS {
-        flush_jobs(ctx);
-        let Some(mut target) = open(ctx, &acl, name, now, ts, &transit)? else {
-            continue;
+    let mut target = open_for_write(ctx, name.as_slice(), |acl, transit| {
+        let Some(mut target) = open(ctx, acl, name, now, ts, transit)? else {
+            return Ok(None);
         };
-        if !check(ctx, &acl, name.as_slice(), &mut target, now, &transit)? {
-            continue;
-        }
-        let (mut changes, replies) = compute_changes(&pairs, &target)?;
-        // Read handles on the slot hashes close before the write (it may empty one).
-        target.stored = None;
-        let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
-        replicate(ctx, name, &target, &changes, meta_effects);
-        // One event per command, however many attempts it took.
-        notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
-        return Ok(match replies.as_slice() {
-            [single] => Reply::Int(*single),
-            _ => Reply::Array(replies.iter().map(|&reply| Reply::Int(reply)).collect()),
-        });
-    }
-    Err(Error::TryAgain(
-        "the leaderboard's keys keep expiring while it is opened".into(),
-    ))
+        let checked = check(ctx, acl, name.as_slice(), &mut target, now, transit)?;
+        Ok(checked.then_some(target))
+    })?;
+    let (mut changes, replies) = compute_changes(&pairs, &target)?;
+    // Read handles on the slot hashes close before the write (it may empty one).
+    target.stored = None;
+    let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
+    replicate(ctx, name, &target, &changes, meta_effects);
+    notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
+    Ok(match replies.as_slice() {
+        [single] => Reply::Int(*single),
+        _ => Reply::Array(replies.iter().map(|&reply| Reply::Int(reply)).collect()),
+    })
 }
 
 /// A parsed INCRBY.

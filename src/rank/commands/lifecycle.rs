@@ -33,16 +33,18 @@ use std::time::Duration;
 
 use redis_module::{Context, NotifyEvent, Status};
 
+use crate::error::{Error, Result};
 use crate::expiry;
 use crate::host::replicate::Effects;
 use crate::host::server::{is_acting_primary, replica_traffic_paused, selected_db, DbGuard};
+use crate::host::store::acl::Acl;
 use crate::host::store::{Key, KeyKind};
 use crate::rank::model::{base_of_meta, base_of_part, meta_key, slot_key, Job, Meta, Resolution};
 
 use super::memory::{self, MetaOrigin};
 use super::meta_hash::{self, is_marked_edited, mark_edited};
 use super::replica;
-use super::transit::slot_in_transit;
+use super::transit::{check_cluster, slot_in_transit, Transit};
 
 // ------------------------------------------------------------------------------ events
 
@@ -174,14 +176,7 @@ fn on_part_event(ctx: &Context, db: c_int, base: &[u8], is_meta: bool, event: &s
             // A meta deleted, renamed away or stripped of its fields (HDEL `_tally`) is put
             // back from what tally knows, so the board keeps answering.
             if let (true, Some(meta)) = (is_meta, known) {
-                push_job(
-                    ctx,
-                    Job::RestoreMeta {
-                        db,
-                        base: base.to_vec(),
-                        meta,
-                    },
-                );
+                put_back_meta(ctx, db, base, meta);
             }
         }
     }
@@ -216,6 +211,13 @@ pub(super) fn broken_meta_found(
         return None;
     }
     quarantine_edited(ctx, db, base);
+    put_back_meta(ctx, db, base, meta);
+    Some(meta)
+}
+
+/// Queues the job that puts back `meta`, the meta hash of the board at `base` as tally
+/// knows it.
+fn put_back_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
     push_job(
         ctx,
         Job::RestoreMeta {
@@ -224,7 +226,6 @@ pub(super) fn broken_meta_found(
             meta,
         },
     );
-    Some(meta)
 }
 
 /// Quarantine after a native edit, recorded in memory and (by a job) in the meta hash.
@@ -308,6 +309,35 @@ pub(super) fn flush_jobs(ctx: &Context) {
     if has_jobs() {
         run_jobs(ctx, true);
     }
+}
+
+/// How many times a write opens a board whose keys expire while being opened.
+const OPEN_ATTEMPTS: usize = 3;
+
+/// The opening of the board `name` for a write (INCRBY, REM): checks its name against the
+/// cluster and takes the caller's ACL, then calls `open(acl, transit)`, which opens and
+/// checks the board's keys, until an attempt opens them with no lifecycle job queued.
+/// Opening a key can expire it lazily (or a part of the board) and queue a job that would
+/// undo the write: such an attempt (`open` answers `Ok(None)`) writes nothing, lets the
+/// jobs run and starts over on the keys as they are now.
+pub(super) fn open_for_write<T>(
+    ctx: &Context,
+    name: &[u8],
+    mut open: impl FnMut(&Acl, &Transit) -> Result<Option<T>>,
+) -> Result<T> {
+    let flags = ctx.get_flags();
+    check_cluster(&flags, name)?;
+    let acl = Acl::of(ctx)?;
+    let transit = Transit::new(ctx, &flags, name);
+    for _ in 0..OPEN_ATTEMPTS {
+        flush_jobs(ctx);
+        if let Some(opened) = open(&acl, &transit)? {
+            return Ok(opened);
+        }
+    }
+    Err(Error::TryAgain(
+        "the leaderboard's keys keep expiring while it is opened".into(),
+    ))
 }
 
 /// Runs every queued job, in order. Outside a command, waits while a pause is in force.

@@ -20,52 +20,45 @@ use crate::rank::model::{
     meta_key, remove_totals, score_to_total, slot_key, KeyName, Meta, MetaLayout, RemovalStore,
 };
 
-use super::lifecycle::{broken_meta_found, flush_jobs, has_jobs};
+use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
 use super::memory;
 use super::meta_hash;
 use super::recount;
 use super::slots::count_in;
-use super::transit::{check_cluster, Transit};
-
-/// How many times a removal opens a board whose keys expire while being opened.
-const OPEN_ATTEMPTS: usize = 3;
+use super::transit::Transit;
 
 /// TSRANK.REM key member [member ...]
 pub fn rem(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
+    let members = parse(rest)?;
+    let now = command_now_ms();
+    let opened = open_for_write(ctx, name.as_slice(), |acl, transit| {
+        let Some(board) = open(ctx, acl, name, transit)? else {
+            return Ok(None);
+        };
+        let checked = board.map(|target| check(ctx, acl, name.as_slice(), target, now, transit));
+        Ok(Some(checked.transpose()?))
+    })?;
+    let Some((target, rebuilding)) = opened else {
+        return Ok(Reply::Int(0));
+    };
+    let (removed, changed) = remove(ctx, name, &target, &members, now, rebuilding);
+    if changed {
+        notify(ctx, NotifyEvent::ZSET, c"tsrank.rem", name);
+    }
+    Ok(Reply::Int(removed))
+}
+
+/// The members of a REM, each once, in order (a repeated member is counted once, as by
+/// ZREM).
+fn parse(rest: &[&[u8]]) -> Result<Vec<RStr>> {
     if rest.is_empty() {
         return Err(Error::Arity("TSRANK.REM".into()));
     }
-    // Each member once, in order (a repeated member is counted once, as by ZREM).
     let mut seen = HashSet::new();
-    let members: Vec<RStr> = rest
-        .iter()
+    rest.iter()
         .filter(|member| seen.insert(**member))
         .map(|member| RStr::new(member).ok_or(Error::WrongType))
-        .collect::<Result<_>>()?;
-    let now = command_now_ms();
-    let flags = ctx.get_flags();
-    check_cluster(&flags, name.as_slice())?;
-    let acl = Acl::of(ctx)?;
-    let transit = Transit::new(ctx, &flags, name.as_slice());
-    // As for INCRBY: an open that queues a lifecycle job writes nothing and starts over.
-    for _ in 0..OPEN_ATTEMPTS {
-        flush_jobs(ctx);
-        let Some(target) = open(ctx, &acl, name, &transit)? else {
-            continue;
-        };
-        let Some(target) = target else {
-            return Ok(Reply::Int(0));
-        };
-        let (target, rebuilding) = check(ctx, &acl, name.as_slice(), target, now, &transit)?;
-        let (removed, changed) = remove(ctx, name, &target, &members, now, rebuilding);
-        if changed {
-            notify(ctx, NotifyEvent::ZSET, c"tsrank.rem", name);
-        }
-        return Ok(Reply::Int(removed));
-    }
-    Err(Error::TryAgain(
-        "the leaderboard's keys keep expiring while it is opened".into(),
-    ))
+        .collect()
 }
 
 /// The keys of one REM, opened for writing and checked.

@@ -18,9 +18,7 @@ use crate::host::replicate::{Batch, Effects};
 use crate::host::server::{monotonic_us, selected_db};
 use crate::host::store::scan::HashCursor;
 use crate::host::store::{Key, KeyKind, RStr};
-use crate::rank::model::{
-    base_of_meta, drain_step, slot_key, DrainedSlot, Meta,
-};
+use crate::rank::model::{base_of_meta, drain_step, slot_key, DrainedSlot, Meta};
 
 use super::board_store::{KeyBoard, SlotCounts};
 use super::lifecycle::{broken_meta_found, has_jobs};
