@@ -72,15 +72,7 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             Some(merged) => merged,
             None => {
                 let mut admission = Admission::new(ctx, db, name);
-                let merged = Rc::new(window_record(
-                    &key,
-                    db,
-                    name,
-                    &settings,
-                    lo,
-                    hi,
-                    &mut admission,
-                ));
+                let merged = Rc::new(window_record(&key, &settings, (lo, hi), &mut admission));
                 let admit = admission.admit(&key);
                 let stored = Rc::clone(&merged);
                 caches(|c| {

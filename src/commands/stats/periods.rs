@@ -5,7 +5,6 @@
 //! parsing, writes.
 
 use std::collections::BTreeMap;
-use std::os::raw::c_int;
 use std::rc::Rc;
 
 use super::stats_memory::caches;
@@ -180,20 +179,17 @@ fn merge_stored(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Record {
     Record::merge_encoded(raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())))
 }
 
-/// The merged record of periods `lo..=hi` of `name` in `db`. One period is decoded as
-/// is; a window is the merge of its closed periods `lo..hi` (from the read cache, else
-/// merged straight from their encodings and offered to the cache under `admission`)
-/// plus its current period `hi`.
-#[allow(clippy::too_many_arguments)]
+/// The merged record of periods `lo..=hi` of the key `admission` is about (`key`, open).
+/// One period is decoded as is; a window is the merge of its closed periods `lo..hi`
+/// (from the read cache, else merged straight from their encodings and offered to the
+/// cache under `admission`) plus its current period `hi`.
 pub(super) fn window_record(
     key: &Key,
-    db: c_int,
-    name: &[u8],
     settings: &Settings,
-    lo: i64,
-    hi: i64,
+    (lo, hi): (i64, i64),
     admission: &mut super::Admission,
 ) -> Record {
+    let (db, name) = (admission.db, admission.name);
     if lo >= hi {
         return get_record(key, settings, hi).unwrap_or_default();
     }

@@ -19,7 +19,7 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         Some(summary) => summary,
         None => {
             let mut admission = Admission::new(ctx, db, name);
-            let summary = window_record(&key, db, name, &settings, lo, hi, &mut admission)
+            let summary = window_record(&key, &settings, (lo, hi), &mut admission)
                 .summary()
                 .map(|s| Rc::new(ShownSummary::new(&s)));
             let admit = admission.admit(&key);
@@ -44,11 +44,8 @@ fn merged_window(ctx: &Context, name: &RedisString, args: &mut Args) -> Result<O
     let mut admission = Admission::new(ctx, db, name);
     Ok(Some(window_record(
         &key,
-        db,
-        name,
         &settings,
-        lo,
-        hi,
+        (lo, hi),
         &mut admission,
     )))
 }
