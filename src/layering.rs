@@ -269,6 +269,19 @@ fn no_safe_function_takes_a_raw_pointer() {
     assert!(checked > 300, "only {checked} functions found");
 }
 
+/// The names (letters, digits, `_`) that follow each `prefix` in `text` from `start` to
+/// the first `end` after it; `None` without `start`.
+fn names_between(text: &str, start: &str, end: char, prefix: &str) -> Option<Vec<String>> {
+    let part = text.split(start).nth(1)?.split(end).next()?;
+    let names = part.split(prefix).skip(1).map(|after| {
+        after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    });
+    Some(names.collect())
+}
+
 #[test]
 fn the_bench_floor_subscribes_to_the_classes_tally_subscribes_to() {
     let sources = sources();
@@ -277,36 +290,17 @@ fn the_bench_floor_subscribes_to_the_classes_tally_subscribes_to() {
         .find(|(name, _)| name == "host/events.rs")
         .map(|(_, text)| text.as_str())
         .unwrap_or_default();
-    let body = events
-        .split("pub fn keyspace_classes() -> NotifyEvent {")
-        .nth(1)
-        .and_then(|rest| rest.split('}').next())
-        .expect("keyspace_classes in host/events.rs");
-    let mut tally: Vec<String> = body
-        .split("NotifyEvent::")
-        .skip(1)
-        .map(|part| {
-            part.chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect()
-        })
-        .collect();
+    let mut tally = names_between(
+        events,
+        "pub fn keyspace_classes() -> NotifyEvent {",
+        '}',
+        "NotifyEvent::",
+    )
+    .expect("keyspace_classes in host/events.rs");
     let floor = fs::read_to_string(src_dir().join("../scripts/floor_module.c"))
         .expect("scripts/floor_module.c");
-    let list = floor
-        .split("TALLY_CLASSES =")
-        .nth(1)
-        .and_then(|rest| rest.split(';').next())
+    let mut empty_subscriber = names_between(&floor, "TALLY_CLASSES =", ';', "REDISMODULE_NOTIFY_")
         .expect("TALLY_CLASSES in scripts/floor_module.c");
-    let mut empty_subscriber: Vec<String> = list
-        .split("REDISMODULE_NOTIFY_")
-        .skip(1)
-        .map(|part| {
-            part.chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect()
-        })
-        .collect();
     tally.sort();
     empty_subscriber.sort();
     assert!(tally.len() >= 5, "keyspace_classes: {tally:?}");

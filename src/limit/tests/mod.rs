@@ -222,14 +222,53 @@ fn model_retry(
     limits: &[(i64, i64)],
     horizon: i64,
 ) -> Option<i64> {
+    (1..=horizon).find(|&d| passes(c, s, now, at + d, increment, limits))
+}
+
+/// Whether SUM at `t` (clock at `max(now, t)`) plus `increment` passes every pair.
+fn passes(
+    c: &Counter,
+    s: &mut MapStore,
+    now: i64,
+    t: i64,
+    increment: i64,
+    limits: &[(i64, i64)],
+) -> bool {
     let windows: Vec<i64> = limits.iter().map(|&(w, _)| w).collect();
-    (1..=horizon).find(|&d| {
-        let t = at + d;
-        let sums = c.sum(s, now.max(t), t, &windows).unwrap();
-        sums.iter()
-            .zip(limits)
-            .all(|(&sum, &(_, max))| sum + increment <= max)
-    })
+    let sums = c.sum(s, now.max(t), t, &windows).unwrap();
+    sums.iter()
+        .zip(limits)
+        .all(|(&sum, &(_, max))| sum + increment <= max)
+}
+
+/// A counter of 1 to 3 random resolutions (1 to 40 ms, 1 to 30 samples each).
+fn random_counter(rng: &mut Rng) -> Counter {
+    let mut resolutions: Vec<(i64, i64)> = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let ms = 1 + rng.below(40);
+        if resolutions.iter().all(|&(r, _)| r != ms) {
+            resolutions.push((ms, 1 + rng.below(30)));
+        }
+    }
+    let text: Vec<String> = resolutions
+        .iter()
+        .map(|(ms, samples)| format!("{ms}ms:{samples}"))
+        .collect();
+    Counter::new(res(&text.join(" ")))
+}
+
+/// The next event of a random workload, `(ts, count)`: the clock `now` moves on by up to
+/// an eighth of `widest`, the event lands up to `widest` in the past, its count signed
+/// when `negatives`.
+fn random_event(rng: &mut Rng, now: &mut i64, widest: i64, negatives: bool) -> (i64, i64) {
+    *now += rng.below(widest / 8 + 1);
+    let ts = *now - rng.below(widest + 1);
+    let by = if negatives {
+        rng.below(9) - 3
+    } else {
+        1 + rng.below(4)
+    };
+    (ts, by)
 }
 
 /// Random resolutions, random signed increments backfilled into the past, random
@@ -242,31 +281,14 @@ fn model_based_random_limits() {
     let mut refused_with_wait = 0;
     for seed in 1..=300u64 {
         let mut rng = Rng(seed);
-        let mut resolutions: Vec<(i64, i64)> = Vec::new();
-        for _ in 0..1 + rng.below(3) {
-            let ms = 1 + rng.below(40);
-            if resolutions.iter().all(|&(r, _)| r != ms) {
-                resolutions.push((ms, 1 + rng.below(30)));
-            }
-        }
-        let text: Vec<String> = resolutions
-            .iter()
-            .map(|(ms, samples)| format!("{ms}ms:{samples}"))
-            .collect();
-        let mut c = Counter::new(res(&text.join(" ")));
+        let mut c = random_counter(&mut rng);
         let mut s = MapStore::ordered();
         let widest = c.resolutions.iter().map(|r| r.span()).max().unwrap();
         let coarsest = c.resolutions.iter().map(|r| r.ms).max().unwrap();
         let mut now = T0 + rng.below(100_000) - 50_000;
         let negatives = rng.below(3) == 0;
         for _ in 0..rng.below(80) {
-            now += rng.below(widest / 8 + 1);
-            let ts = now - rng.below(widest + 1);
-            let by = if negatives {
-                rng.below(9) - 3
-            } else {
-                1 + rng.below(4)
-            };
+            let (ts, by) = random_event(&mut rng, &mut now, widest, negatives);
             let _ = c.incrby(&mut s, now, ts, by);
         }
         for _ in 0..6 {

@@ -65,14 +65,9 @@ fn model_retry_all(
     horizon: i64,
 ) -> Option<i64> {
     (1..=horizon).find(|&d| {
-        let t = at + d;
-        keys.iter_mut().zip(limits).all(|((c, s), limits)| {
-            let windows: Vec<i64> = limits.iter().map(|&(w, _)| w).collect();
-            let sums = c.sum(s, now.max(t), t, &windows).unwrap();
-            sums.iter()
-                .zip(limits.iter())
-                .all(|(&sum, &(_, max))| sum + increment <= max)
-        })
+        keys.iter_mut()
+            .zip(limits)
+            .all(|((c, s), limits)| passes(c, s, now, at + d, increment, limits))
     })
 }
 
@@ -90,18 +85,7 @@ fn model_based_random_multi_key_limits() {
         let key_count = 1 + rng.below(4) as usize;
         let mut keys: Vec<(Counter, MapStore)> = Vec::new();
         for _ in 0..key_count {
-            let mut resolutions: Vec<(i64, i64)> = Vec::new();
-            for _ in 0..1 + rng.below(3) {
-                let ms = 1 + rng.below(40);
-                if resolutions.iter().all(|&(r, _)| r != ms) {
-                    resolutions.push((ms, 1 + rng.below(30)));
-                }
-            }
-            let text: Vec<String> = resolutions
-                .iter()
-                .map(|(ms, samples)| format!("{ms}ms:{samples}"))
-                .collect();
-            keys.push((Counter::new(res(&text.join(" "))), MapStore::ordered()));
+            keys.push((random_counter(&mut rng), MapStore::ordered()));
         }
         let widest = keys
             .iter()
@@ -116,13 +100,7 @@ fn model_based_random_multi_key_limits() {
         let mut now = T0 + rng.below(100_000) - 50_000;
         let negatives = rng.below(3) == 0;
         for _ in 0..rng.below(120) {
-            now += rng.below(widest / 8 + 1);
-            let ts = now - rng.below(widest + 1);
-            let by = if negatives {
-                rng.below(9) - 3
-            } else {
-                1 + rng.below(4)
-            };
+            let (ts, by) = random_event(&mut rng, &mut now, widest, negatives);
             let k = rng.below(key_count as i64) as usize;
             let (c, s) = &mut keys[k];
             let _ = c.incrby(s, now, ts, by);
