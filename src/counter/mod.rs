@@ -68,15 +68,19 @@ impl Counter {
     /// The heap bytes this counter holds (its two vectors), each allocation counted with
     /// `per_allocation` bytes of the allocator's own.
     pub fn heap_bytes(&self, per_allocation: usize) -> usize {
-        let used = |bytes: usize| {
-            if bytes == 0 {
-                0
-            } else {
-                bytes + per_allocation
-            }
-        };
+        let used = |bytes| allocated(bytes, per_allocation);
         used(self.resolutions.capacity() * std::mem::size_of::<Resolution>())
             + used(self.tracks.capacity() * std::mem::size_of::<Track>())
+    }
+}
+
+/// The bytes of an allocation of `bytes` with the allocator's own `per_allocation` (none
+/// for an empty one: nothing is allocated).
+fn allocated(bytes: usize, per_allocation: usize) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        bytes + per_allocation
     }
 }
 

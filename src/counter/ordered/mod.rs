@@ -254,13 +254,7 @@ impl OrderedSlots {
     /// The heap bytes these slots hold (capacities, not lengths: what the allocator gave),
     /// each allocation counted with `per_allocation` bytes of the allocator's own.
     pub fn heap_bytes(&self, per_allocation: usize) -> usize {
-        let used = |bytes: usize| {
-            if bytes == 0 {
-                0
-            } else {
-                bytes + per_allocation
-            }
-        };
+        let used = |bytes| super::allocated(bytes, per_allocation);
         used(self.resolutions.capacity() * std::mem::size_of::<Resolution>())
             + self
                 .resolutions
