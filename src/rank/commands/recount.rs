@@ -50,7 +50,7 @@ use super::board_store::{KeyBoard, SlotCounts};
 use super::lifecycle::has_jobs;
 use super::memory::{self, BoardId, Rebuild, View};
 use super::meta_hash::mark_edited;
-use super::slots::{count_in, live_totals};
+use super::slots::{count_in, live_totals, open_range};
 use super::transit::Transit;
 
 // ------------------------------------------------------------------- at once
@@ -177,22 +177,8 @@ pub(super) fn open_stored(
     (meta, except): (&Meta, Option<i64>),
     transit: &Transit,
 ) -> Result<Stored> {
-    let mut stored = Vec::new();
-    if meta.is_empty() {
-        return Ok(stored);
-    }
-    for index in meta.lo..=meta.hi {
-        if Some(index) == except {
-            continue;
-        }
-        let slot = acl.open(ctx, &slot_key(base, index), false)?;
-        match slot.kind() {
-            KeyKind::Hash => stored.push((index, slot)),
-            KeyKind::Empty => transit.missing()?,
-            _ => {}
-        }
-    }
-    Ok(stored)
+    let range = (!meta.is_empty()).then_some((meta.lo, meta.hi));
+    open_range(ctx, acl, base, (range, except), transit)
 }
 
 /// `member`'s counts summed over `stored`: over every slot, and over the slots up to

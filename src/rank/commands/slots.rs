@@ -39,10 +39,8 @@ pub(super) fn corrector(pending: &[Key]) -> impl Fn(&[u8], i64) -> i64 + '_ {
 }
 
 /// Opens the slot hashes of `base` that left the window but are not fully subtracted,
-/// with their slot indexes.
-/// One that is missing may be a gap (a slot never written) or, during a reshard, on the
-/// other node: then the totals cannot be corrected here (TRYAGAIN). A valid meta spans
-/// less than two windows (`Meta::span_fits`), which bounds the walk.
+/// with their slot indexes (see [`open_range`]). A valid meta spans less than two windows
+/// (`Meta::span_fits`), which bounds the walk.
 pub(super) fn open_pending(
     ctx: &Context,
     acl: &Acl,
@@ -51,18 +49,36 @@ pub(super) fn open_pending(
     now: i64,
     transit: &Transit,
 ) -> Result<Vec<(i64, Key)>> {
-    let mut pending = Vec::new();
-    if let Some((start, end)) = meta.pending_range(now) {
-        for index in start..=end {
-            let key = acl.open(ctx, &slot_key(base, index), false)?;
-            match key.kind() {
-                KeyKind::Hash => pending.push((index, key)),
-                KeyKind::Empty => transit.missing()?,
-                _ => {}
-            }
+    open_range(ctx, acl, base, (meta.pending_range(now), None), transit)
+}
+
+/// Opens the slot hashes of `base` in `range` (`first ..= last`; none without one) for
+/// reading, through the caller's ACL, leaving out slot `except`, with their slot indexes.
+/// One that is missing may be a gap (a slot never written) or, during a reshard, on the
+/// other node: then the caller cannot answer here (TRYAGAIN).
+pub(super) fn open_range(
+    ctx: &Context,
+    acl: &Acl,
+    base: &[u8],
+    (range, except): (Option<(i64, i64)>, Option<i64>),
+    transit: &Transit,
+) -> Result<Vec<(i64, Key)>> {
+    let mut opened = Vec::new();
+    let Some((first, last)) = range else {
+        return Ok(opened);
+    };
+    for index in first..=last {
+        if Some(index) == except {
+            continue;
+        }
+        let key = acl.open(ctx, &slot_key(base, index), false)?;
+        match key.kind() {
+            KeyKind::Hash => opened.push((index, key)),
+            KeyKind::Empty => transit.missing()?,
+            _ => {}
         }
     }
-    Ok(pending)
+    Ok(opened)
 }
 
 /// The recount of the latest `slots` slots at once: their slot hashes summed into totals
