@@ -53,11 +53,15 @@ impl Fuzz<'_> {
             let t = &mut self.taint[db];
             t.not_tally.retain(|o| present.contains(o));
             t.edited.retain(|o| present.contains(o));
+            t.overflowing.retain(|o| present.contains(o));
         }
         redis::cmd("SELECT").arg(0).exec(&mut self.check).ok();
     }
 
+    /// Reads answer no error, but for the documented one of a sum beyond a signed 64-bit
+    /// integer on an object the fuzzer wrote `i64::MAX` into.
     fn check_reads(&mut self) -> Vec<String> {
+        const OVERFLOW: &str = "ERR increment or decrement would overflow";
         let mut problems = Vec::new();
         for db in 0..2usize {
             redis::cmd("SELECT").arg(db).exec(&mut self.check).ok();
@@ -69,9 +73,14 @@ impl Fuzz<'_> {
             }
             let out = pipeline(&mut self.check, &cmds);
             for (c, r) in cmds.iter().zip(&out) {
-                if error_text(r).is_some() {
+                // The object read (MSUM names its key after `numkeys`).
+                let key = c.iter().skip(1).find(|a| self.names.contains(*a));
+                let key = key.map_or("", String::as_str);
+                let overflow = error_text(r).as_deref() == Some(OVERFLOW)
+                    && self.taint[db].overflowing.contains(key);
+                if error_text(r).is_some() && !overflow {
                     let kind = self.census[db]
-                        .get(c[1].as_bytes())
+                        .get(key.as_bytes())
                         .map_or("missing".to_string(), |k| format!("{k:?}"));
                     problems.push(format!(
                         "db{db}: {} -> {} (key at the check: {kind})",

@@ -20,11 +20,14 @@ const FAULTS: &[(&str, i64)] = &[
     ("swapdb", 3),
 ];
 
+/// The largest count a field can hold (see `Taint::overflowing`).
+const I64_MAX: &str = "9223372036854775807";
+
 const GARBAGE: &[&str] = &[
     "garbage",
     "-1",
     "0",
-    "9223372036854775807",
+    I64_MAX,
     "99999999999999999999",
     "1.5",
     "",
@@ -107,6 +110,9 @@ impl Fuzz<'_> {
                         let changed = !(op == "del" && reply == Value::Int(0));
                         if changed {
                             self.field_edit(&key, !existed, field == "_tally");
+                        }
+                        if op == "set" && garbage == I64_MAX {
+                            self.taint[0].overflowing.insert(owner(&key).to_string());
                         }
                     }
                 }
@@ -200,7 +206,7 @@ impl Fuzz<'_> {
                         let keep_not_tally =
                             self.family == Family::Rank && self.taint[0].not_tally.contains(&d_obj);
                         let t = &mut self.taint[0];
-                        for set in [&mut t.not_tally, &mut t.edited] {
+                        for set in [&mut t.not_tally, &mut t.edited, &mut t.overflowing] {
                             let had = set.remove(&s_obj);
                             set.remove(&d_obj);
                             if had {

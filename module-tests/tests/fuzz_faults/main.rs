@@ -23,9 +23,10 @@
 //! * `reads`: every read command of the family on every key of the pool, in both
 //!   databases, answers without an error, unless the fuzzer itself made the key a non-
 //!   tally value (another type, a hash it created or whose `_tally` it removed or
-//!   garbled, a board whose `|meta` it garbled). A board whose `|meta` or slot was
-//!   deleted, renamed away, expired or evicted is no excuse: a leaderboard is whole or
-//!   consistent;
+//!   garbled, a board whose `|meta` it garbled), or answers the documented overflow
+//!   error of a sum on an object the fuzzer wrote `i64::MAX` into. A board whose `|meta`
+//!   or slot was deleted, renamed away, expired or evicted is no excuse: a leaderboard is
+//!   whole or consistent;
 //! * `consistency`: every leaderboard the fuzzer did not edit field by field answers
 //!   `TOP` with totals equal to the sum of its live slot counts (or is gone whole);
 //! * `tracked`: `INFO tally` `tally_tracked_objects` minus `tally_expiry_backlog` is at
@@ -107,6 +108,10 @@ struct Taint {
     /// Leaderboards whose parts the fuzzer edited field by field (HSET / HDEL / ZADD, a
     /// part renamed onto them): totals need not match the slots any more.
     edited: BTreeSet<String>,
+    /// Objects into one of whose fields the fuzzer wrote `i64::MAX`: a sum over that count
+    /// and any other (or over the key twice, as the MSUM read does) passes a signed 64-bit
+    /// integer, and the documented answer is `ERR increment or decrement would overflow`.
+    overflowing: BTreeSet<String>,
 }
 
 type Census = BTreeMap<Vec<u8>, KeyKind>;
