@@ -30,7 +30,7 @@ use super::memory::{self, MetaOrigin};
 use super::meta_hash;
 use super::next;
 use super::recount::{self, Stored};
-use super::slots::open_pending;
+use super::slots::{open_pending, pending_in};
 use super::transit::Transit;
 
 /// Increments (and their replies) kept on the stack: the usual write has one.
@@ -351,12 +351,9 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
         }
         None => {
             let total = target.zset.zscore(&rstr).map_or(0, score_to_total).max(0);
-            let pending = target
-                .pending
-                .iter()
-                .map(|p| p.hget_i64_str(&rstr).flatten().unwrap_or(0))
-                .fold(0i64, i64::saturating_add);
-            (total, pending)
+            // A count that is not a positive integer (a user's edit) is nothing, as reads
+            // take it.
+            (total, pending_in(&target.pending, &rstr))
         }
     };
     Ok(Change {
