@@ -143,8 +143,21 @@ fn watch_slow_commands(srv: &Server) -> StallWatch {
     StallWatch::start(srv, STALL_LIMIT_US)
 }
 
+/// The SLOT of [`big_slot_board`] in ms: a second, or ten with `TALLY_LONG=1`, where
+/// writing its million members takes longer than a second and the window of four slots
+/// must still hold the slot they are written to.
+fn big_slot_ms() -> i64 {
+    if members() > 100_000 {
+        10_000
+    } else {
+        1_000
+    }
+}
+
 /// A board whose big slot is about to leave the window: see [`big_slot_board`].
 struct BigSlot {
+    /// The board's SLOT in ms ([`big_slot_ms`]).
+    slot: i64,
     /// The index of the slot with [`members`] members.
     big: i64,
     /// The start of the slot three later, with 50 of them and `late` again.
@@ -153,24 +166,26 @@ struct BigSlot {
     rows: Vec<(String, i64)>,
 }
 
-/// `key` as `WINDOW 4s SLOT 1s` with a tiny expiry budget (the expiry lasts longer than
-/// the tests look at it): [`members`] members in one slot written right after a slot
-/// boundary, then 50 of them and `late` three slots later.
+/// `key` as `WINDOW 4s SLOT 1s` (four slots of [`big_slot_ms`]) with a tiny expiry budget
+/// (the expiry lasts longer than the tests look at it): [`members`] members in one slot
+/// written right after a slot boundary, then 50 of them and `late` three slots later.
 fn big_slot_board(srv: &Server, key: &str) -> BigSlot {
     srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
         .expect("config");
+    let slot = big_slot_ms();
+    let (window, slot_arg) = (format!("{}ms", 4 * slot), format!("{slot}ms"));
     assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "4s", "SLOT", "1s"]),
+        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", &window, "SLOT", &slot_arg]),
         v_ok()
     );
     let mut t0 = server_ms(srv);
-    while t0 % 1000 > 200 {
+    while t0 % slot > 200 {
         std::thread::sleep(Duration::from_millis(10));
         t0 = server_ms(srv);
     }
-    let big = t0 / 1000;
+    let big = t0 / slot;
     fill(srv, key, members(), t0, |i| (i % 3) as i64 + 1);
-    let next = (big + 3) * 1000;
+    let next = (big + 3) * slot;
     while server_ms(srv) < next {
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -180,6 +195,7 @@ fn big_slot_board(srv: &Server, key: &str) -> BigSlot {
     let mut model: BTreeMap<String, i64> = (0..50).map(|i| (format!("m{i}"), 1)).collect();
     model.insert("late".into(), 5);
     BigSlot {
+        slot,
         big,
         next,
         rows: RankModel::ranked(&model),
@@ -187,14 +203,14 @@ fn big_slot_board(srv: &Server, key: &str) -> BigSlot {
 }
 
 /// Writes `early` 7 and `m7` 2 into the slot after the big one of [`big_slot_board`]:
-/// that slot leaves the window a second after the big one, while the big one is still
-/// being subtracted. The model of the window while both are in it, from `rows` (the
+/// that slot leaves the window a slot after the big one, while the big one is still
+/// being subtracted. The model of the window while both are in it, from `big.rows` (the
 /// model once both have left).
-fn add_early_slot(srv: &Server, key: &str, big: i64, rows: &[(String, i64)]) -> Vec<(String, i64)> {
-    let at = ((big + 1) * 1000).to_string();
+fn add_early_slot(srv: &Server, key: &str, big: &BigSlot) -> Vec<(String, i64)> {
+    let at = ((big.big + 1) * big.slot).to_string();
     let reply = srv.cmd_value(&["TSRANK.INCRBY", key, "7", "early", "2", "m7", "AT", &at]);
     assert!(matches!(reply, Value::Array(_)), "{reply:?}");
-    let mut model: BTreeMap<String, i64> = rows.iter().cloned().collect();
+    let mut model: BTreeMap<String, i64> = big.rows.iter().cloned().collect();
     model.insert("early".into(), 7);
     *model.entry("m7".into()).or_default() += 2;
     RankModel::ranked(&model)
@@ -239,12 +255,19 @@ fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
     observe_both_phases(&srv, "bd", |key| {
-        let BigSlot { big, next, rows } = big_slot_board(&srv, key);
-        let with_early = add_early_slot(&srv, key, big, &rows);
+        let board = big_slot_board(&srv, key);
+        let with_early = add_early_slot(&srv, key, &board);
+        let BigSlot {
+            slot,
+            big,
+            next,
+            rows,
+        } = board;
         let big_slot = format!("{key}|slot|{big}");
-        // The big slot leaves at (big + 4) s, `early`'s a second later, `next`'s at (big + 7) s.
-        let leaves = (big + 4) * 1000;
-        let (early_leaves, stop) = (leaves + 1000, leaves + 2000);
+        // The big slot leaves at slot big + 4, `early`'s a slot later, `next`'s at big + 7.
+        let leaves = (big + 4) * slot;
+        let (early_leaves, stop) = (leaves + slot, leaves + 2 * slot);
+        let sub_window = format!("{}ms", 2 * slot);
         while server_ms(&srv) < leaves - 300 {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -252,7 +275,7 @@ fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
         let mut reads = [0, 0];
         let mut pending_seen = [false, false];
         let next_row = Value::Array(vec![v_int(next), v_int(1)]);
-        let early_row = Value::Array(vec![v_int((big + 1) * 1000), v_int(2)]);
+        let early_row = Value::Array(vec![v_int((big + 1) * slot), v_int(2)]);
         loop {
             let before = server_ms(&srv);
             if before >= stop {
@@ -267,13 +290,14 @@ fn reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
             let zcard = srv.query::<i64, _>(&["ZCARD", key]);
             let got = read(&srv, key, "m7");
             let gone_score = srv.cmd_value(&["TSRANK.SCORE", key, "m5000"]);
-            let sub = srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES", "WINDOW", "2s"]);
+            let sub =
+                srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES", "WINDOW", &sub_window]);
             let history = srv.cmd_value(&["TSRANK.HISTORY", key, "m7"]);
             let after = server_ms(&srv);
             if after >= stop || usize::from(after >= early_leaves) != phase {
                 continue;
             }
-            // The 2 s sub-window holds `next`'s slot until `early`'s leaves the window.
+            // The sub-window of two slots holds `next`'s slot until `early`'s leaves the window.
             let (model, sub_top, history_want) = match phase {
                 0 => (
                     &with_early,
@@ -551,11 +575,13 @@ per_server!(one_kind_at_a_time: a_promoted_replica_reads_fast_while_a_big_slot_e
 fn a_promoted_replica_reads_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let (srv, replica) = start_with_replica(kind);
     let k = &kind.name;
-    let BigSlot { big, rows, .. } = big_slot_board(&srv, "{bp}");
+    let BigSlot {
+        slot, big, rows, ..
+    } = big_slot_board(&srv, "{bp}");
     let want = expected(&rows, "m7");
     let big_slot = format!("{{bp}}|slot|{big}");
-    let leaves = (big + 4) * 1000;
-    let (promote_at, stop, model_ends) = (leaves + 300, leaves + 2000, leaves + 3000);
+    let leaves = (big + 4) * slot;
+    let (promote_at, stop, model_ends) = (leaves + 300, leaves + 2 * slot, leaves + 3 * slot);
     replica
         .cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
         .expect("config");
@@ -676,12 +702,15 @@ fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     let (srv, replica) = start_with_replica(kind);
     let k = &kind.name;
     observe_both_phases(&srv, "br", |key| {
-        let BigSlot { big, rows, .. } = big_slot_board(&srv, key);
-        let with_early = add_early_slot(&srv, key, big, &rows);
+        let board = big_slot_board(&srv, key);
+        let with_early = add_early_slot(&srv, key, &board);
+        let BigSlot {
+            slot, big, rows, ..
+        } = board;
         let big_slot = format!("{key}|slot|{big}");
-        // The big slot leaves at (big + 4) s, `early`'s a second later.
-        let leaves = (big + 4) * 1000;
-        let (early_leaves, stop) = (leaves + 1000, leaves + 2000);
+        // The big slot leaves at slot big + 4, `early`'s a slot later.
+        let leaves = (big + 4) * slot;
+        let (early_leaves, stop) = (leaves + slot, leaves + 2 * slot);
         while server_ms(&replica) < leaves - 300 {
             std::thread::sleep(Duration::from_millis(20));
         }
