@@ -45,6 +45,14 @@ impl ServerKind {
         v
     }
 
+    /// Whether the server allocates with the C library's malloc (`malloc=libc` in
+    /// [`Self::version_string`]: the Valkey `make deps` installs), not jemalloc.
+    pub fn libc_malloc(&self) -> bool {
+        self.version_string()
+            .split_whitespace()
+            .any(|w| w == "malloc=libc")
+    }
+
     /// `(major, minor, patch)` parsed from `v=X.Y.Z` in [`Self::version_string`].
     pub fn version(&self) -> (u32, u32, u32) {
         let s = self.version_string();
