@@ -35,17 +35,26 @@ use crate::collections::sharded_map::ShardedMap;
 /// A database's keys (their ids, keyed hashes already) and their due times, in 256 shards:
 /// every write looks its key up here, and the shards' headers (8 KB) stay in the CPU's
 /// caches; ten million keys make shards of ~40k, whose growth moves ~1 MB in one step.
-type DueOf = ShardedMap<u64, i64, BuildHasherDefault<IdHasher>, 8>;
+type DueOf = ShardedMap<u64, Slot, BuildHasherDefault<IdHasher>, 8>;
 
 /// How far [`DueQueue::backlog`] counts: INFO reads it, and must not walk millions of due
 /// keys.
 pub const BACKLOG_COUNT_MAX: usize = 1_000;
 
-/// A queue entry's place: due time, database id, the name's hash.
-type Slot = (i64, u64, u64);
+/// A queue entry's place: its due time, then the number of its insert, so that keys due
+/// at one time (counters written in one second) are appended after one another instead
+/// of placed by their hash all over that time's part of the tree.
+type Slot = (i64, u64);
 
-/// The queue: each scheduled key's slot and its name.
-type Queue = BTreeMap<Slot, Box<[u8]>>;
+/// A key in the queue: its database's id, its name's hash and its name.
+struct Entry {
+    id: u64,
+    hash: u64,
+    name: Box<[u8]>,
+}
+
+/// The queue: each scheduled key's slot and its entry.
+type Queue = BTreeMap<Slot, Entry>;
 
 /// Queue entries [`DueQueue::compact_some`] looks at per insert while entries of flushed
 /// databases make up a third of the queue: more than an insert adds, so the queue stays
@@ -79,6 +88,8 @@ pub struct DueQueue {
     /// and a flushed database's entries (an id no longer here) are simply dropped.
     db_of_id: BTreeMap<u64, c_int>,
     next_id: u64,
+    /// The number of the next insert into the queue.
+    next_seq: u64,
     /// The names' ids: a keyed hash with this process's random keys (a few ns for a usual
     /// key name, where SipHash takes several times as long on every write).
     hasher: NameIds,
@@ -128,15 +139,19 @@ impl DueQueue {
             }
         });
         let kept_due = match keys.due_of.get_key_value(&hash).map(|(_, &kept)| kept) {
-            Some(existing) if existing <= due => existing,
+            Some((existing, _)) if existing <= due => existing,
             later => {
-                keys.due_of.insert(hash, due);
-                let name = match later.and_then(|old| self.queue.remove(&(old, keys.id, hash))) {
+                let slot = (due, self.next_seq);
+                // 64 bits: never wraps.
+                self.next_seq += 1;
+                keys.due_of.insert(hash, slot);
+                let name = match later.and_then(|old| self.queue.remove(&old)) {
                     // The same name (or, one time in 10^12, another with its hash).
-                    Some(name) if *name == *key => name,
+                    Some(entry) if *entry.name == *key => entry.name,
                     _ => Box::from(key),
                 };
-                self.queue.insert((due, keys.id, hash), name);
+                let id = keys.id;
+                self.queue.insert(slot, Entry { id, hash, name });
                 due
             }
         };
@@ -163,9 +178,9 @@ impl DueQueue {
         };
         let mut dead = Vec::new();
         let mut last = None;
-        for (&slot, _) in self.queue.range((from, Bound::Unbounded)).take(max_entries) {
+        for (&slot, entry) in self.queue.range((from, Bound::Unbounded)).take(max_entries) {
             last = Some(slot);
-            if !self.db_of_id.contains_key(&slot.1) {
+            if !self.db_of_id.contains_key(&entry.id) {
                 dead.push(slot);
             }
         }
@@ -202,27 +217,27 @@ impl DueQueue {
             let Some(first) = self.queue.first_entry() else {
                 return Popped::Nothing;
             };
-            let (due, id, hash) = *first.key();
-            if due > now {
+            let slot = *first.key();
+            if slot.0 > now {
                 return Popped::Nothing;
             }
-            let key = first.remove();
-            if let Some(db) = self.take_if_current(id, hash, due) {
+            let entry = first.remove();
+            if let Some(db) = self.take_if_current(&entry, slot) {
                 self.last_insert = None;
-                return Popped::Due(db, key.into_vec());
+                return Popped::Due(db, entry.name.into_vec());
             }
             dropped += 1;
         }
     }
 
-    /// If the entry of the key `hash` of database `id` due at `due` is current, removes
-    /// its key's due time and returns its database.
-    fn take_if_current(&mut self, id: u64, hash: u64, due: i64) -> Option<c_int> {
-        let db = *self.db_of_id.get(&id)?;
+    /// If `entry`, taken from `slot`, is its key's current one, removes its key's due
+    /// time and returns its database.
+    fn take_if_current(&mut self, entry: &Entry, slot: Slot) -> Option<c_int> {
+        let db = *self.db_of_id.get(&entry.id)?;
         let keys = self.dbs.get_mut(&db)?;
-        match keys.due_of.get_key_value(&hash) {
-            Some((_, &kept)) if kept == due => {
-                keys.due_of.remove_entry(&hash);
+        match keys.due_of.get_key_value(&entry.hash) {
+            Some((_, &kept)) if kept == slot => {
+                keys.due_of.remove_entry(&entry.hash);
                 Some(db)
             }
             _ => None,
@@ -239,8 +254,8 @@ impl DueQueue {
         self.last_insert = None;
         let hash = self.hasher.id(key);
         if let Some(keys) = self.dbs.get_mut(&db) {
-            if let Some((_, due)) = keys.due_of.remove_entry(&hash) {
-                self.queue.remove(&(due, keys.id, hash));
+            if let Some((_, slot)) = keys.due_of.remove_entry(&hash) {
+                self.queue.remove(&slot);
             }
         }
     }
@@ -320,7 +335,7 @@ impl DueQueue {
     /// When the earliest queue entry is due, if any (an entry of a flushed database makes
     /// the timer come early once, and then goes).
     pub fn first_due(&self) -> Option<i64> {
-        self.queue.first_key_value().map(|(&(due, _, _), _)| due)
+        self.queue.first_key_value().map(|(&(due, _), _)| due)
     }
 
     /// Number of current keys due at `now` or before, counted up to
@@ -328,12 +343,12 @@ impl DueQueue {
     pub fn backlog(&self, now: i64) -> usize {
         let mut count = 0;
         let mut seen = 0;
-        for &(_, id, _) in self.queue.range(..=(now, u64::MAX, u64::MAX)).map(|e| e.0) {
+        for entry in self.queue.range(..=(now, u64::MAX)).map(|e| e.1) {
             seen += 1;
             if count >= BACKLOG_COUNT_MAX || seen > 2 * BACKLOG_COUNT_MAX {
                 return count;
             }
-            count += usize::from(self.db_of_id.contains_key(&id));
+            count += usize::from(self.db_of_id.contains_key(&entry.id));
         }
         count
     }
