@@ -2,25 +2,34 @@
 //! Pure (no Redis): `expiry` owns the one instance and the timer around it.
 //!
 //! Two parts, in their textbook form:
-//! * per database, each key's due time, under a 64-bit keyed hash of its name, in a
-//!   [`ShardedMap`] (it grows a small shard at a time: std's `HashMap` doubles in one step,
-//!   450 ms at 10M keys, see `sharded_map`);
-//! * the queue: a `BTreeMap` keyed by (due time, database id, the name's hash), holding
-//!   the name. Scheduling a key earlier or removing it removes its entry there.
+//! * per database, each key's due time and queue slot, under a 64-bit keyed hash of its
+//!   name, in a [`ShardedMap`] (it grows a small shard at a time: std's `HashMap` doubles
+//!   in one step, 450 ms at 10M keys, see `sharded_map`);
+//! * the queue: a `BTreeMap` keyed by (due time, number of the insert), holding the key's
+//!   database id, hash and name. Scheduling a key earlier or removing it removes its entry.
+//!   The insert's number, not the hash, follows the due time: keys due at one time
+//!   (counters written in one second) are appended in order; keyed by hash they landed all
+//!   over that time's part of the tree, and `TSCOUNTER.INCR` of 250k new counters took
+//!   7-11 us a call at the server instead of 5-8 (`scale_schedule`).
 //!
 //! A database's id, not its number, is in the queue: SWAPDB swaps two ids (no pass over
 //! keys), and a flushed database's entries, whose id names no database any more, are
-//! dropped as their time comes, by the bounded [`DueQueue::compact_some`], or all at once
-//! by setting the whole queue aside when no database is left. What a flush sets aside is
-//! freed a bounded amount at a time ([`DueQueue::release_some`]): `FLUSHALL ASYNC` of
-//! 250k scheduled counters holds the server under 1 ms (`scale_schedule`).
+//! dropped when their time comes or by the bounded [`DueQueue::compact_some`]; the whole
+//! queue is set aside when no database is left. What a flush sets aside is freed a
+//! bounded amount at a time ([`DueQueue::release_some`]): `FLUSHALL ASYNC` of 250k
+//! scheduled counters answers in 0.1-0.3 ms (`scale_schedule`).
 //!
 //! Two names with the same 64-bit hash in one database (keyed by this process's random
 //! keys, so nobody can choose them; about one chance in 10^12 among ten million keys)
 //! share one due time: the later one is visited when it is next scheduled on its own.
 //!
-//! Against the hand-written queue it replaces (due time -> chunks of (id, name)),
-//! measured by `measured.rs` at 1M keys each due at its own time: FIGURES.
+//! Against the hand-written queue it replaces (due time -> chunks of (id, name), entries
+//! left in place when a key moved): `measured.rs`, 1M keys each due at its own time,
+//! inserts 0.51 s (1.66 s before), scheduling every key again later 0.34 s (0.81 s),
+//! popping all 0.36 s (0.99 s), the slowest step 0.6-1.4 ms; all due at one time, inserts
+//! 0.38 s. At the server (`scale_schedule`, 250k counters, three runs on each of three
+//! servers with the machine loaded): the slowest tick 4.8-8.1 ms (4.7-13.5 ms before),
+//! INCR 4.5-7.8 us a call (4.3-8.8 us).
 //!
 //! Owns: that data structure. May not touch: Redis.
 
