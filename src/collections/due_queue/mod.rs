@@ -1,41 +1,47 @@
 //! The expiry schedule's data: which key of which database next has work, and when.
 //! Pure (no Redis): `expiry` owns the one instance and the timer around it.
 //!
-//! Two parts, in their textbook form:
-//! * per database, each key's due time and queue slot, under a 64-bit keyed hash of its
-//!   name, in a [`ShardedMap`] (it grows a small shard at a time: std's `HashMap` doubles
-//!   in one step, 450 ms at 10M keys, see `sharded_map`);
-//! * the queue: a `BTreeMap` keyed by (due time, number of the insert), holding the key's
-//!   database id, hash and name. Scheduling a key earlier or removing it removes its entry.
-//!   The insert's number, not the hash, follows the due time: keys due at one time
-//!   (counters written in one second) are appended in order; keyed by hash they landed all
-//!   over that time's part of the tree, and `TSCOUNTER.INCR` of 250k new counters took
-//!   7-11 us a call at the server instead of 5-8 (`scale_schedule`).
+//! Two parts, sized for tens of millions of keys:
+//! * per database, each key's due time, under a 64-bit keyed hash of its name (the name
+//!   itself is kept once, in the queue);
+//! * the queue: due time -> the keys due then, as (database id, name), in chunks of at
+//!   most [`CHUNK`] entries.
 //!
-//! A database's id, not its number, is in the queue: SWAPDB swaps two ids (no pass over
-//! keys), and a flushed database's entries, whose id names no database any more, are
-//! dropped when their time comes or by the bounded [`DueQueue::compact_some`]; the whole
-//! queue is set aside when no database is left. What a flush sets aside is freed a
-//! bounded amount at a time ([`DueQueue::release_some`]): `FLUSHALL ASYNC` of 250k
-//! scheduled counters answers in 0.1-0.3 ms (`scale_schedule`).
+//! A queue entry is current only while its key's due time in the map is the entry's own:
+//! scheduling a key earlier, removing it or flushing its database leaves the old entry in
+//! place, and [`DueQueue::pop_due`] drops it when its time comes. No change ever searches
+//! the queue, and nothing grows in one large step: the maps grow a small shard at a time,
+//! the queue a chunk at a time.
 //!
 //! Two names with the same 64-bit hash in one database (keyed by this process's random
 //! keys, so nobody can choose them; about one chance in 10^12 among ten million keys)
 //! share one due time: the later one is visited when it is next scheduled on its own.
 //!
-//! Against the hand-written queue it replaces (due time -> chunks of (id, name), entries
-//! left in place when a key moved): `measured.rs`, 1M keys each due at its own time,
-//! inserts 0.51 s (1.66 s before), scheduling every key again later 0.34 s (0.81 s),
-//! popping all 0.36 s (0.99 s), the slowest step 0.6-1.4 ms; all due at one time, inserts
-//! 0.38 s. At the server (`scale_schedule`, 250k counters, three runs on each of three
-//! servers with the machine loaded): the slowest tick 4.8-8.1 ms (4.7-13.5 ms before),
-//! INCR 4.5-7.8 us a call (4.3-8.8 us).
+//! Against the textbook form, a `BTreeMap` keyed by (due, id) beside each key's due time
+//! (measured by `measured.rs`, 1M keys each due at its own time): inserts 1.66 s here and
+//! 0.65 s there, scheduling every key again 0.81 s and 0.75 s, popping all 0.99 s and
+//! 0.72 s; the slowest step about 10 ms in both, the textbook form's its `HashMap`'s
+//! growth (450 ms at 10M keys, see `sharded_map`). What this structure has that the
+//! textbook form would need too: SWAPDB as a swap of two database ids, a flush freed in
+//! bounded steps (`FLUSHALL ASYNC` of 250k scheduled counters held the server 40-52 ms
+//! before, under 1 ms since: `scale_schedule`), the per-key due times in a sharded map.
+//! With those three, the textbook form was built and measured at the server, and lost:
+//! * memory: a `BTreeMap` keyed by (due, insert number) holding (database id, hash,
+//!   name), with (due, insert number) as each key's value in the sharded map, made the
+//!   module's memory at 100k counters 21.3-22.1 MB against 12.0-14.1 MB with this
+//!   structure (`scale_caches` on the three servers: over half the data, and the
+//!   server evicted keys under `maxmemory`); a B-tree's entries (key and value, in nodes
+//!   filled two thirds) cost more than a chunk's 24 bytes;
+//! * keyed by (due, db id, name's hash), keys due at one time land all over that time's
+//!   part of the tree: `TSCOUNTER.INCR` of 250k new counters took 7-11 us a call at the
+//!   server against 5-8 us here (`scale_schedule`, the machine loaded); keyed by the
+//!   insert's number the calls cost the same (4.5-7.8 us against 4.3-8.8) and the
+//!   slowest tick was alike (4.8-8.1 ms against 4.7-13.5 ms).
 //!
 //! Owns: that data structure. May not touch: Redis.
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasherDefault;
-use std::ops::Bound;
 use std::os::raw::c_int;
 
 use crate::collections::name_set::{IdHasher, NameIds};
@@ -44,34 +50,41 @@ use crate::collections::sharded_map::ShardedMap;
 /// A database's keys (their ids, keyed hashes already) and their due times, in 256 shards:
 /// every write looks its key up here, and the shards' headers (8 KB) stay in the CPU's
 /// caches; ten million keys make shards of ~40k, whose growth moves ~1 MB in one step.
-type DueOf = ShardedMap<u64, Slot, BuildHasherDefault<IdHasher>, 8>;
+type DueOf = ShardedMap<u64, i64, BuildHasherDefault<IdHasher>, 8>;
 
 /// How far [`DueQueue::backlog`] counts: INFO reads it, and must not walk millions of due
 /// keys.
 pub const BACKLOG_COUNT_MAX: usize = 1_000;
 
-/// A queue entry's place: its due time, then the number of its insert, so that keys due
-/// at one time (counters written in one second) are appended after one another instead
-/// of placed by their hash all over that time's part of the tree.
-type Slot = (i64, u64);
+/// Entries per queue chunk: a chunk grows by doubling up to this size, then a new one
+/// starts, so appending never copies more than this many entries.
+const CHUNK: usize = 1024;
 
-/// A key in the queue: its database's id, its name's hash and its name.
-struct Entry {
-    id: u64,
-    hash: u64,
-    name: Box<[u8]>,
-}
+/// A key in the queue: its database's id and its name.
+type Entry = (u64, Box<[u8]>);
 
-/// The queue: each scheduled key's slot and its entry.
-type Queue = BTreeMap<Slot, Entry>;
-
-/// Queue entries [`DueQueue::compact_some`] looks at per insert while entries of flushed
-/// databases make up a third of the queue: more than an insert adds, so the queue stays
-/// within half again the keys scheduled, whatever the pattern of writes and flushes.
+/// Queue entries [`DueQueue::compact_some`] looks at per insert while entries that are no
+/// longer current make up a third of the queue: more than an insert adds, so the queue
+/// stays within half again the keys scheduled, whatever the pattern of writes and deletes.
 const COMPACT_PER_INSERT: usize = 64;
 
-/// Queues up to this many entries are never compacted on an insert.
-const COMPACT_FROM: usize = 1024;
+/// True if the queue entry `(id, key)` due at `due` is its key's current one.
+fn is_current(
+    dbs: &BTreeMap<c_int, DbKeys>,
+    db_of_id: &BTreeMap<u64, c_int>,
+    hasher: &NameIds,
+    id: u64,
+    key: &[u8],
+    due: i64,
+) -> bool {
+    db_of_id.get(&id).is_some_and(|db| {
+        dbs.get(db).is_some_and(|keys| {
+            keys.due_of
+                .get_key_value(&hasher.id(key))
+                .is_some_and(|(_, &kept)| kept == due)
+        })
+    })
+}
 
 /// What [`DueQueue::pop_due_bounded`] found.
 #[derive(Debug, PartialEq)]
@@ -86,19 +99,19 @@ pub enum Popped {
 
 #[derive(Default)]
 pub struct DueQueue {
-    /// Every scheduled key, by due time; and the entries of flushed databases not yet
-    /// dropped.
-    queue: Queue,
-    /// Each database's id and its keys' due times. The few databases in a tree: every
-    /// write looks its own up, without hashing the number.
+    /// Due time -> the entries due then (chunks of at most [`CHUNK`]).
+    queue: BTreeMap<i64, Vec<Vec<Entry>>>,
+    /// Entries in `queue`, current or not.
+    queued: usize,
+    /// Each database's id and its keys' due times, to tell a current queue entry and to
+    /// keep a key's earliest due time. The few databases in a tree: every write looks its
+    /// own up, without hashing the number.
     dbs: BTreeMap<c_int, DbKeys>,
     /// Database id -> number: which database a queue entry belongs to. The queue holds
     /// ids, not numbers, so that SWAPDB swaps two ids instead of rewriting every entry,
     /// and a flushed database's entries (an id no longer here) are simply dropped.
     db_of_id: BTreeMap<u64, c_int>,
     next_id: u64,
-    /// The number of the next insert into the queue.
-    next_seq: u64,
     /// The names' ids: a keyed hash with this process's random keys (a few ns for a usual
     /// key name, where SipHash takes several times as long on every write).
     hasher: NameIds,
@@ -107,8 +120,8 @@ pub struct DueQueue {
     /// then needs neither a hash of its name nor a lookup.
     last_insert: Option<(c_int, i64)>,
     last_name: Vec<u8>,
-    /// Where [`DueQueue::compact_some`] goes on: the last slot it looked at.
-    compact_after: Option<Slot>,
+    /// Where [`DueQueue::compact_some`] goes on: (due time, chunk, position).
+    compact_at: (i64, usize, usize),
     /// Parts of the schedule that a flush emptied, freed a bounded amount at a time by
     /// [`DueQueue::release_some`]: freeing millions of entries at once would hold the
     /// server inside `FLUSHALL ASYNC`, which the server itself answers at once.
@@ -116,7 +129,7 @@ pub struct DueQueue {
 }
 
 enum Retired {
-    Queue(Queue),
+    Queue(BTreeMap<i64, Vec<Vec<Entry>>>),
     Keys(DueOf),
 }
 
@@ -126,6 +139,10 @@ struct DbKeys {
 }
 
 impl DueQueue {
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.id(key)
+    }
+
     /// Puts `key` in the queue at `due`, unless it is already there at an earlier time
     /// (an early visit is harmless: it recomputes the real due time).
     pub fn insert(&mut self, db: c_int, key: &[u8], due: i64) {
@@ -134,7 +151,7 @@ impl DueQueue {
                 return;
             }
         }
-        let hash = self.hasher.id(key);
+        let hash = self.hash(key);
         let next_id = &mut self.next_id;
         let db_of_id = &mut self.db_of_id;
         let keys = self.dbs.entry(db).or_insert_with(|| {
@@ -147,20 +164,17 @@ impl DueQueue {
                 due_of: ShardedMap::default(),
             }
         });
-        let kept_due = match keys.due_of.get_key_value(&hash).map(|(_, &kept)| kept) {
-            Some((existing, _)) if existing <= due => existing,
-            later => {
-                let slot = (due, self.next_seq);
-                // 64 bits: never wraps.
-                self.next_seq += 1;
-                keys.due_of.insert(hash, slot);
-                let name = match later.and_then(|old| self.queue.remove(&old)) {
-                    // The same name (or, one time in 10^12, another with its hash).
-                    Some(entry) if *entry.name == *key => entry.name,
-                    _ => Box::from(key),
-                };
-                let id = keys.id;
-                self.queue.insert(slot, Entry { id, hash, name });
+        let kept_due = match keys.due_of.get_key_value(&hash) {
+            Some((_, &existing)) if existing <= due => existing,
+            _ => {
+                keys.due_of.insert(hash, due);
+                let entry = (keys.id, Box::from(key));
+                let chunks = self.queue.entry(due).or_default();
+                match chunks.last_mut() {
+                    Some(chunk) if chunk.len() < CHUNK => chunk.push(entry),
+                    _ => chunks.push(vec![entry]),
+                }
+                self.queued += 1;
                 due
             }
         };
@@ -172,37 +186,68 @@ impl DueQueue {
         }
     }
 
-    /// True while entries of flushed databases make up over a third of a queue of more
-    /// than [`COMPACT_FROM`] entries.
+    /// True while entries that are no longer current make up over a third of a queue of
+    /// more than a chunk.
     fn has_many_left_behind(&self) -> bool {
-        self.queue.len() > COMPACT_FROM && self.tracked() * 3 < self.queue.len() * 2
+        self.queued > CHUNK && self.tracked() * 3 < self.queued * 2
     }
 
     /// Looks at up to `max_entries` queue entries from where the last call stopped,
-    /// dropping those of flushed databases.
+    /// dropping those that are no longer current (their key was scheduled earlier since,
+    /// removed, or its database flushed).
     pub fn compact_some(&mut self, max_entries: usize) {
-        let from = match self.compact_after {
-            Some(slot) => Bound::Excluded(slot),
-            None => Bound::Unbounded,
-        };
-        let mut dead = Vec::new();
-        let mut last = None;
-        for (&slot, entry) in self.queue.range((from, Bound::Unbounded)).take(max_entries) {
-            last = Some(slot);
-            if !self.db_of_id.contains_key(&entry.id) {
-                dead.push(slot);
+        let mut budget = max_entries;
+        while budget > 0 {
+            let (due, chunk_at, mut pos) = self.compact_at;
+            let Some((&found, chunks)) = self.queue.range_mut(due..).next() else {
+                self.compact_at = (i64::MIN, 0, 0);
+                return;
+            };
+            let (chunk_at, start) = if found == due {
+                (chunk_at, pos)
+            } else {
+                (0, 0)
+            };
+            pos = start;
+            let Some(chunk) = chunks.get_mut(chunk_at) else {
+                self.compact_at = match found.checked_add(1) {
+                    Some(next) => (next, 0, 0),
+                    None => (i64::MIN, 0, 0),
+                };
+                continue;
+            };
+            while pos < chunk.len() && budget > 0 {
+                budget -= 1;
+                let current = chunk.get(pos).is_some_and(|(id, key)| {
+                    is_current(&self.dbs, &self.db_of_id, &self.hasher, *id, key, found)
+                });
+                if current {
+                    pos += 1;
+                } else {
+                    chunk.swap_remove(pos);
+                    self.queued = self.queued.saturating_sub(1);
+                }
+            }
+            if pos < chunk.len() {
+                self.compact_at = (found, chunk_at, pos);
+                return;
+            }
+            // This chunk is done: the next one, or the next due time.
+            if chunk.is_empty() {
+                chunks.remove(chunk_at);
+                if chunks.is_empty() {
+                    self.queue.remove(&found);
+                }
+                self.compact_at = (found, chunk_at, 0);
+            } else {
+                self.compact_at = (found, chunk_at + 1, 0);
             }
         }
-        for slot in dead {
-            self.queue.remove(&slot);
-        }
-        // Past the end: start again from the beginning next time.
-        self.compact_after = last;
     }
 
     /// The next current key due at `now` or before, with its database, removed from the
-    /// schedule; entries of flushed databases are dropped on the way (used by tests: the
-    /// timer pops with [`DueQueue::pop_due_bounded`]).
+    /// schedule; entries no longer current are dropped on the way (used by tests: the timer
+    /// pops with [`DueQueue::pop_due_bounded`]).
     #[cfg(test)]
     pub fn pop_due(&mut self, now: i64) -> Option<(c_int, Vec<u8>)> {
         loop {
@@ -214,39 +259,51 @@ impl DueQueue {
         }
     }
 
-    /// As [`DueQueue::pop_due`], dropping at most `max_dropped` entries of flushed
-    /// databases: millions of them can lie ahead, and the timer looks at its clock between
-    /// two calls.
+    /// As [`DueQueue::pop_due`], dropping at most `max_dropped` entries that are no longer
+    /// current: millions of them can lie ahead (keys scheduled earlier, deleted, flushed),
+    /// and the timer looks at its clock between two calls.
     pub fn pop_due_bounded(&mut self, now: i64, max_dropped: usize) -> Popped {
         let mut dropped = 0usize;
         loop {
             if dropped >= max_dropped {
                 return Popped::Skipped;
             }
-            let Some(first) = self.queue.first_entry() else {
+            let Some(mut first) = self.queue.first_entry() else {
                 return Popped::Nothing;
             };
-            let slot = *first.key();
-            if slot.0 > now {
+            let due = *first.key();
+            if due > now {
                 return Popped::Nothing;
             }
-            let entry = first.remove();
-            if let Some(db) = self.take_if_current(&entry, slot) {
+            let chunks = first.get_mut();
+            let entry = chunks.last_mut().and_then(Vec::pop);
+            if chunks.last().is_some_and(Vec::is_empty) {
+                chunks.pop();
+            }
+            if chunks.is_empty() {
+                first.remove();
+            }
+            let Some((id, key)) = entry else {
+                continue;
+            };
+            self.queued = self.queued.saturating_sub(1);
+            if let Some(db) = self.take_if_current(id, &key, due) {
                 self.last_insert = None;
-                return Popped::Due(db, entry.name.into_vec());
+                return Popped::Due(db, key.into_vec());
             }
             dropped += 1;
         }
     }
 
-    /// If `entry`, taken from `slot`, is its key's current one, removes its key's due
-    /// time and returns its database.
-    fn take_if_current(&mut self, entry: &Entry, slot: Slot) -> Option<c_int> {
-        let db = *self.db_of_id.get(&entry.id)?;
+    /// If the entry `(id, key)` due at `due` is current, removes its key's due time and
+    /// returns its database.
+    fn take_if_current(&mut self, id: u64, key: &[u8], due: i64) -> Option<c_int> {
+        let db = *self.db_of_id.get(&id)?;
+        let hash = self.hash(key);
         let keys = self.dbs.get_mut(&db)?;
-        match keys.due_of.get_key_value(&entry.hash) {
-            Some((_, &kept)) if kept == slot => {
-                keys.due_of.remove_entry(&entry.hash);
+        match keys.due_of.get_key_value(&hash) {
+            Some((_, &kept)) if kept == due => {
+                keys.due_of.remove_entry(&hash);
                 Some(db)
             }
             _ => None,
@@ -261,11 +318,9 @@ impl DueQueue {
     /// Drops `key`'s entry, if any (the key is gone: nothing left to expire).
     pub fn remove(&mut self, db: c_int, key: &[u8]) {
         self.last_insert = None;
-        let hash = self.hasher.id(key);
+        let hash = self.hash(key);
         if let Some(keys) = self.dbs.get_mut(&db) {
-            if let Some((_, slot)) = keys.due_of.remove_entry(&hash) {
-                self.queue.remove(&slot);
-            }
+            keys.due_of.remove_entry(&hash);
         }
     }
 
@@ -290,8 +345,8 @@ impl DueQueue {
 
     /// Drops every entry of `db` (all databases when `db` is -1, as FLUSHALL reports), at
     /// once: the database's map is set aside for [`DueQueue::release_some`], and its queue
-    /// entries, whose id names no database any more, are dropped later (all of the queue
-    /// is set aside when no database is left).
+    /// entries, whose id names no database any more, are dropped as their time comes (all
+    /// of the queue is set aside when no database is left).
     pub fn clear_db(&mut self, db: c_int) {
         self.last_insert = None;
         let flushed: Vec<c_int> = self
@@ -308,15 +363,16 @@ impl DueQueue {
         }
         if self.dbs.is_empty() {
             let queue = std::mem::take(&mut self.queue);
-            self.compact_after = None;
+            self.queued = 0;
             if !queue.is_empty() {
                 self.retired.push(Retired::Queue(queue));
             }
         }
     }
 
-    /// Frees about `max_entries` entries of what flushes set aside, or else drops as many
-    /// queue entries of flushed databases; true when nothing is left to free.
+    /// Frees about `max_entries` entries of what flushes set aside, or else of the queue
+    /// entries left behind by removals (mass deletes leave no insert to drop them); true
+    /// when nothing is left to free.
     pub fn release_some(&mut self, max_entries: usize) -> bool {
         let Some(part) = self.retired.last_mut() else {
             if self.has_many_left_behind() {
@@ -326,9 +382,16 @@ impl DueQueue {
         };
         let done = match part {
             Retired::Queue(queue) => {
-                for _ in 0..max_entries.max(1) {
-                    if queue.pop_first().is_none() {
+                let mut freed = 0;
+                while freed < max_entries.max(1) {
+                    let Some(mut first) = queue.first_entry() else {
                         break;
+                    };
+                    match first.get_mut().pop() {
+                        Some(chunk) => freed += chunk.len().max(1),
+                        None => {
+                            first.remove();
+                        }
                     }
                 }
                 queue.is_empty()
@@ -338,13 +401,13 @@ impl DueQueue {
         if done {
             self.retired.pop();
         }
-        self.retired.is_empty() && !self.has_many_left_behind()
+        self.retired.is_empty()
     }
 
-    /// When the earliest queue entry is due, if any (an entry of a flushed database makes
-    /// the timer come early once, and then goes).
+    /// When the earliest queue entry is due, if any (an entry no longer current makes the
+    /// timer come early once, and then goes).
     pub fn first_due(&self) -> Option<i64> {
-        self.queue.first_key_value().map(|(&(due, _), _)| due)
+        self.queue.first_key_value().map(|(due, _)| *due)
     }
 
     /// Number of current keys due at `now` or before, counted up to
@@ -352,12 +415,15 @@ impl DueQueue {
     pub fn backlog(&self, now: i64) -> usize {
         let mut count = 0;
         let mut seen = 0;
-        for entry in self.queue.range(..=(now, u64::MAX)).map(|e| e.1) {
-            seen += 1;
-            if count >= BACKLOG_COUNT_MAX || seen > 2 * BACKLOG_COUNT_MAX {
-                return count;
+        for (&due, chunks) in self.queue.range(..=now) {
+            for (id, key) in chunks.iter().flatten() {
+                seen += 1;
+                if count >= BACKLOG_COUNT_MAX || seen > 2 * BACKLOG_COUNT_MAX {
+                    return count;
+                }
+                let current = is_current(&self.dbs, &self.db_of_id, &self.hasher, *id, key, due);
+                count += usize::from(current);
             }
-            count += usize::from(self.db_of_id.contains_key(&entry.id));
         }
         count
     }
@@ -365,7 +431,7 @@ impl DueQueue {
     /// Queue entries, current or not (for tests of the entries left behind).
     #[cfg(test)]
     fn queued(&self) -> usize {
-        self.queue.len()
+        self.queued
     }
 }
 
