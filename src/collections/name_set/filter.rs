@@ -115,14 +115,14 @@ impl IdFilter {
         }));
     }
 
-    /// Counts whole shards of `sets` into the filter being filled, [`RECOUNT_STEP_IDS`]
-    /// ids or more (the last shards, however few); the filled filter then takes over.
-    pub fn recount_some(&mut self, sets: &[IdSet]) {
+    /// Counts whole shards of `sets` into the filter being filled, `step_ids` ids or more
+    /// (the last shards, however few); the filled filter then takes over.
+    pub fn recount_some(&mut self, sets: &[IdSet], step_ids: usize) {
         let Some(next) = &mut self.next else {
             return;
         };
         let mut counted = 0;
-        while counted < RECOUNT_STEP_IDS && next.shard < IdSet::shard_count() {
+        while counted < step_ids && next.shard < IdSet::shard_count() {
             for set in sets {
                 for (&id, _) in set.shard_entries(next.shard) {
                     bump(&mut next.bits, &mut next.counts, id, true);

@@ -49,6 +49,9 @@ pub struct NameSet {
     /// it or looking it up (a lookup in a set of a million ids misses the CPU's caches).
     last_insert: Option<i32>,
     last_name: Vec<u8>,
+    /// Ids a step of the filter's recount counts at least (fewer in tests, to see many
+    /// steps).
+    recount_step: usize,
 }
 
 impl Default for NameSet {
@@ -66,6 +69,7 @@ impl NameSet {
             total: 0,
             last_insert: None,
             last_name: Vec::new(),
+            recount_step: filter::RECOUNT_STEP_IDS,
         }
     }
 
@@ -111,7 +115,7 @@ impl NameSet {
         if self.filter.wants_recount(self.total) {
             self.filter.start_recount(self.total);
         }
-        self.filter.recount_some(&self.by_db);
+        self.filter.recount_some(&self.by_db, self.recount_step);
     }
 
     #[cfg(test)]
