@@ -17,6 +17,10 @@ pub(super) const FILTER_MAX_STEP: usize = FILTER_MAX_CELLS / FILTER_CELLS_PER_ID
 /// Ids a step of a recount counts at least (whole shards of the sets): counting all
 /// 131,072 ids at once held one insert 3-5 ms (`measured.rs`).
 pub(super) const RECOUNT_STEP_IDS: usize = 4_096;
+/// Bytes of the new filter a step of a recount fills with zeros first: the ids' random
+/// cells would touch every page of it (2 MB at the largest size) in the first step, and
+/// the system's first touch of a page costs a few us.
+const RECOUNT_STEP_BYTES: usize = 64 << 10;
 
 /// A counting filter of ids in front of the exact sets. Every id of every database counts
 /// once in two cells of one 64-cell block; each cell has a bit, set while its count is not
@@ -46,10 +50,12 @@ pub struct IdFilter {
     pub(super) next: Option<Box<Recount>>,
 }
 
-/// A filter being filled: the ids of the sets' shards below `shard` are counted in it.
+/// A filter being filled: first with zeros, up to `cells`; then the ids of the sets'
+/// shards below `shard` are counted in it.
 pub(super) struct Recount {
     bits: Vec<u64>,
     counts: Vec<u8>,
+    cells: usize,
     shard: usize,
 }
 
@@ -109,8 +115,9 @@ impl IdFilter {
     pub fn start_recount(&mut self, total: usize) {
         let cells = Self::cells_for(total);
         self.next = Some(Box::new(Recount {
-            bits: vec![0; cells / 64],
-            counts: vec![0; cells],
+            bits: Vec::with_capacity(cells / 64),
+            counts: Vec::with_capacity(cells),
+            cells,
             shard: 0,
         }));
     }
@@ -121,6 +128,14 @@ impl IdFilter {
         let Some(next) = &mut self.next else {
             return;
         };
+        // Zeros first (a small filter's all in this step, and its counting too).
+        let zeros = (next.cells - next.counts.len()).min(RECOUNT_STEP_BYTES);
+        next.counts.resize(next.counts.len() + zeros, 0);
+        let words = (next.cells / 64 - next.bits.len()).min((RECOUNT_STEP_BYTES - zeros) / 8);
+        next.bits.resize(next.bits.len() + words, 0);
+        if next.counts.len() < next.cells || next.bits.len() < next.cells / 64 {
+            return;
+        }
         let mut counted = 0;
         while counted < step_ids && next.shard < IdSet::shard_count() {
             for set in sets {
