@@ -197,10 +197,8 @@ impl NameSet {
             if let Some(set) = self.by_db.get_mut(Self::slot(db)) {
                 let gone = std::mem::take(set);
                 self.total -= gone.len();
-                self.filter.remove_all(
-                    gone.iter().map(|(&id, _)| (id, shard_of(id))),
-                    gone.len(),
-                );
+                self.filter
+                    .remove_all(gone.iter().map(|(&id, _)| (id, shard_of(id))), gone.len());
                 self.grow_filter();
             }
         }

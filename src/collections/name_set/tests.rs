@@ -289,8 +289,10 @@ fn the_filter_grows_in_steps_and_never_loses_a_kept_name() {
     use crate::testutil::Rng;
     use std::collections::BTreeSet;
     let mut rng = Rng(53);
-    let mut s = NameSet::default();
-    s.recount_step = 16;
+    let mut s = NameSet {
+        recount_step: 16,
+        ..NameSet::default()
+    };
     let mut model: BTreeSet<(i32, u64)> = BTreeSet::new();
     let mut recounting_steps = 0;
     for step in 0..120_000u64 {
@@ -335,5 +337,8 @@ fn the_filter_grows_in_steps_and_never_loses_a_kept_name() {
         }
         assert!(s.contains(db, name.as_bytes()) == model.contains(&(db, n)));
     }
-    assert!(recounting_steps > 1_000, "{recounting_steps} steps during a recount");
+    assert!(
+        recounting_steps > 1_000,
+        "{recounting_steps} steps during a recount"
+    );
 }
