@@ -315,12 +315,10 @@ fn the_filter_grows_in_steps_and_never_loses_a_kept_name() {
             _ if rng.below(20) == 0 => {
                 let other = rng.below(3) as i32;
                 s.swap_dbs(db, other);
-                let swap = |d: i32| match d {
-                    d if d == db => other,
-                    d if d == other => db,
-                    d => d,
-                };
-                model = model.into_iter().map(|(d, n)| (swap(d), n)).collect();
+                model = model
+                    .into_iter()
+                    .map(|(d, n)| (crate::collections::swapped(d, db, other), n))
+                    .collect();
             }
             _ => {}
         }
