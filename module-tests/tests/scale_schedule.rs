@@ -50,6 +50,7 @@ fn the_schedule_grows_and_reloads_without_a_stall(kind: &ServerKind) {
         watch.check(&srv, "INCR of new counters");
     }
     assert_eq!(info_i64(&srv, "tally", "tally_tracked_objects"), n as i64);
+    report(&srv, k, "INCR of new counters");
 
     // DEBUG RELOAD is itself a long command (the server's, not tally's).
     assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok());
@@ -82,6 +83,8 @@ fn the_schedule_grows_and_reloads_without_a_stall(kind: &ServerKind) {
         v_int(1)
     );
 
+    report(&srv, k, "the scan and visits after DEBUG RELOAD");
+
     // On a glibc-malloc server the lazy free holds INFO's own replies (see
     // StallWatch::without_info); FLUSHALL and the ticks still count.
     if kind.libc_malloc() {
@@ -102,5 +105,19 @@ fn the_schedule_grows_and_reloads_without_a_stall(kind: &ServerKind) {
             "{k}: used_memory {used} after FLUSHALL, {fresh_memory} when the server started"
         );
     }
+    report(&srv, k, "FLUSHALL ASYNC");
     srv.assert_alive();
+}
+
+/// Prints the slowest timer tick so far and the commands' time at the server (with
+/// `--nocapture`: the figures compared when the schedule's structure changes).
+fn report(srv: &Server, k: &str, phase: &str) {
+    let stats = srv.info("commandstats");
+    eprintln!(
+        "{k}: after {phase}: slowest tick {} us; INCR {:?}; FLUSHALL {:?}; slow log {:?}",
+        info_i64(srv, "tally", "tally_max_tick_us"),
+        stats.get("cmdstat_tscounter.incr"),
+        stats.get("cmdstat_flushall"),
+        slow_tally_entries(srv),
+    );
 }

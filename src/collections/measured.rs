@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::due_queue::DueQueue;
 use super::memo_map::MemoMap;
-use super::name_set::IdHasher;
+use super::name_set::{IdHasher, NameSet};
 use super::sharded_map::ShardedMap;
 
 /// Ten million keys: the scale the module answers within 10 ms at.
@@ -156,4 +156,32 @@ fn measured_memo_map_against_a_plain_map_for_a_hot_key() {
         "hot key among 100k names: MemoMap {memo_ns:.1} ns, HashMap (SipHash) {plain_ns:.1} ns \
          per lookup ({sum})"
     );
+}
+
+/// The slowest single insert of new names into the tracked names, to 1M and to 10M
+/// names: the filter in front of the sets grows as they do, up to its largest size.
+#[test]
+#[ignore = "timing: run with --ignored (see the module doc)"]
+fn measured_name_set_growth() {
+    for total in [KEYS / 10, KEYS] {
+        let mut names = NameSet::default();
+        let (mut worst, mut worst_at, mut slow, start) = (Duration::ZERO, 0, 0, Instant::now());
+        let mut name = Vec::new();
+        for i in 0..total {
+            name.clear();
+            name.extend_from_slice(&key_name(i));
+            let at = Instant::now();
+            names.insert(0, &name);
+            let took = at.elapsed();
+            if took > worst {
+                (worst, worst_at) = (took, i);
+            }
+            slow += usize::from(took > Duration::from_millis(1));
+        }
+        println!(
+            "{total} names: slowest insert {worst:?} (the {worst_at}th), {slow} over 1 ms (all \
+             {:?})",
+            start.elapsed()
+        );
+    }
 }

@@ -12,3 +12,13 @@ mod measured;
 pub mod memo_map;
 pub mod name_set;
 pub mod sharded_map;
+
+/// Where database `d` is after SWAPDB `a` `b` (for the models of the tests).
+#[cfg(test)]
+fn swapped(d: i32, a: i32, b: i32) -> i32 {
+    match d {
+        d if d == a => b,
+        d if d == b => a,
+        d => d,
+    }
+}

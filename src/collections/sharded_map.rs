@@ -105,6 +105,22 @@ impl<K: Hash + Eq, V, S: BuildHasher + Clone, const BITS: u32> ShardedMap<K, V, 
         Some(removed)
     }
 
+    /// The number of shards (the entries of each: [`Self::shard_entries`]).
+    pub const fn shard_count() -> usize {
+        Self::SHARDS
+    }
+
+    /// The shard `key` is in: the same in every map of this type whose hasher is the same
+    /// (a keyless one, as `BuildHasherDefault`'s).
+    pub fn shard_index<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
+        self.shard_of(key)
+    }
+
+    /// The entries of shard `shard` (none past the last, or before the first insert).
+    pub fn shard_entries(&self, shard: usize) -> impl Iterator<Item = (&K, &V)> {
+        self.shards.get(shard).into_iter().flatten()
+    }
+
     /// Every entry, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.shards.iter().flatten()

@@ -49,14 +49,9 @@ fn due_queue_matches_a_plain_map() {
             _ => {
                 let other = rng.below(3) as c_int;
                 schedule.swap_dbs(db, other);
-                let swap = |d: c_int| match d {
-                    d if d == db => other,
-                    d if d == other => db,
-                    d => d,
-                };
                 model = model
                     .into_iter()
-                    .map(|((d, k), due)| ((swap(d), k), due))
+                    .map(|((d, k), due)| ((crate::collections::swapped(d, db, other), k), due))
                     .collect();
             }
         }

@@ -49,6 +49,9 @@ pub struct NameSet {
     /// it or looking it up (a lookup in a set of a million ids misses the CPU's caches).
     last_insert: Option<i32>,
     last_name: Vec<u8>,
+    /// Ids a step of the filter's recount counts at least (fewer in tests, to see many
+    /// steps).
+    recount_step: usize,
 }
 
 impl Default for NameSet {
@@ -66,6 +69,7 @@ impl NameSet {
             total: 0,
             last_insert: None,
             last_name: Vec::new(),
+            recount_step: filter::RECOUNT_STEP_IDS,
         }
     }
 
@@ -98,34 +102,20 @@ impl NameSet {
         changed
     }
 
-    /// Counts an id new to its set in the filter, or every id anew when the filter is to
-    /// grow (or count again after giving up).
+    /// Counts an id new to its set in the filter, and takes a step of the filter's growth.
     fn count(&mut self, id: u64) {
-        if self.filter.wants_recount(self.total) {
-            self.recount();
-        } else {
-            self.filter.add(id);
-        }
+        self.filter.add(id, shard_of(id));
+        self.grow_filter();
     }
 
-    fn recount(&mut self) {
-        let NameSet {
-            by_db,
-            filter,
-            total,
-            ..
-        } = self;
-        filter.recount(
-            *total,
-            by_db.iter().flat_map(|set| set.iter().map(|(&id, _)| id)),
-        );
-    }
-
-    /// After ids left: a filter that gave up counts again once the ids are few enough.
-    fn after_removal(&mut self) {
+    /// Starts counting every id anew when the filter is to grow (or count again after
+    /// giving up), and counts a step of a recount under way: after every insert and
+    /// removal, so a recount ends within a few dozen of them.
+    fn grow_filter(&mut self) {
         if self.filter.wants_recount(self.total) {
-            self.recount();
+            self.filter.start_recount(self.total);
         }
+        self.filter.recount_some(&self.by_db, self.recount_step);
     }
 
     #[cfg(test)]
@@ -190,8 +180,8 @@ impl NameSet {
         if let Some(set) = self.by_db.get_mut(at) {
             if set.remove_entry(&id).is_some() {
                 self.total -= 1;
-                self.filter.remove(id);
-                self.after_removal();
+                self.filter.remove(id, shard_of(id));
+                self.grow_filter();
             }
         }
     }
@@ -208,8 +198,8 @@ impl NameSet {
                 let gone = std::mem::take(set);
                 self.total -= gone.len();
                 self.filter
-                    .remove_all(gone.iter().map(|(&id, _)| id), gone.len());
-                self.after_removal();
+                    .remove_all(gone.iter().map(|(&id, _)| (id, shard_of(id))), gone.len());
+                self.grow_filter();
             }
         }
     }
@@ -267,6 +257,11 @@ impl NameSet {
             .sum();
         tables + self.by_db.capacity() * std::mem::size_of::<IdSet>() + self.filter.bytes()
     }
+}
+
+/// The shard of `id` in every [`IdSet`] (their hasher has no keys).
+fn shard_of(id: u64) -> usize {
+    IdSet::default().shard_index(&id)
 }
 
 #[cfg(test)]
