@@ -803,3 +803,77 @@ fn standings_reads_stay_fast_on_a_large_board(kind: &ServerKind) {
     }
     srv.assert_alive();
 }
+
+per_server!(one_kind_at_a_time: standings_reads_stay_fast_while_a_small_slot_leaves);
+/// A board of 100k members (`TALLY_LONG=1`: a million) with totals of 1 to 3, and an older
+/// slot of 2,000 of them, spread over the whole order, that leaves the window (too few
+/// members for next totals: the reads correct them one by one) while a tiny expiry budget
+/// subtracts it. Meanwhile AROUND and RANK of members deep in the board, some of them in
+/// that slot, equal the model of the new window, each within 10 ms of server time: they
+/// count positions in the sorted set and correct the pending members alone, where a walk
+/// of the order down to the member took tens of milliseconds.
+fn standings_reads_stay_fast_while_a_small_slot_leaves(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = &kind.name;
+    let key = "{sp}";
+    srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
+        .expect("config");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "60s", "SLOT", "1s"]),
+        v_ok()
+    );
+    let n = members();
+    fill(&srv, key, n, server_ms(&srv), |i| (i % 3) as i64 + 1);
+    let model: BTreeMap<String, i64> = (0..n)
+        .map(|i| (format!("m{i}"), (i % 3) as i64 + 1))
+        .collect();
+    let rows = RankModel::ranked(&model);
+    // 2,000 members get 2 more in a slot that leaves the window about 3 s from now.
+    let small_at = server_ms(&srv) - 57_000;
+    let leaves = (small_at / 1000 + 60) * 1000;
+    let step = n / 2000;
+    let pending: Vec<String> = (0..2000).map(|i| format!("m{}", i * step + 7)).collect();
+    let mut incr = vec!["TSRANK.INCRBY".to_string(), key.to_string()];
+    for member in &pending {
+        incr.extend(["2".to_string(), member.clone()]);
+    }
+    incr.extend(["AT".to_string(), small_at.to_string()]);
+    let reply = srv.cmd_value(&incr.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(matches!(reply, Value::Array(_)), "{k}: {reply:?}");
+    let small_slot = format!("{key}|slot|{}", small_at / 1000);
+    let probes = [
+        pending[1999].clone(),
+        pending[1000].clone(),
+        rows[rows.len() - 1].0.clone(),
+        rows[rows.len() / 2 + 1].0.clone(),
+        format!("m{}", n / 3 + 1),
+    ];
+    while server_ms(&srv) < leaves {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut watch = watch_slow_commands(&srv);
+    let mut pending_reads = 0;
+    for round in 0.. {
+        let pending = srv.query::<i64, _>(&["EXISTS", &small_slot]) == 1;
+        if !pending || round > 200 {
+            break;
+        }
+        let member = &probes[round % probes.len()];
+        let at = rows
+            .iter()
+            .position(|(m, _)| m == member)
+            .expect("a member");
+        let around = srv.cmd_value(&["TSRANK.AROUND", key, member, "5", "WITHSCORES"]);
+        let rank = srv.cmd_value(&["TSRANK.RANK", key, member]);
+        let want = &rows[at.saturating_sub(5)..(at + 6).min(rows.len())];
+        assert_eq!(member_totals(&around), want, "{k}: AROUND {member}");
+        assert_eq!(rank, v_int(at as i64), "{k}: RANK {member}");
+        pending_reads += usize::from(srv.query::<i64, _>(&["EXISTS", &small_slot]) == 1);
+        watch.check(&srv, "reads while the slot is subtracted");
+    }
+    assert!(
+        pending_reads > 0,
+        "{k}: no read saw the slot being subtracted"
+    );
+    srv.assert_alive();
+}

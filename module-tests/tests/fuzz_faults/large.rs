@@ -246,6 +246,7 @@ impl Large<'_> {
             vec!["TSRANK.SCORE", BOARD, &m],
             vec!["TSRANK.RANK", BOARD, &m],
             vec!["TSRANK.RANK", BOARD, &m, "TIES"],
+            vec!["TSRANK.AROUND", BOARD, &m, "3", "WITHSCORES"],
             vec!["TSRANK.MSCORE", BOARD, &m, "m1"],
             vec!["TSRANK.INFO", BOARD],
             vec!["TSRANK.HISTORY", BOARD, &m],

@@ -201,3 +201,12 @@ pub fn zcount_above(ctx: &Context, name: &[u8], score: i64) -> usize {
         _ => 0,
     }
 }
+
+/// `ZCOUNT name score score`: how many members have exactly `score`.
+pub fn zcount_at(ctx: &Context, name: &[u8], score: i64) -> usize {
+    let at = score.to_string();
+    match zcall(ctx, "ZCOUNT", &[name, at.as_bytes(), at.as_bytes()]) {
+        Ok(CallReply::I64(count)) => usize::try_from(count.to_i64()).unwrap_or(0),
+        _ => 0,
+    }
+}

@@ -4,13 +4,13 @@
 //! primary like every read, from whichever totals the board answers from: its sorted set
 //! (positions and counts by the server's own rank operations, O(log N)), a quarantined
 //! board's computed totals, its next totals, or, while slots that left the window are
-//! still being subtracted, the raw order corrected member by member as TOP and RANK do
-//! (see `crate::rank::model`).
+//! still being subtracted, positions in the raw order corrected for the members of those
+//! slots alone (`Board::pending_around`, `crate::rank::model::corrected_rank`); only when
+//! those slots hold very many counts, the raw order corrected member by member as TOP
+//! reads it.
 //!
 //! Owns: those three answers. May not touch: writes of any kind (every key is opened
 //! read-only, the derived keys through the caller's ACL, by `read`'s opening).
-
-use std::collections::HashSet;
 
 use redis_module::{Context, ContextFlags, RedisString};
 
@@ -19,21 +19,14 @@ use crate::error::{Error, Result};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::zset::{zcount_above, zrevrange, zrevrank};
-use crate::host::store::Key;
 use crate::rank::model::{
     above_adjusted, above_corrected, around_count, around_span, rank_adjusted, score_to_total,
     top_adjusted,
 };
 
 use super::board::Board;
-use super::next::BIG_SLOT;
 use super::read::{open_for_read, open_member, TopShape};
 use super::slots::corrector;
-
-/// Pending counts (fields of the slot hashes that left the window) up to which TIES
-/// corrects the pending members alone rather than walk the order: the next totals take
-/// over from a larger oldest slot.
-const CORRECTED_BY_MEMBER: usize = 4 * BIG_SLOT;
 
 /// TSRANK.AROUND key member count [WITHSCORES]
 pub fn around(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -95,8 +88,12 @@ fn neighbours(
             return rows.take_while(|(_, t)| *t > 0).collect();
         }
     }
-    // Slots that left the window are still being subtracted: the raw order corrected by
-    // their counts, as RANK and TOP read it.
+    // Slots that left the window are still being subtracted. With few pending members,
+    // positions in the raw order corrected for those members alone; with many (their next
+    // totals not ready yet), the raw order corrected member by member, as TOP reads it.
+    if let Some(rows) = board.pending_around(ctx, name, (total, member), count) {
+        return rows;
+    }
     let pending = std::mem::take(&mut board.pending);
     let adjust = corrector(&pending);
     let rank = rank_adjusted(board.raw_walk(), (total, member), &adjust);
@@ -133,24 +130,14 @@ fn tie_rank(ctx: &Context, name: &RedisString, member: &[u8]) -> Result<Reply> {
     } else if board.pending.is_empty() {
         // The sorted set is exact: ZCOUNT, O(log N).
         zcount_above(ctx, name.as_slice(), total)
-    } else if board.pending.iter().map(Key::len).sum::<usize>() <= CORRECTED_BY_MEMBER {
+    } else if let Some(pending) = board.pending_members() {
         // Slots that left the window are still being subtracted, and hold few members:
         // every other member's raw total is exact, so count the raw totals above (ZCOUNT,
         // or the next totals) and correct the pending members alone.
         let raw_above = board
             .with_next(|next| next.above(total))
             .unwrap_or_else(|| zcount_above(ctx, name.as_slice(), total));
-        let mut touched: HashSet<Vec<u8>> = HashSet::new();
-        for slot in &board.pending {
-            slot.hscan(|member, _| {
-                touched.insert(member.to_vec());
-            });
-        }
-        let corrections = touched.iter().map(|member| {
-            let raw = board.raw_total(member);
-            (raw, board.corrected(member, raw))
-        });
-        above_corrected(raw_above, corrections, total)
+        above_corrected(raw_above, pending.totals(), total)
     } else {
         // Large pending slots (their next totals not ready yet): the raw order corrected
         // member by member, as RANK reads it.

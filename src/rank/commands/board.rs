@@ -7,6 +7,7 @@
 //! any kind (the write paths are `incrby`, `rem`, `recount`, `visit` and
 //! `lifecycle`). Every derived key is opened through the caller's [`Acl`].
 
+use std::collections::HashSet;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
@@ -16,8 +17,12 @@ use crate::error::{Error, Result};
 use crate::expiry;
 use crate::host::server::selected_db;
 use crate::host::store::acl::Acl;
+use crate::host::store::zset::{zcount_above, zcount_at, zrevrange};
 use crate::host::store::{Key, KeyKind, RStr};
-use crate::rank::model::{meta_key, score_to_total, slot_key, Meta, RankedSet, Totals};
+use crate::rank::model::{
+    corrected_around, corrected_rank, meta_key, score_to_total, slot_key, Meta, Pending, RankedSet,
+    RawOrder, Totals,
+};
 
 use super::lifecycle::{broken_meta_found, has_jobs, resolve_base};
 use super::memory::{self, MetaOrigin};
@@ -29,6 +34,11 @@ use super::transit::Transit;
 
 /// Rows of the next totals copied at a time by a walk over them.
 const NEXT_WALK_PAGE: usize = 256;
+
+/// Pending counts (fields of the slot hashes that left the window) up to which the reads
+/// about one member correct the pending members alone rather than walk the order: the
+/// next totals take over from a larger oldest slot.
+const CORRECTED_BY_MEMBER: usize = 4 * next::BIG_SLOT;
 
 /// A leaderboard opened by a command.
 pub(super) struct Board {
@@ -230,6 +240,63 @@ impl Board {
         }))
     }
 
+    /// The members of the pending slots with their raw and exact totals, when those slots
+    /// hold at most [`CORRECTED_BY_MEMBER`] fields (see `crate::rank::model::Pending`).
+    pub(super) fn pending_members(&self) -> Option<Pending> {
+        if self.pending.iter().map(Key::len).sum::<usize>() > CORRECTED_BY_MEMBER {
+            return None;
+        }
+        let mut touched: HashSet<Vec<u8>> = HashSet::new();
+        for slot in &self.pending {
+            slot.hscan(|member, _| {
+                touched.insert(member.to_vec());
+            });
+        }
+        Some(Pending::new(touched.into_iter().map(|member| {
+            let raw = self.raw_total(&member);
+            let exact = self.corrected(&member, raw);
+            (member, raw, exact)
+        })))
+    }
+
+    /// The position of `key` (a member and its window total) while slots are pending,
+    /// from the raw order corrected for the pending members alone: `None` when they are
+    /// too many (see [`Board::pending_members`]).
+    pub(super) fn pending_rank(
+        &self,
+        ctx: &Context,
+        name: &RedisString,
+        key: (i64, &[u8]),
+    ) -> Option<usize> {
+        let pending = self.pending_members()?;
+        if let Some(rank) = self.with_next(|next| corrected_rank(&mut &*next, &pending, key)) {
+            return Some(rank);
+        }
+        Some(corrected_rank(&mut ZsetOrder { ctx, name }, &pending, key))
+    }
+
+    /// TSRANK.AROUND's rows for `key` while slots are pending, as [`Board::pending_rank`]
+    /// reads the order.
+    pub(super) fn pending_around(
+        &self,
+        ctx: &Context,
+        name: &RedisString,
+        key: (i64, &[u8]),
+        count: usize,
+    ) -> Option<Vec<(Vec<u8>, i64)>> {
+        let pending = self.pending_members()?;
+        let from_next = |next: &RankedSet| corrected_around(&mut &*next, &pending, key, count);
+        if let Some(rows) = self.with_next(from_next) {
+            return Some(rows);
+        }
+        Some(corrected_around(
+            &mut ZsetOrder { ctx, name },
+            &pending,
+            key,
+            count,
+        ))
+    }
+
     /// The reverse walk of the sorted set as `(member, raw total)`, the member as the
     /// module string the server made (a reply sends it without a copy).
     pub(super) fn walk_str(&mut self) -> impl Iterator<Item = (RStr, i64)> + '_ {
@@ -279,4 +346,42 @@ fn quarantined_view(
 /// The reverse walk of a board's sorted set as `(member, raw total)`.
 pub(super) fn walk(zset: &mut Key) -> impl Iterator<Item = (Vec<u8>, i64)> + '_ {
     zset.zrev_iter().map(|(m, s)| (m, score_to_total(s)))
+}
+
+/// A board's sorted set as the raw order of `crate::rank::model::corrected_rank`:
+/// positions by ZCOUNT and, inside a group of equal scores, a binary search of one-row
+/// ZREVRANGEs (O(log^2 N), no pass over a large group); rows by ZREVRANGE.
+struct ZsetOrder<'a> {
+    ctx: &'a Context,
+    name: &'a RedisString,
+}
+
+impl RawOrder for ZsetOrder<'_> {
+    fn ahead_of(&mut self, total: i64, member: &[u8]) -> usize {
+        let name = self.name.as_slice();
+        let above = zcount_above(self.ctx, name, total);
+        let (mut lo, mut hi) = (0, zcount_at(self.ctx, name, total));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let at = above + mid;
+            let ahead = zrevrange(self.ctx, name, at, at)
+                .first()
+                .is_some_and(|(m, _)| m.as_slice() > member);
+            if ahead {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        above + lo
+    }
+
+    fn rows(&mut self, from: usize, len: usize) -> Vec<(Vec<u8>, i64)> {
+        if len == 0 {
+            return Vec::new();
+        }
+        let last = from.saturating_add(len - 1);
+        let rows = zrevrange(self.ctx, self.name.as_slice(), from, last).into_iter();
+        rows.map(|(m, score)| (m, score_to_total(score))).collect()
+    }
 }

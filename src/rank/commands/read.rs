@@ -245,6 +245,12 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
             return Ok(Reply::Int(rank));
         }
     }
+    // Slots that left the window are still being subtracted: with few pending members,
+    // the raw position corrected for them alone (`around`), else the raw order corrected
+    // member by member.
+    if let Some(rank) = board.pending_rank(ctx, name, (total, member)) {
+        return Ok(Reply::Int(i64::try_from(rank).unwrap_or(i64::MAX)));
+    }
     let pending = std::mem::take(&mut board.pending);
     let adjust = |m: &[u8], raw: i64| match RStr::new(m) {
         Some(m) => raw.saturating_sub(pending_in(&pending, &m)),

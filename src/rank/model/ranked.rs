@@ -225,6 +225,21 @@ impl RankedSet {
         Some(before + at)
     }
 
+    /// How many members rank strictly ahead of `(total, member)`, present or not: the
+    /// blocks before the one where it is or would go, and part of that one.
+    pub fn ahead_of(&self, total: i64, member: &[u8]) -> usize {
+        let before_key = |(t, m): &(i64, Member)| order((*t, m), (total, member)) == Ordering::Less;
+        let b = self
+            .blocks
+            .partition_point(|block| block.last().is_some_and(before_key));
+        let before: usize = self.blocks.iter().take(b).map(Vec::len).sum();
+        let within = self
+            .blocks
+            .get(b)
+            .map_or(0, |block| block.partition_point(before_key));
+        before + within
+    }
+
     /// How many members have a total strictly higher than `total` (TSRANK.RANK ... TIES):
     /// the blocks before the first that ends at or below it, and part of that one.
     pub fn above(&self, total: i64) -> usize {
