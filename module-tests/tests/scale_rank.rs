@@ -753,6 +753,27 @@ fn replica_reads_stay_fast_while_a_big_slot_expires(kind: &ServerKind) {
     srv.assert_alive();
 }
 
+/// `key` as `WINDOW window SLOT slot` with [`members`] members written now, with totals
+/// of 1 to 3 (a third of the board shares each total): the model and its order.
+fn thirds_board(
+    srv: &Server,
+    key: &str,
+    window: &str,
+    slot: &str,
+) -> (BTreeMap<String, i64>, Vec<(String, i64)>) {
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", window, "SLOT", slot]),
+        v_ok()
+    );
+    let n = members();
+    fill(srv, key, n, server_ms(srv), |i| (i % 3) as i64 + 1);
+    let model: BTreeMap<String, i64> = (0..n)
+        .map(|i| (format!("m{i}"), (i % 3) as i64 + 1))
+        .collect();
+    let rows = RankModel::ranked(&model);
+    (model, rows)
+}
+
 per_server!(one_kind_at_a_time: standings_reads_stay_fast_on_a_large_board);
 /// A board of 100k members (`TALLY_LONG=1`: a million) with totals of 1 to 3, so a third
 /// of the board shares each total: AROUND of the last, a middle and the first member with
@@ -762,16 +783,8 @@ fn standings_reads_stay_fast_on_a_large_board(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
     let key = "{st}";
-    assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "1h", "SLOT", "1m"]),
-        v_ok()
-    );
     let n = members();
-    fill(&srv, key, n, server_ms(&srv), |i| (i % 3) as i64 + 1);
-    let model: BTreeMap<String, i64> = (0..n)
-        .map(|i| (format!("m{i}"), (i % 3) as i64 + 1))
-        .collect();
-    let rows = RankModel::ranked(&model);
+    let (model, rows) = thirds_board(&srv, key, "1h", "1m");
     let mut watch = watch_slow_commands(&srv);
     let probes = [
         rows[rows.len() - 1].0.clone(),
@@ -818,16 +831,8 @@ fn standings_reads_stay_fast_while_a_small_slot_leaves(kind: &ServerKind) {
     let key = "{sp}";
     srv.cmd(&["CONFIG", "SET", "tally.expire-budget-us", "10"])
         .expect("config");
-    assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "60s", "SLOT", "1s"]),
-        v_ok()
-    );
     let n = members();
-    fill(&srv, key, n, server_ms(&srv), |i| (i % 3) as i64 + 1);
-    let model: BTreeMap<String, i64> = (0..n)
-        .map(|i| (format!("m{i}"), (i % 3) as i64 + 1))
-        .collect();
-    let rows = RankModel::ranked(&model);
+    let (_, rows) = thirds_board(&srv, key, "60s", "1s");
     // 2,000 members get 2 more in a slot that leaves the window about 3 s from now.
     let small_at = server_ms(&srv) - 57_000;
     let leaves = (small_at / 1000 + 60) * 1000;
