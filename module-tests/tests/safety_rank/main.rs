@@ -432,3 +432,48 @@ fn background_visits_do_not_make_idle_keys_look_used(kind: &ServerKind) {
         );
     }
 }
+
+per_server!(a_board_renamed_onto_one_being_removed_whole_stays_whole);
+/// A slot hash of board `x` expires (the job that removes `x` whole is queued) and, before
+/// that job runs, `RENAME y x` in the same transaction: `x` is `y`'s board, whole. (The job
+/// took the sorted set now at `x`, `y`'s, and left `y`'s meta and slots there without
+/// totals: a fault-fuzz run found it after an eviction.)
+fn a_board_renamed_onto_one_being_removed_whole_stays_whole(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let srv = start_without_active_expiry(kind);
+    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "x", "4", "a"]), v_int(4));
+    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "y", "7", "b"]), v_int(7));
+    let mut c = srv.conn();
+    let slots: Vec<String> = redis::cmd("KEYS").arg("x|slot|*").query(&mut c).unwrap();
+    let slot = slots.first().cloned().unwrap_or_default();
+    assert_eq!(srv.cmd_value(&["PEXPIRE", &slot, "1"]), v_int(1), "{k}");
+    std::thread::sleep(Duration::from_millis(20));
+    let replies = pipeline(
+        &mut c,
+        &[
+            vec!["MULTI".to_string()],
+            vec!["EXISTS".to_string(), slot.clone()],
+            vec!["RENAME".to_string(), "y".into(), "x".into()],
+            vec!["EXEC".to_string()],
+        ],
+    );
+    assert_eq!(replies.last(), Some(&v_arr(vec![v_int(0), v_ok()])), "{k}");
+    assert!(
+        wait_until(Duration::from_secs(3), || !exists(&srv, "y|meta")),
+        "{k}: y's meta did not move"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "x", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("b"), v_int(7)]),
+        "{k}: x is y's board"
+    );
+    assert!(exists(&srv, "x|meta"), "{k}: x keeps y's meta");
+    assert_eq!(slot_sum(&srv, "x", "b"), 7, "{k}: x keeps y's slots");
+    assert_eq!(slot_sum(&srv, "x", "a"), 0, "{k}: x's own slots are gone");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "x", "1", "b"]),
+        v_int(8),
+        "{k}"
+    );
+    srv.assert_alive();
+}
