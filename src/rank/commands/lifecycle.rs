@@ -88,7 +88,10 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
             return;
         }
         "rename_to" => {
-            let from = memory::lifecycle(|l| l.rename_from.take());
+            let from = memory::lifecycle(|l| {
+                l.jobs.overwritten(db, key);
+                l.rename_from.take()
+            });
             match from {
                 Some((from_db, from)) if from_db == db && is_board(db, &from) => Job::Rename {
                     db,

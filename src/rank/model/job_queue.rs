@@ -94,6 +94,22 @@ impl JobQueue {
         self.jobs.clear();
     }
 
+    /// The key at `name` in `db` was replaced by another one (a RENAME onto it): a queued
+    /// removal of the board there whole keeps to that board's parts, for the sorted set
+    /// at `name` is no longer its own.
+    pub fn overwritten(&mut self, db: c_int, name: &[u8]) {
+        for job in &mut self.jobs {
+            if let Job::RemoveWhole { db: d, base } = job {
+                if *d == db && base.as_slice() == name {
+                    *job = Job::Delete {
+                        db,
+                        base: std::mem::take(base),
+                    };
+                }
+            }
+        }
+    }
+
     /// What the queued jobs make of the board at `name` in `db`: followed back through
     /// the renames queued after its last removal.
     pub fn resolve(&self, db: c_int, name: &[u8]) -> Resolution {
@@ -233,6 +249,19 @@ mod tests {
         assert_eq!(queue.resolve(0, b"c"), at("c"));
         assert_eq!(queue.resolve(1, b"b"), at("b"));
         assert_eq!(queue.resolve(1, b"a"), at("a"));
+    }
+
+    #[test]
+    fn a_key_renamed_onto_a_board_being_removed_whole_is_not_removed_with_it() {
+        let mut queue = queued([remove_whole(0, "x"), remove_whole(1, "x")]);
+        queue.overwritten(0, b"x");
+        queue.push(rename(0, "y", "x"));
+        // x's old parts go; the sorted set now at x is y's, and y's parts come to it.
+        let jobs = queue.take();
+        assert!(matches!(&jobs[0], Job::Delete { db: 0, base } if base == b"x"));
+        // The same name in another database is still removed whole.
+        assert!(matches!(&jobs[1], Job::RemoveWhole { db: 1, base } if base == b"x"));
+        assert_eq!(jobs.len(), 3);
     }
 
     #[test]
