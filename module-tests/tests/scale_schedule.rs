@@ -87,7 +87,7 @@ fn the_schedule_grows_and_reloads_without_a_stall(kind: &ServerKind) {
 
     // On a glibc-malloc server the lazy free holds INFO's own replies (see
     // StallWatch::without_info); FLUSHALL and the ticks still count.
-    if kind.libc_malloc() {
+    if kind.glibc_malloc() {
         watch = watch.without_info();
     }
     assert_eq!(srv.cmd_value(&["FLUSHALL", "ASYNC"]), v_ok());

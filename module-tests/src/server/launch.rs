@@ -89,7 +89,16 @@ impl Server {
             .expect("open stdout.log");
         let err = out.try_clone().expect("dup stdout.log");
         let log_len = fs::metadata(self.log_path()).map(|m| m.len()).unwrap_or(0);
-        let child = Command::new(&self.kind.bin)
+        let mut command = Command::new(&self.kind.bin);
+        if let Some(lib) = self.kind.jemalloc_preload() {
+            let mut preload = lib.into_os_string();
+            if let Some(more) = std::env::var_os("LD_PRELOAD") {
+                preload.push(" ");
+                preload.push(more);
+            }
+            command.env("LD_PRELOAD", preload);
+        }
+        let child = command
             .arg(&conf)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
