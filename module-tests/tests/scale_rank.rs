@@ -882,3 +882,86 @@ fn standings_reads_stay_fast_while_a_small_slot_leaves(kind: &ServerKind) {
     );
     srv.assert_alive();
 }
+
+per_server!(one_kind_at_a_time: a_write_over_a_leftover_slot_hash_is_bounded);
+/// A write whose slot hash is a leftover (not a part of the board) replaces it within 10 ms
+/// of server time, and a replica follows, with servers that free a deleted key inside the
+/// command (`lazyfree-lazy-server-del no`, Redis 7.0's default): a user's own hash of 100k
+/// fields (`TALLY_LONG=1`: a million) under a new board's slot name, which the write
+/// deleted in place (77 ms on Redis 7.0, 47 ms on Redis 8.2); and a board of as many
+/// members in one slot unlinked and written again in one transaction (the write runs the
+/// queued removal of its parts first).
+fn a_write_over_a_leftover_slot_hash_is_bounded(kind: &ServerKind) {
+    let (srv, replica) = start_with_replica(kind);
+    let k = &kind.name;
+    let n = members();
+    for server in [&srv, &replica] {
+        for config in ["lazyfree-lazy-server-del", "lazyfree-lazy-user-del"] {
+            assert_eq!(server.cmd_value(&["CONFIG", "SET", config, "no"]), v_ok());
+        }
+    }
+    let t0 = server_ms(&srv);
+    let at = t0.to_string();
+    for key in ["{d}", "{u}"] {
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.CREATE", key, "WINDOW", "1h", "SLOT", "1m"]),
+            v_ok()
+        );
+    }
+    fill(&srv, "{d}", n, t0, |i| (i % 7) as i64 + 1);
+    let slot_name = format!("{{u}}|slot|{}", t0 / 60_000);
+    let mut conn = srv.conn();
+    let fields: Vec<Vec<String>> = (0..n)
+        .step_by(1000)
+        .map(|start| {
+            let mut cmd = vec!["HSET".to_string(), slot_name.clone()];
+            for i in start..(start + 1000).min(n) {
+                cmd.push(format!("f{i}"));
+                cmd.push("7".into());
+            }
+            cmd
+        })
+        .collect();
+    for chunk in fields.chunks(20) {
+        for reply in pipeline(&mut conn, chunk) {
+            assert!(matches!(reply, Value::Int(_)), "{reply:?}");
+        }
+    }
+    wait_replica_synced(&srv, &replica);
+    let mut watch = watch_slow_commands(&srv);
+
+    // The board unlinked and written again in one transaction.
+    let replies = pipeline(
+        &mut conn,
+        &[
+            vec!["MULTI"],
+            vec!["UNLINK", "{d}"],
+            vec!["TSRANK.INCRBY", "{d}", "5", "fresh", "AT", &at],
+            vec!["EXEC"],
+        ],
+    );
+    assert_eq!(
+        replies.last(),
+        Some(&Value::Array(vec![v_int(1), v_int(5)])),
+        "{k}: {replies:?}"
+    );
+    // The user's hash under the new board's slot name.
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{u}", "3", "m1", "AT", &at]),
+        v_int(3),
+        "{k}"
+    );
+    watch.check(&srv, k);
+    for (key, member, total) in [("{d}", "fresh", 5), ("{u}", "m1", 3)] {
+        assert_eq!(
+            srv.cmd_value(&["TSRANK.TOP", key, "10", "WITHSCORES"]),
+            v_arr(vec![v_bulk(member), v_int(total)]),
+            "{k}: {key} holds the new write alone"
+        );
+    }
+    assert_eq!(srv.cmd_value(&["HLEN", &slot_name]), v_int(1), "{k}");
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, k);
+    srv.assert_alive();
+    replica.assert_alive();
+}

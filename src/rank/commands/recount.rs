@@ -79,7 +79,7 @@ pub(super) fn at_once(
             let name = slot_key(base, index);
             let slot = acl.open(ctx, &name, true)?;
             if slot.kind() == KeyKind::Hash {
-                slot.delete();
+                slot.unlink();
                 gone.push(name);
             }
         }
@@ -88,9 +88,11 @@ pub(super) fn at_once(
             *meta = Meta::new(meta.window, meta.slot);
         }
     }
-    zset.delete();
+    // The sorted set can be far larger than the slot hashes (a native ZADD quarantines the
+    // board): freed in the background.
+    zset.unlink();
     let mut effects = Effects::new();
-    effects.command(c"DEL").arg(base);
+    effects.command(c"UNLINK").arg(base);
     let rows: Vec<(i64, &[u8])> = totals
         .rows()
         .filter_map(|(member, total)| {
@@ -106,7 +108,7 @@ pub(super) fn at_once(
         }
     }
     for name in &gone {
-        effects.command(c"DEL").arg(name);
+        effects.command(c"UNLINK").arg(name);
     }
     effects.emit(ctx);
     let db = selected_db(ctx);
