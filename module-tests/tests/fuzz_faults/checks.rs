@@ -294,6 +294,34 @@ impl Fuzz<'_> {
         }
     }
 
+    /// `LATENCY LATEST` as `event: latest ms (max ms)`, since the last check.
+    fn latency_events(&mut self) -> String {
+        let latest = redis::cmd("LATENCY")
+            .arg("LATEST")
+            .query::<Value>(&mut self.check)
+            .unwrap_or(Value::Nil);
+        let Value::Array(events) = latest else {
+            return format!("{latest:?}");
+        };
+        let events: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Value::Array(f) => Some(format!(
+                    "{}: {} ms (max {} ms)",
+                    escape_bytes(&value_bytes(f.first()?).unwrap_or_default()),
+                    f.get(2).and_then(as_i64)?,
+                    f.get(3).and_then(as_i64)?
+                )),
+                _ => None,
+            })
+            .collect();
+        if events.is_empty() {
+            "none".into()
+        } else {
+            events.join(", ")
+        }
+    }
+
     fn check_latency(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
         // SLOWLOG and the tick timer time by the wall clock, which runs on while the kernel
@@ -360,11 +388,16 @@ impl Fuzz<'_> {
         if let Some(max) = samples.iter().max() {
             if *max >= CLIENT_MAX_LIMIT {
                 problems.push(format!(
-                    "PING took {max:?} (limit {CLIENT_MAX_LIMIT:?}) among {} pings of this batch",
-                    samples.len()
+                    "PING took {max:?} (limit {CLIENT_MAX_LIMIT:?}) among {} pings of this batch; the server's latency events of 10 ms or more: {}",
+                    samples.len(),
+                    self.latency_events()
                 ));
             }
         }
+        redis::cmd("LATENCY")
+            .arg("RESET")
+            .exec(&mut self.check)
+            .ok();
         self.all_pings.extend(samples);
         if self.all_pings.len() >= 200 {
             let mut sorted = self.all_pings.clone();

@@ -365,6 +365,9 @@ fn fuzz_faults(kind: &ServerKind, family: Family) {
     for (k, v) in [
         ("slowlog-log-slower-than", "10000"),
         ("slowlog-max-len", "128"),
+        // The server's own record of what held it outside commands (expiry, eviction,
+        // fork, AOF writes), printed with a slow PING.
+        ("latency-monitor-threshold", "10"),
         // The replication backlog counts as used memory until it is full: a big one
         // grows with every filler write and eviction DEL, and the "little above
         // used_memory" limit then evicts every key. A small one is full at once.
