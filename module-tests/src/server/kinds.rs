@@ -61,7 +61,8 @@ impl ServerKind {
     /// allocation, whatever command makes it: with no module loaded, `INFO memory` took
     /// 2-18 ms after `FLUSHALL ASYNC` of 200k hashes (0 over 2 ms with jemalloc
     /// preloaded), and a `TSRANK.INCRBY` up to 111 ms after `DEL` of a 300k-member board.
-    /// Debian's `libjemalloc2` (a dependency of its `redis-server`; `scripts/deps.sh`).
+    /// Debian's `libjemalloc2` (a dependency of its `redis-server`; `scripts/deps.sh`),
+    /// with its background thread on, as a server built with jemalloc runs it.
     pub fn jemalloc_preload(&self) -> Option<PathBuf> {
         if !self.built_with_libc_malloc() {
             return None;
