@@ -1,0 +1,132 @@
+package dev.tally.jedis;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import redis.clients.jedis.CommandObject;
+import redis.clients.jedis.Response;
+
+/**
+ * The pipelined form of {@link Leaderboard}: the same methods, answering Jedis {@code Response}s
+ * filled when the pipeline syncs (or the transaction executes).
+ *
+ * <p>A sliding-window leaderboard ({@code TSRANK.*}) at one key. Members are strings (UTF-8).
+ * In a cluster the key needs a hash tag ({@code {likes}}), so that its derived keys share
+ * its slot.
+ */
+public final class PipelinedLeaderboard {
+  private final TallyPipeline tally;
+  private final String key;
+
+  PipelinedLeaderboard(TallyPipeline tally, String key) {
+    this.tally = tally;
+    this.key = key;
+  }
+
+  public String key() {
+    return key;
+  }
+
+  private <T> Response<T> run(CommandObject<T> command) {
+    return tally.execute(command);
+  }
+
+  /** {@code TSRANK.CREATE} with the configured window and slot; throws if the key exists. */
+  public Response<Void> create() {
+    return run(Commands.boardCreate(key, null, null, null));
+  }
+
+  /** {@code TSRANK.CREATE key WINDOW window SLOT slot} (null: the configured default). */
+  public Response<Void> create(Duration window, Duration slot) {
+    return run(Commands.boardCreate(key, window, slot, null));
+  }
+
+  /** {@code TSRANK.CREATE key WINDOW window SLOT slot CAPACITY capacity}: at most
+   * {@code capacity} members kept per slot, totals within {@link LeaderboardInfo#error()}. */
+  public Response<Void> create(Duration window, Duration slot, long capacity) {
+    return run(Commands.boardCreate(key, window, slot, capacity));
+  }
+
+  /** Adds to several members at once (in the map's order); their new window totals, in order. */
+  public Response<List<Long>> incrby(Map<String, Long> increments) {
+    return run(Commands.boardIncrBy(key, increments, null));
+  }
+
+  /** Adds to several members in the slot of {@code at} (null: now); their new totals. */
+  public Response<List<Long>> incrby(Map<String, Long> increments, Instant at) {
+    return run(Commands.boardIncrBy(key, increments, at));
+  }
+
+  /** Adds 1 to one member; its new window total. */
+  public Response<Long> incr(String member) {
+    return run(Commands.boardIncr(key, member, 1, null));
+  }
+
+  /** Adds to one member (a negative increment lowers its count); its new window total. */
+  public Response<Long> incr(String member, long increment) {
+    return run(Commands.boardIncr(key, member, increment, null));
+  }
+
+  public Response<Long> incr(String member, long increment, Instant at) {
+    return run(Commands.boardIncr(key, member, increment, at));
+  }
+
+  /** The {@code count} highest totals, highest first (ties by member, descending). */
+  public Response<List<Entry>> top(long count) {
+    return run(Commands.boardTop(key, count, 0, null));
+  }
+
+  /** {@code top} from {@code offset}, over the latest {@code window} (null: the whole window). */
+  public Response<List<Entry>> top(long count, long offset, Duration window) {
+    return run(Commands.boardTop(key, count, offset, window));
+  }
+
+  /** The member's window total, or null. */
+  public Response<Long> score(String member) {
+    return run(Commands.boardScore(key, member));
+  }
+
+  /** Each member's window total (null for one without), in order ({@code TSRANK.MSCORE}). */
+  public Response<List<Long>> scores(String... members) {
+    return run(Commands.boardScores(key, Arrays.asList(members)));
+  }
+
+  /** 0 for the highest total; null for a member without one. */
+  public Response<Long> rank(String member) {
+    return run(Commands.boardRank(key, member, false));
+  }
+
+  /** With {@code ties}, the competition rank: how many members have a strictly higher total
+   * (totals 9, 7, 7, 5 rank 0, 1, 1, 3). */
+  public Response<Long> rank(String member, boolean ties) {
+    return run(Commands.boardRank(key, member, ties));
+  }
+
+  /** From {@code count} places above {@code member} to {@code count} below it, in
+   * {@code top}'s order; empty for a member without a total. */
+  public Response<List<Entry>> around(String member, long count) {
+    return run(Commands.boardAround(key, member, count));
+  }
+
+  /** The member's non-zero slots of the window, oldest first. */
+  public Response<List<Slot>> history(String member) {
+    return run(Commands.boardHistory(key, member, null));
+  }
+
+  /** The member's non-zero slots of the latest {@code window}, oldest first. */
+  public Response<List<Slot>> history(String member, Duration window) {
+    return run(Commands.boardHistory(key, member, window));
+  }
+
+  /** Removes members entirely; how many of them had a non-zero window total. */
+  public Response<Long> rem(String... members) {
+    return run(Commands.boardRem(key, Arrays.asList(members)));
+  }
+
+  /** {@code TSRANK.INFO}, or null for a missing key. */
+  public Response<LeaderboardInfo> info() {
+    return run(Commands.boardInfo(key));
+  }
+}

@@ -1,0 +1,38 @@
+package dev.tally.jedis;
+
+import java.time.Duration;
+import java.time.Instant;
+import redis.clients.jedis.CommandObject;
+
+/**
+ * One limited subject ({@code TSTHROTTLE.*}): its key holds when its earlier requests are paid
+ * off, and expires once it is back to a full burst.
+ */
+public final class Throttle {
+  private final Tally tally;
+  private final String key;
+
+  Throttle(Tally tally, String key) {
+    this.tally = tally;
+    this.key = key;
+  }
+
+  public String key() {
+    return key;
+  }
+
+  private <T> T run(CommandObject<T> command) {
+    return tally.execute(command);
+  }
+
+  /** {@code TSTHROTTLE.ALLOW}: admits one request at {@code count} per {@code period} with
+   * bursts of {@code maxBurst} ({@code maxBurst + 1} at once); a refusal writes nothing. */
+  public ThrottleDecision allow(long maxBurst, long count, Duration period) {
+    return run(Commands.throttleAllow(key, maxBurst, count, period, 1, null));
+  }
+
+  /** Admits {@code quantity} (0 only checks) at {@code at} (null: now). */
+  public ThrottleDecision allow(long maxBurst, long count, Duration period, long quantity, Instant at) {
+    return run(Commands.throttleAllow(key, maxBurst, count, period, quantity, at));
+  }
+}
