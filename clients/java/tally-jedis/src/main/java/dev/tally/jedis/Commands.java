@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import redis.clients.jedis.ClusterCommandArguments;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.CommandObject;
 
@@ -16,9 +17,24 @@ import redis.clients.jedis.CommandObject;
  * (cluster routing), and the parser of the reply. {@link Tally} runs them on a
  * {@code UnifiedJedis}, {@link TallyPipeline} appends them to a pipeline or transaction;
  * {@code jedis.executeCommand(...)} takes them as they are.
+ *
+ * <p>{@link #STANDALONE} builds them for a single server (or a proxy), {@link #CLUSTER} for
+ * {@code JedisCluster} and its {@code ClusterPipeline}, which read the hash slot from Jedis's
+ * {@code ClusterCommandArguments} (and refuse keys of two slots before sending).
  */
 public final class Commands {
-  private Commands() {}
+  public static final Commands STANDALONE = new Commands(false);
+  public static final Commands CLUSTER = new Commands(true);
+
+  private final boolean cluster;
+
+  private Commands(boolean cluster) {
+    this.cluster = cluster;
+  }
+
+  private CommandArguments newArgs(Command c) {
+    return cluster ? new ClusterCommandArguments(c) : new CommandArguments(c);
+  }
 
   // ------------------------------------------------------------------ arguments ----
 
@@ -31,8 +47,8 @@ public final class Commands {
     return d.toMillis();
   }
 
-  private static CommandArguments args(Command c, String key) {
-    return new CommandArguments(c).key(Objects.requireNonNull(key, "key"));
+  private CommandArguments args(Command c, String key) {
+    return newArgs(c).key(Objects.requireNonNull(key, "key"));
   }
 
   private static void at(CommandArguments a, Instant at) {
@@ -65,7 +81,7 @@ public final class Commands {
 
   // ------------------------------------------------------------------ counters ----
 
-  public static CommandObject<Void> counterCreate(String key, List<Resolution> resolutions) {
+  public CommandObject<Void> counterCreate(String key, List<Resolution> resolutions) {
     CommandArguments a = args(TSCOUNTER_CREATE, key);
     if (resolutions != null) {
       nonEmpty(resolutions, "resolutions");
@@ -77,13 +93,13 @@ public final class Commands {
     return cmd(a, Replies::ok);
   }
 
-  public static CommandObject<Long> counterIncrBy(String key, long increment, Instant at) {
+  public CommandObject<Long> counterIncrBy(String key, long increment, Instant at) {
     CommandArguments a = args(TSCOUNTER_INCRBY, key).add(increment);
     at(a, at);
     return cmd(a, Replies::num);
   }
 
-  public static CommandObject<List<Long>> counterSum(String key, List<Duration> windows, Instant at) {
+  public CommandObject<List<Long>> counterSum(String key, List<Duration> windows, Instant at) {
     nonEmpty(windows, "sum");
     CommandArguments a = args(TSCOUNTER_SUM, key);
     windows.forEach(w -> a.add(ms(w)));
@@ -91,7 +107,7 @@ public final class Commands {
     return cmd(a, Replies::nums);
   }
 
-  public static CommandObject<List<Slot>> counterRange(
+  public CommandObject<List<Slot>> counterRange(
       String key, Duration resolution, Instant from, Instant to, boolean empty) {
     CommandArguments a = args(TSCOUNTER_RANGE, key).add(ms(resolution));
     if (from != null) {
@@ -106,11 +122,11 @@ public final class Commands {
     return cmd(a, Replies::slots);
   }
 
-  public static CommandObject<CounterInfo> counterInfo(String key) {
+  public CommandObject<CounterInfo> counterInfo(String key) {
     return cmd(args(TSCOUNTER_INFO, key), Replies::counterInfo);
   }
 
-  public static CommandObject<Decision> counterLimit(
+  public CommandObject<Decision> counterLimit(
       String key, long increment, List<WindowLimit> windows, Instant at, boolean details) {
     nonEmpty(windows, "limit");
     CommandArguments a = args(TSCOUNTER_LIMIT, key).add(increment);
@@ -122,11 +138,11 @@ public final class Commands {
     return cmd(a, r -> Replies.decision(r, details));
   }
 
-  public static CommandObject<MultiDecision> mlimit(
+  public CommandObject<MultiDecision> mlimit(
       Map<String, List<WindowLimit>> limits, long increment, Instant at, boolean details) {
     nonEmpty(limits.keySet(), "mlimit");
     List<String> keys = new ArrayList<>(limits.keySet());
-    CommandArguments a = new CommandArguments(TSCOUNTER_MLIMIT).add(keys.size());
+    CommandArguments a = newArgs(TSCOUNTER_MLIMIT).add(keys.size());
     keys.forEach(a::key);
     a.add(increment);
     for (String k : keys) {
@@ -142,10 +158,10 @@ public final class Commands {
     return cmd(a, r -> Replies.multiDecision(r, keys, details));
   }
 
-  public static CommandObject<List<Long>> msum(List<String> keys, List<Duration> windows, Instant at) {
+  public CommandObject<List<Long>> msum(List<String> keys, List<Duration> windows, Instant at) {
     nonEmpty(keys, "msum");
     nonEmpty(windows, "msum");
-    CommandArguments a = new CommandArguments(TSCOUNTER_MSUM).add(keys.size());
+    CommandArguments a = newArgs(TSCOUNTER_MSUM).add(keys.size());
     keys.forEach(a::key);
     windows.forEach(w -> a.add(ms(w)));
     at(a, at);
@@ -154,7 +170,7 @@ public final class Commands {
 
   // -------------------------------------------------------------- leaderboards ----
 
-  public static CommandObject<Void> boardCreate(String key, Duration window, Duration slot, Long capacity) {
+  public CommandObject<Void> boardCreate(String key, Duration window, Duration slot, Long capacity) {
     CommandArguments a = args(TSRANK_CREATE, key);
     if (window != null) {
       a.add("WINDOW").add(ms(window));
@@ -168,7 +184,7 @@ public final class Commands {
     return cmd(a, Replies::ok);
   }
 
-  public static CommandObject<List<Long>> boardIncrBy(String key, Map<String, Long> increments, Instant at) {
+  public CommandObject<List<Long>> boardIncrBy(String key, Map<String, Long> increments, Instant at) {
     nonEmpty(increments.keySet(), "incrby");
     CommandArguments a = args(TSRANK_INCRBY, key);
     increments.forEach((member, n) -> a.add(n.longValue()).add(member));
@@ -176,13 +192,13 @@ public final class Commands {
     return cmd(a, Replies::nums);
   }
 
-  public static CommandObject<Long> boardIncr(String key, String member, long increment, Instant at) {
+  public CommandObject<Long> boardIncr(String key, String member, long increment, Instant at) {
     CommandArguments a = args(TSRANK_INCRBY, key).add(increment).add(Objects.requireNonNull(member, "member"));
     at(a, at);
     return cmd(a, Replies::num);
   }
 
-  public static CommandObject<List<Entry>> boardTop(String key, long count, long offset, Duration window) {
+  public CommandObject<List<Entry>> boardTop(String key, long count, long offset, Duration window) {
     CommandArguments a = args(TSRANK_TOP, key).add(count);
     if (offset != 0) {
       a.add("OFFSET").add(offset);
@@ -192,18 +208,18 @@ public final class Commands {
     return cmd(a, Replies::entries);
   }
 
-  public static CommandObject<Long> boardScore(String key, String member) {
+  public CommandObject<Long> boardScore(String key, String member) {
     return cmd(args(TSRANK_SCORE, key).add(member), Replies::optionalNum);
   }
 
-  public static CommandObject<List<Long>> boardScores(String key, List<String> members) {
+  public CommandObject<List<Long>> boardScores(String key, List<String> members) {
     nonEmpty(members, "scores");
     CommandArguments a = args(TSRANK_MSCORE, key);
     members.forEach(a::add);
     return cmd(a, Replies::optionalNums);
   }
 
-  public static CommandObject<Long> boardRank(String key, String member, boolean ties) {
+  public CommandObject<Long> boardRank(String key, String member, boolean ties) {
     CommandArguments a = args(TSRANK_RANK, key).add(member);
     if (ties) {
       a.add("TIES");
@@ -211,30 +227,30 @@ public final class Commands {
     return cmd(a, Replies::optionalNum);
   }
 
-  public static CommandObject<List<Entry>> boardAround(String key, String member, long count) {
+  public CommandObject<List<Entry>> boardAround(String key, String member, long count) {
     return cmd(args(TSRANK_AROUND, key).add(member).add(count).add("WITHSCORES"), Replies::entries);
   }
 
-  public static CommandObject<List<Slot>> boardHistory(String key, String member, Duration window) {
+  public CommandObject<List<Slot>> boardHistory(String key, String member, Duration window) {
     CommandArguments a = args(TSRANK_HISTORY, key).add(member);
     window(a, window);
     return cmd(a, Replies::slots);
   }
 
-  public static CommandObject<Long> boardRem(String key, List<String> members) {
+  public CommandObject<Long> boardRem(String key, List<String> members) {
     nonEmpty(members, "rem");
     CommandArguments a = args(TSRANK_REM, key);
     members.forEach(a::add);
     return cmd(a, Replies::num);
   }
 
-  public static CommandObject<LeaderboardInfo> boardInfo(String key) {
+  public CommandObject<LeaderboardInfo> boardInfo(String key) {
     return cmd(args(TSRANK_INFO, key), Replies::boardInfo);
   }
 
   // ---------------------------------------------------------------- statistics ----
 
-  public static CommandObject<Void> statsCreate(String key, Duration period, Integer keep) {
+  public CommandObject<Void> statsCreate(String key, Duration period, Integer keep) {
     CommandArguments a = args(STATS_CREATE, key);
     if (period != null) {
       a.add("PERIOD").add(ms(period));
@@ -251,7 +267,7 @@ public final class Commands {
     }
   }
 
-  public static CommandObject<Long> statsAdd(String key, List<Double> values, Instant at, Report report) {
+  public CommandObject<Long> statsAdd(String key, List<Double> values, Instant at, Report report) {
     nonEmpty(values, "add");
     CommandArguments a = args(STATS_ADD, key);
     doubles(a, values);
@@ -268,13 +284,13 @@ public final class Commands {
     return cmd(a, Replies::num);
   }
 
-  public static CommandObject<Summary> statsGet(String key, Duration window) {
+  public CommandObject<Summary> statsGet(String key, Duration window) {
     CommandArguments a = args(STATS_GET, key);
     window(a, window);
     return cmd(a, Replies::summary);
   }
 
-  public static CommandObject<List<Double>> statsQuantile(String key, List<Double> qs, Duration window) {
+  public CommandObject<List<Double>> statsQuantile(String key, List<Double> qs, Duration window) {
     nonEmpty(qs, "quantile");
     CommandArguments a = args(STATS_QUANTILE, key);
     doubles(a, qs);
@@ -282,7 +298,7 @@ public final class Commands {
     return cmd(a, Replies::doublesOrNull);
   }
 
-  public static CommandObject<List<Double>> statsCdf(String key, List<Double> values, Duration window) {
+  public CommandObject<List<Double>> statsCdf(String key, List<Double> values, Duration window) {
     nonEmpty(values, "cdf");
     CommandArguments a = args(STATS_CDF, key);
     doubles(a, values);
@@ -290,7 +306,7 @@ public final class Commands {
     return cmd(a, Replies::doublesOrNull);
   }
 
-  public static CommandObject<List<Period>> statsRange(String key, Instant from, Instant to) {
+  public CommandObject<List<Period>> statsRange(String key, Instant from, Instant to) {
     CommandArguments a = args(STATS_RANGE, key);
     if (from != null) {
       a.add("FROM").add(from.toEpochMilli());
@@ -301,22 +317,22 @@ public final class Commands {
     return cmd(a, Replies::periods);
   }
 
-  public static CommandObject<StatsInfo> statsInfo(String key) {
+  public CommandObject<StatsInfo> statsInfo(String key) {
     return cmd(args(STATS_INFO, key), Replies::statsInfo);
   }
 
-  public static CommandObject<Summary> mget(List<String> keys, Duration window) {
+  public CommandObject<Summary> mget(List<String> keys, Duration window) {
     nonEmpty(keys, "mget");
-    CommandArguments a = new CommandArguments(STATS_MGET).add(keys.size());
+    CommandArguments a = newArgs(STATS_MGET).add(keys.size());
     keys.forEach(a::key);
     window(a, window);
     return cmd(a, Replies::summary);
   }
 
-  public static CommandObject<List<Double>> mquantile(List<String> keys, List<Double> qs, Duration window) {
+  public CommandObject<List<Double>> mquantile(List<String> keys, List<Double> qs, Duration window) {
     nonEmpty(keys, "mquantile");
     nonEmpty(qs, "mquantile");
-    CommandArguments a = new CommandArguments(STATS_MQUANTILE).add(keys.size());
+    CommandArguments a = newArgs(STATS_MQUANTILE).add(keys.size());
     keys.forEach(a::key);
     doubles(a, qs);
     window(a, window);
@@ -325,7 +341,7 @@ public final class Commands {
 
   // ----------------------------------------------------------------- throttles ----
 
-  public static CommandObject<ThrottleDecision> throttleAllow(
+  public CommandObject<ThrottleDecision> throttleAllow(
       String key, long maxBurst, long count, Duration period, long quantity, Instant at) {
     CommandArguments a =
         args(TSTHROTTLE_ALLOW, key).add(maxBurst).add(count).add(ms(period)).add("QUANTITY").add(quantity);

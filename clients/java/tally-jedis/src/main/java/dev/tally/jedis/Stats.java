@@ -26,65 +26,65 @@ public final class Stats {
 
   /** {@code STATS.CREATE} with the configured period and keep; throws if the key exists. */
   public void create() {
-    run(Commands.statsCreate(key, null, null));
+    run(tally.commands().statsCreate(key, null, null));
   }
 
   /** {@code STATS.CREATE key PERIOD period KEEP keep} (null: the configured default). */
   public void create(Duration period, Integer keep) {
-    run(Commands.statsCreate(key, period, keep));
+    run(tally.commands().statsCreate(key, period, keep));
   }
 
   /** Adds values to the current period; the period's count. */
   public long add(double... values) {
-    return run(Commands.statsAdd(key, Tally.boxed(values), null, null));
+    return run(tally.commands().statsAdd(key, Tally.boxed(values), null, null));
   }
 
   /** Adds values to the period of {@code at} (null: now); with a {@link Report}, also ranks a
    * statistic of that period in a sorted set. The period's count. */
   public long add(List<Double> values, Instant at, Report report) {
-    return run(Commands.statsAdd(key, values, at, report));
+    return run(tally.commands().statsAdd(key, values, at, report));
   }
 
   /** The current period's summary, or null when it is empty. */
   public Summary get() {
-    return run(Commands.statsGet(key, null));
+    return run(tally.commands().statsGet(key, null));
   }
 
   /** The latest {@code window}'s summary, or null when it is empty. */
   public Summary get(Duration window) {
-    return run(Commands.statsGet(key, window));
+    return run(tally.commands().statsGet(key, window));
   }
 
   /** Quantiles of the current period, in order; null when it is empty. */
   public List<Double> quantile(double... qs) {
-    return run(Commands.statsQuantile(key, Tally.boxed(qs), null));
+    return run(tally.commands().statsQuantile(key, Tally.boxed(qs), null));
   }
 
   public List<Double> quantile(List<Double> qs, Duration window) {
-    return run(Commands.statsQuantile(key, qs, window));
+    return run(tally.commands().statsQuantile(key, qs, window));
   }
 
   /** The share of the current period's values at or below each value; null when empty. */
   public List<Double> cdf(double... values) {
-    return run(Commands.statsCdf(key, Tally.boxed(values), null));
+    return run(tally.commands().statsCdf(key, Tally.boxed(values), null));
   }
 
   public List<Double> cdf(List<Double> values, Duration window) {
-    return run(Commands.statsCdf(key, values, window));
+    return run(tally.commands().statsCdf(key, values, window));
   }
 
   /** Every stored period, oldest first. */
   public List<Period> range() {
-    return run(Commands.statsRange(key, null, null));
+    return run(tally.commands().statsRange(key, null, null));
   }
 
   /** The periods from the one containing {@code from} to the one containing {@code to}. */
   public List<Period> range(Instant from, Instant to) {
-    return run(Commands.statsRange(key, from, to));
+    return run(tally.commands().statsRange(key, from, to));
   }
 
   /** {@code STATS.INFO}, or null for a missing key. */
   public StatsInfo info() {
-    return run(Commands.statsInfo(key));
+    return run(tally.commands().statsInfo(key));
   }
 }

@@ -7,7 +7,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import redis.clients.jedis.ClusterPipeline;
 import redis.clients.jedis.CommandObject;
+import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.PipeliningBase;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -20,9 +22,22 @@ import redis.clients.jedis.UnifiedJedis;
  */
 public final class Tally {
   private final UnifiedJedis jedis;
+  private final Commands commands;
 
+  /** Over a {@code JedisPooled}, a {@code JedisCluster}, or any other {@code UnifiedJedis}. */
   public Tally(UnifiedJedis jedis) {
+    this(jedis, jedis instanceof JedisCluster);
+  }
+
+  /** {@code cluster}: the client routes by hash slot (a {@code UnifiedJedis} made over a
+   * cluster connection provider rather than as a {@code JedisCluster}). */
+  public Tally(UnifiedJedis jedis, boolean cluster) {
     this.jedis = Objects.requireNonNull(jedis, "jedis");
+    this.commands = cluster ? Commands.CLUSTER : Commands.STANDALONE;
+  }
+
+  Commands commands() {
+    return commands;
   }
 
   public UnifiedJedis jedis() {
@@ -32,7 +47,7 @@ public final class Tally {
   /** The same handles on a pipeline or transaction ({@code jedis.pipelined()},
    * {@code jedis.multi()}): their methods answer Jedis {@code Response}s. */
   public static TallyPipeline pipeline(PipeliningBase pipeline) {
-    return new TallyPipeline(pipeline);
+    return new TallyPipeline(pipeline, pipeline instanceof ClusterPipeline);
   }
 
   <T> T execute(CommandObject<T> command) {
@@ -70,39 +85,39 @@ public final class Tally {
    * to its windows. In a cluster the keys must share a hash slot ({@code {user:42}:ip}).
    */
   public MultiDecision mlimit(Map<String, List<WindowLimit>> limits, long increment) {
-    return execute(Commands.mlimit(limits, increment, null, false));
+    return execute(commands.mlimit(limits, increment, null, false));
   }
 
   /** {@code TSCOUNTER.MLIMIT} at {@code at} (null: now), with details when asked. */
   public MultiDecision mlimit(Map<String, List<WindowLimit>> limits, long increment, Instant at, boolean details) {
-    return execute(Commands.mlimit(limits, increment, at, details));
+    return execute(commands.mlimit(limits, increment, at, details));
   }
 
   /** {@code TSCOUNTER.MSUM}: each window ending now summed over the counters {@code keys}. */
   public List<Long> msum(List<String> keys, Duration... windows) {
-    return execute(Commands.msum(keys, Arrays.asList(windows), null));
+    return execute(commands.msum(keys, Arrays.asList(windows), null));
   }
 
   public List<Long> msum(List<String> keys, List<Duration> windows, Instant at) {
-    return execute(Commands.msum(keys, windows, at));
+    return execute(commands.msum(keys, windows, at));
   }
 
   /** {@code STATS.MGET}: the summary of every object's current period as if they were one;
    * null when all are empty. */
   public Summary mget(List<String> keys) {
-    return execute(Commands.mget(keys, null));
+    return execute(commands.mget(keys, null));
   }
 
   public Summary mget(List<String> keys, Duration window) {
-    return execute(Commands.mget(keys, window));
+    return execute(commands.mget(keys, window));
   }
 
   /** {@code STATS.MQUANTILE}: quantiles of every object's current period; null when empty. */
   public List<Double> mquantile(List<String> keys, double... qs) {
-    return execute(Commands.mquantile(keys, boxed(qs), null));
+    return execute(commands.mquantile(keys, boxed(qs), null));
   }
 
   public List<Double> mquantile(List<String> keys, List<Double> qs, Duration window) {
-    return execute(Commands.mquantile(keys, qs, window));
+    return execute(commands.mquantile(keys, qs, window));
   }
 }

@@ -19,9 +19,15 @@ import redis.clients.jedis.Response;
  */
 public final class TallyPipeline {
   private final PipeliningBase pipeline;
+  private final Commands commands;
 
-  TallyPipeline(PipeliningBase pipeline) {
+  TallyPipeline(PipeliningBase pipeline, boolean cluster) {
     this.pipeline = Objects.requireNonNull(pipeline, "pipeline");
+    this.commands = cluster ? Commands.CLUSTER : Commands.STANDALONE;
+  }
+
+  Commands commands() {
+    return commands;
   }
 
   public PipeliningBase pipeline() {
@@ -50,35 +56,35 @@ public final class TallyPipeline {
 
   /** {@link Tally#mlimit(Map, long)}. */
   public Response<MultiDecision> mlimit(Map<String, List<WindowLimit>> limits, long increment) {
-    return execute(Commands.mlimit(limits, increment, null, false));
+    return execute(commands.mlimit(limits, increment, null, false));
   }
 
   public Response<MultiDecision> mlimit(
       Map<String, List<WindowLimit>> limits, long increment, Instant at, boolean details) {
-    return execute(Commands.mlimit(limits, increment, at, details));
+    return execute(commands.mlimit(limits, increment, at, details));
   }
 
   public Response<List<Long>> msum(List<String> keys, Duration... windows) {
-    return execute(Commands.msum(keys, Arrays.asList(windows), null));
+    return execute(commands.msum(keys, Arrays.asList(windows), null));
   }
 
   public Response<List<Long>> msum(List<String> keys, List<Duration> windows, Instant at) {
-    return execute(Commands.msum(keys, windows, at));
+    return execute(commands.msum(keys, windows, at));
   }
 
   public Response<Summary> mget(List<String> keys) {
-    return execute(Commands.mget(keys, null));
+    return execute(commands.mget(keys, null));
   }
 
   public Response<Summary> mget(List<String> keys, Duration window) {
-    return execute(Commands.mget(keys, window));
+    return execute(commands.mget(keys, window));
   }
 
   public Response<List<Double>> mquantile(List<String> keys, double... qs) {
-    return execute(Commands.mquantile(keys, Tally.boxed(qs), null));
+    return execute(commands.mquantile(keys, Tally.boxed(qs), null));
   }
 
   public Response<List<Double>> mquantile(List<String> keys, List<Double> qs, Duration window) {
-    return execute(Commands.mquantile(keys, qs, window));
+    return execute(commands.mquantile(keys, qs, window));
   }
 }

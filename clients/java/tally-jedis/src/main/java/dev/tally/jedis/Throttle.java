@@ -28,11 +28,11 @@ public final class Throttle {
   /** {@code TSTHROTTLE.ALLOW}: admits one request at {@code count} per {@code period} with
    * bursts of {@code maxBurst} ({@code maxBurst + 1} at once); a refusal writes nothing. */
   public ThrottleDecision allow(long maxBurst, long count, Duration period) {
-    return run(Commands.throttleAllow(key, maxBurst, count, period, 1, null));
+    return run(tally.commands().throttleAllow(key, maxBurst, count, period, 1, null));
   }
 
   /** Admits {@code quantity} (0 only checks) at {@code at} (null: now). */
   public ThrottleDecision allow(long maxBurst, long count, Duration period, long quantity, Instant at) {
-    return run(Commands.throttleAllow(key, maxBurst, count, period, quantity, at));
+    return run(tally.commands().throttleAllow(key, maxBurst, count, period, quantity, at));
   }
 }
