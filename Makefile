@@ -39,9 +39,9 @@ run: build
 	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
 
 ## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
-## then the Python and Node.js clients' tests (~12 minutes on 2 cores). The large cases run
+## then the Python, Node.js and Java clients' tests (~13 minutes on 2 cores). The large cases run
 ## at a size that still shows what they guard (make test-long runs them at full size).
-test: unit-test module-test python-test limits-suite node-test
+test: unit-test module-test python-test limits-suite node-test java-test
 
 unit-test: deps
 	$(CARGO) test -p tally --lib
@@ -90,6 +90,16 @@ node-test: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		bash clients/node/scripts/test.sh $(CURDIR)/.tools/node-test
 
+## make java-test: the Java packages (clients/java: tally-jedis and tally-spring-gateway) built
+## with the system mvn (Java 17, every version pinned; ~/.m2 from Maven Central) and their JUnit
+## tests run against every server of TALLY_SERVERS, a cluster and a real gateway (~1 minute).
+## Maven prints only errors and Surefire's counts.
+.PHONY: java-test
+java-test: build
+	cd clients/java && TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
+		mvn -B -q -Dstyle.color=never -Dorg.slf4j.simpleLogger.log.org.apache.maven.plugin.surefire=info \
+		$(MVN_ARGS) test
+
 ## make test-long: the same suites with long soak variants and full sizes (TALLY_LONG=1):
 ## more proptest cases, ten times more fuzz vectors and fault-fuzz batches (1500 per family
 ## and server, 100 in make test), longer writer phases around cluster resharding, the fault
@@ -133,6 +143,14 @@ bench: build
 ## make test; takes ~10 minutes at the default scales.
 bench-scale: build
 	bash scripts/bench-scale.sh
+
+## make bench-java: server time per request of the Java TallyRateLimiter (TSTHROTTLE.ALLOW)
+## against Spring Cloud Gateway's RedisRateLimiter script (EVALSHA and EVAL of the
+## request_rate_limiter.lua of the gateway jar in the local Maven repository), same server,
+## hot key and 100k keys (scripts/bench_java_gateway.sh; ~1 minute).
+.PHONY: bench-java
+bench-java: build
+	bash scripts/bench_java_gateway.sh
 
 .PHONY: commands-json dist
 
