@@ -8,7 +8,6 @@ import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.beans.BeansException;
@@ -64,7 +63,8 @@ public class TallyRateLimiter extends AbstractRateLimiter<TallyRateLimiter.Confi
   private static final Duration SECOND = Duration.ofSeconds(1);
 
   private final Log log = LogFactory.getLog(getClass());
-  private final AtomicBoolean initialized = new AtomicBoolean(false);
+  /** Whether a ConfigurationService binds routes' arguments (else it is the context's). */
+  private boolean configurable;
   private Tally tally;
   private Config defaultConfig;
   private Scheduler scheduler = Schedulers.boundedElastic();
@@ -80,7 +80,7 @@ public class TallyRateLimiter extends AbstractRateLimiter<TallyRateLimiter.Confi
   public TallyRateLimiter(UnifiedJedis jedis, ConfigurationService configurationService) {
     super(Config.class, CONFIGURATION_PROPERTY_NAME, configurationService);
     this.tally = new Tally(Objects.requireNonNull(jedis, "jedis"));
-    this.initialized.set(true);
+    this.configurable = configurationService != null;
   }
 
   /**
@@ -103,7 +103,6 @@ public class TallyRateLimiter extends AbstractRateLimiter<TallyRateLimiter.Confi
       int defaultRequestedTokens) {
     this(defaultReplenishRate, defaultBurstCapacity, defaultRequestedTokens);
     this.tally = new Tally(Objects.requireNonNull(jedis, "jedis"));
-    this.initialized.set(true);
   }
 
   @Override
@@ -111,9 +110,9 @@ public class TallyRateLimiter extends AbstractRateLimiter<TallyRateLimiter.Confi
     if (tally == null) {
       tally = new Tally(context.getBean(UnifiedJedis.class));
     }
-    if (initialized.compareAndSet(false, true)
-        && context.getBeanNamesForType(ConfigurationService.class).length > 0) {
+    if (!configurable && context.getBeanNamesForType(ConfigurationService.class).length > 0) {
       setConfigurationService(context.getBean(ConfigurationService.class));
+      configurable = true;
     }
   }
 
