@@ -92,6 +92,7 @@ class GatewayTest {
         "server.port=0",
         "server.address=127.0.0.1",
         "spring.main.banner-mode=off",
+        "server.shutdown=immediate", // no graceful wait for the client's idle keep-alive connections
         "logging.level.root=WARN",
         "test.redis.port=" + redis.port,
         "test.backend=http://127.0.0.1:" + backend.getAddress().getPort(),
