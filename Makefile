@@ -97,7 +97,7 @@ node-test: build
 .PHONY: java-test
 java-test: build
 	cd clients/java && TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
-		mvn -B -q -Dstyle.color=never -Dorg.slf4j.simpleLogger.log.org.apache.maven.plugin.surefire=info \
+		mvn -B -q -Dorg.slf4j.simpleLogger.log.org.apache.maven.plugin.surefire=info \
 		$(MVN_ARGS) test
 
 ## make test-long: the same suites with long soak variants and full sizes (TALLY_LONG=1):

@@ -41,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 # The gateway jar of the build's pinned Spring Cloud release, from the local Maven repository.
-(cd clients/java && mvn -B -q -Dstyle.color=never ${MVN_ARGS:-} -pl tally-spring-gateway -am -DskipTests compile \
+(cd clients/java && mvn -B -q ${MVN_ARGS:-} -pl tally-spring-gateway -am -DskipTests compile \
     dependency:build-classpath -Dmdep.includeScope=provided -Dmdep.outputFile="$DIR/classpath.txt") >&2
 JAR=$(tr ':' '\n' <"$DIR/classpath.txt" | grep -E '/spring-cloud-gateway-server-[0-9][^/]*\.jar$' | head -1)
 [ -n "$JAR" ] || { echo "bench-java: no spring-cloud-gateway-server jar on the build's classpath" >&2; exit 1; }
