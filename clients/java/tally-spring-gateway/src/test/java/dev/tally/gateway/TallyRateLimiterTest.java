@@ -66,6 +66,11 @@ class TallyRateLimiterTest {
           List<Long> bucket = (List<Long>) j.evalsha(sha, List.of(bucketKey + ".tokens", bucketKey + ".timestamp"),
               List.of(String.valueOf(c[0]), String.valueOf(c[1]), String.valueOf(t), String.valueOf(c[2])));
           ThrottleDecision gcra = limiter.decide(config, gcraKey, Instant.ofEpochSecond(t));
+          // The schedule's times are not the server's: keep every key, so that a stall of the
+          // test (keys expire on the server's clock) cannot reset one side alone.
+          j.persist(bucketKey + ".tokens");
+          j.persist(bucketKey + ".timestamp");
+          j.persist(gcraKey);
           String where = "request " + i + " at +" + (t - base) + " s with " + config;
           assertEquals(bucket.get(0) == 1, gcra.allowed(), where);
           assertEquals(bucket.get(1), gcra.remaining(), where);
@@ -77,7 +82,8 @@ class TallyRateLimiterTest {
   }
 
   /** Between whole seconds they differ: GCRA refills one token every 1/rate, the bucket a
-   * second's worth at each whole second. 2 a second, burst 2, drained at t = 0: */
+   * second's worth at each whole second. 2 a second, burst 2, drained at t = 0 (the key kept
+   * however slow the test, as above): */
   @Test
   void refillsOneTokenAtATime() throws IOException {
     Server s = Server.of(Server.kinds().get(0)[0]);
@@ -86,15 +92,20 @@ class TallyRateLimiterTest {
       TallyRateLimiter.Config config = config(2, 2, 1);
       String key = "test:" + run + ":refill";
       long t0 = (System.currentTimeMillis() / 1000 - 60) * 1000;
-      assertEquals(1, limiter.decide(config, key, Instant.ofEpochMilli(t0)).remaining());
-      assertEquals(0, limiter.decide(config, key, Instant.ofEpochMilli(t0)).remaining());
-      assertFalse(limiter.decide(config, key, Instant.ofEpochMilli(t0 + 499)).allowed());
+      java.util.function.LongFunction<ThrottleDecision> at = ms -> {
+        ThrottleDecision d = limiter.decide(config, key, Instant.ofEpochMilli(t0 + ms));
+        j.persist(key);
+        return d;
+      };
+      assertEquals(1, at.apply(0).remaining());
+      assertEquals(0, at.apply(0).remaining());
+      assertFalse(at.apply(499).allowed());
       // Half a second later one token is back (the bucket would wait for t0 + 1 s, then give 2).
-      ThrottleDecision half = limiter.decide(config, key, Instant.ofEpochMilli(t0 + 500));
+      ThrottleDecision half = at.apply(500);
       assertTrue(half.allowed());
       assertEquals(0, half.remaining());
-      assertTrue(limiter.decide(config, key, Instant.ofEpochMilli(t0 + 1000)).allowed());
-      assertFalse(limiter.decide(config, key, Instant.ofEpochMilli(t0 + 1000)).allowed());
+      assertTrue(at.apply(1000).allowed());
+      assertFalse(at.apply(1000).allowed());
     }
   }
 
@@ -102,18 +113,19 @@ class TallyRateLimiterTest {
   void headersConfigurationAndFailOpen() {
     Server s = Server.of(Server.kinds().get(0)[0]);
     try (JedisPooled j = new JedisPooled("127.0.0.1", s.port)) {
-      TallyRateLimiter limiter = new TallyRateLimiter(j, 3, 5, 2);
+      // (1 token a second: the key lives 4 s after the first request.)
+      TallyRateLimiter limiter = new TallyRateLimiter(j, 1, 5, 4);
       String id = run + ":h";
       RateLimiter.Response first = limiter.isAllowed("route", id).block();
       assertTrue(first.isAllowed());
-      assertEquals(Map.of("X-RateLimit-Remaining", "3", "X-RateLimit-Replenish-Rate", "3",
-          "X-RateLimit-Burst-Capacity", "5", "X-RateLimit-Requested-Tokens", "2"), first.getHeaders());
+      assertEquals(Map.of("X-RateLimit-Remaining", "1", "X-RateLimit-Replenish-Rate", "1",
+          "X-RateLimit-Burst-Capacity", "5", "X-RateLimit-Requested-Tokens", "4"), first.getHeaders());
       assertTrue(j.pttl("tally_rate_limiter.{route." + id + "}") > 0);
       // A route's own configuration wins over the instance's default, and over default-filters'.
       limiter.getConfig().put("own", config(1, 1, 1));
       limiter.getConfig().put(RouteDefinitionRouteLocator.DEFAULT_FILTERS, config(7, 7, 1));
       assertEquals(1, limiter.loadConfiguration("own").getReplenishRate());
-      assertEquals(3, limiter.loadConfiguration("other").getReplenishRate());
+      assertEquals(1, limiter.loadConfiguration("other").getReplenishRate());
       TallyRateLimiter propertiesOnly = new TallyRateLimiter(j, null);
       propertiesOnly.getConfig().put(RouteDefinitionRouteLocator.DEFAULT_FILTERS, config(7, 7, 1));
       assertEquals(7, propertiesOnly.loadConfiguration("other").getReplenishRate());
