@@ -122,9 +122,9 @@ class TallyRateLimiterTest {
           "X-RateLimit-Burst-Capacity", "5", "X-RateLimit-Requested-Tokens", "4"), first.getHeaders());
       assertTrue(j.pttl("tally_rate_limiter.{route." + id + "}") > 0);
       // A route's own configuration wins over the instance's default, and over default-filters'.
-      limiter.getConfig().put("own", config(1, 1, 1));
+      limiter.getConfig().put("own", config(2, 2, 1));
       limiter.getConfig().put(RouteDefinitionRouteLocator.DEFAULT_FILTERS, config(7, 7, 1));
-      assertEquals(1, limiter.loadConfiguration("own").getReplenishRate());
+      assertEquals(2, limiter.loadConfiguration("own").getReplenishRate());
       assertEquals(1, limiter.loadConfiguration("other").getReplenishRate());
       TallyRateLimiter propertiesOnly = new TallyRateLimiter(j, null);
       propertiesOnly.getConfig().put(RouteDefinitionRouteLocator.DEFAULT_FILTERS, config(7, 7, 1));
