@@ -22,19 +22,18 @@ const FFI_LAYER: [&str; 11] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`), by
-/// path under `src/` (a family's pure model may sit beside its commands: `rank/model`).
-const PURE: [&str; 12] = [
+/// path under `src/` (each family's pure model sits beside its commands: `<family>/model`).
+const PURE: [&str; 11] = [
     "args",
     "error",
     "layout",
     "window",
-    "counter",
+    "counter/model",
     "rank/model",
-    "stats",
+    "stats/model",
     "moments",
     "sketch",
-    "limit",
-    "throttle",
+    "throttle/model",
     "collections",
 ];
 

@@ -12,8 +12,8 @@ use redis_module::configuration::ConfigurationContext;
 use redis_module::{ConfigurationValue, RedisError, RedisString};
 
 use crate::args::{parse_duration, parse_i64, MAX_DURATION_MS};
-use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
-use crate::stats::{MAX_KEEP, MAX_STORED_KEEP};
+use crate::counter::model::{format_resolutions, parse_resolution_text, Resolution};
+use crate::stats::model::{MAX_KEEP, MAX_STORED_KEEP};
 
 pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
 

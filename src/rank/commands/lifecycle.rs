@@ -49,7 +49,7 @@ use super::transit::{check_cluster, slot_in_transit, Transit};
 // ------------------------------------------------------------------------------ events
 
 /// Keyspace events (every class tally subscribes to) on any key, except tally's own
-/// (`crate::commands::on_keyspace_event` drops those first). Never opens a key.
+/// (`crate::registry::on_keyspace_event` drops those first). Never opens a key.
 pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
     // Whoever touched a meta hash (a user, the primary's effects on a replica, tally's own
     // RENAME), its meta must be read again before INCRBY trusts it.

@@ -1,6 +1,6 @@
 //! Pure leaderboard (TSRANK) logic. No Redis imports: settings and bookkeeping, names of
 //! derived keys, and the algorithms, over a [`BoardStore`] where they read and write the
-//! keys (as the counter's run over `crate::counter::SlotStore`): the drain of a slot that
+//! keys (as the counter's run over `crate::counter::model::SlotStore`): the drain of a slot that
 //! left the window, the recount of a quarantined board, an INCRBY's arithmetic, ranking
 //! while an expired slot is still being subtracted, the totals of a quarantined board and
 //! those without the oldest slot, the lifecycle jobs' queue, and a replica's announcements

@@ -14,7 +14,7 @@
 //! largest of the keys' own waits is not the answer: a key that passes at `at` may fail
 //! later, when a slot written after `at` enters its window.)
 
-use crate::counter::{collect_ordered, Counter, SlotStore};
+use crate::counter::model::{collect_ordered, Counter, SlotStore};
 use crate::error::{Error, Result};
 use crate::window::{first_kept, slot_index, slots_covering};
 

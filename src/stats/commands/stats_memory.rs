@@ -2,7 +2,7 @@
 //! through [`caches`]. Its size is [`StatsMemory::bytes`], which the family entry reports to
 //! the cache budget and `INFO tally`.
 //!
-//! Owns: the read cache of windows (`crate::stats::window_cache::WindowCache`), the `_tally`
+//! Owns: the read cache of windows (`crate::stats::model::window_cache::WindowCache`), the `_tally`
 //! field name as a module string, and the last marker parsed. May not touch: keys.
 
 use std::cell::{Cell, RefCell};
@@ -10,8 +10,8 @@ use std::os::raw::c_int;
 
 use crate::host::store::RStr;
 use crate::layout::MARKER_FIELD;
-use crate::stats::window_cache::WindowCache;
-use crate::stats::Settings;
+use crate::stats::model::window_cache::WindowCache;
+use crate::stats::model::Settings;
 
 /// The family's in-memory state. Commands, timers and keyspace events all run on the
 /// server's main thread, so one instance serves them all.

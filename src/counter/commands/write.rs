@@ -10,7 +10,7 @@ use redis_module::{Context, RedisString};
 
 use super::hash_slots::{Build, HashSlots};
 use super::load_save::{load, save, Loaded};
-use crate::counter::{Counter, Track, MAX_RESOLUTIONS};
+use crate::counter::model::{Counter, Track, MAX_RESOLUTIONS};
 use crate::error::Result;
 use crate::expiry;
 use crate::host::config;
@@ -164,7 +164,7 @@ impl Stored {
         // once the slots (and the mirrors they hold) are let go.
         drop(slots);
         if deleted {
-            crate::commands::forget_deleted(ctx, names.0);
+            crate::family::forget_deleted(ctx, names.0);
         }
     }
 }

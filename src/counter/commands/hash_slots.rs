@@ -11,10 +11,10 @@ use redis_module::Context;
 
 use super::counter_memory::memory;
 use crate::args::parse_i64;
-use crate::counter::mirrors::{
+use crate::counter::model::mirrors::{
     Mirror, MirrorAt, Mirrors, HASHTABLE_MIN_FIELDS, MAX_SLOTS_PER_MIRROR,
 };
-use crate::counter::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
+use crate::counter::model::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
 use crate::host::replicate::HashEffects;
 use crate::host::server::{now_ms, selected_db};
 use crate::host::store::{Key, KeyKind, RStr};
@@ -79,7 +79,7 @@ struct Held {
 }
 
 /// Field names kept (an increment touches one field per resolution).
-const MAX_CACHED_NAMES: usize = crate::counter::MAX_RESOLUTIONS;
+const MAX_CACHED_NAMES: usize = crate::counter::model::MAX_RESOLUTIONS;
 
 thread_local! {
     /// Slot field names made by the last command (an increment touches one per
@@ -311,7 +311,7 @@ impl<'a> HashSlots<'a> {
     pub(super) fn add_in_place(&mut self, now: i64, ts: i64, increment: i64) -> Option<i64> {
         let mirror = self.mirror()?;
         let counter = mirror.counter.as_ref()?;
-        let mut writes = [(0, 0, 0); crate::counter::MAX_RESOLUTIONS];
+        let mut writes = [(0, 0, 0); crate::counter::model::MAX_RESOLUTIONS];
         let (len, reply) =
             counter.add_to_stored(&mut mirror.slots, now, ts, increment, &mut writes)?;
         let (_, written) = self.write_fields(writes.get(..len).unwrap_or_default());
@@ -584,5 +584,5 @@ fn build_mirror(
 
 /// What the mirrors may hold now: the counters' share of the read caches' budget.
 fn budget() -> usize {
-    crate::commands::cache_budget::budget_of(crate::layout::COUNTER)
+    crate::family::cache_budget::budget_of(crate::layout::COUNTER)
 }

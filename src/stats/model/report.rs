@@ -79,7 +79,7 @@ impl ReportStat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::tests::of;
+    use crate::stats::model::tests::of;
 
     #[test]
     fn words_parse_in_any_case_and_others_are_refused() {

@@ -12,8 +12,8 @@
 use std::cell::{Cell, RefCell, RefMut};
 use std::os::raw::c_int;
 
-use crate::counter::mirrors::Mirrors;
-use crate::counter::{Counter, RecentWrites, Resolution, Track, STATE_FIELD};
+use crate::counter::model::mirrors::Mirrors;
+use crate::counter::model::{Counter, RecentWrites, Resolution, Track, STATE_FIELD};
 use crate::host::store::RStr;
 use crate::layout::MARKER_FIELD;
 
@@ -21,7 +21,7 @@ use crate::layout::MARKER_FIELD;
 /// mirrors while it runs, and a keyspace event can arrive while they are held (opening
 /// a key may expire it).
 pub struct CounterMemory {
-    /// The read mirrors (see `crate::counter::mirrors`): the only part that grows with
+    /// The read mirrors (see `crate::counter::model::mirrors`): the only part that grows with
     /// the keys, bounded by the byte budget and counted by [`CounterMemory::bytes`].
     mirrors: RefCell<Mirrors>,
     /// Set when an invalidation found the mirrors in use: every mirror goes at their next

@@ -5,28 +5,22 @@
 //! May not touch: raw module calls (those live in `store`, `reply`, `cmdinfo`,
 //! `replicate` and `server`).
 
-pub mod cache_budget;
-pub mod counter;
-pub mod stats;
-pub mod throttle;
-
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_module::{Context, NotifyEvent, RedisValue};
+use redis_module::{Context, NotifyEvent};
 
 use crate::expiry::{Visit, Visitor};
 pub use crate::family::Family;
 use crate::host::events::Hooks;
 use crate::host::store::{Key, KeyKind};
-use crate::rank::commands as rank;
 
 pub const FAMILIES: [Family; 4] = [
-    counter::FAMILY,
-    stats::FAMILY,
-    rank::FAMILY,
-    throttle::FAMILY,
+    crate::counter::commands::FAMILY,
+    crate::stats::commands::FAMILY,
+    crate::rank::commands::FAMILY,
+    crate::throttle::commands::FAMILY,
 ];
 
 /// The family whose word starts `marker` (the word, then nothing or a space).
@@ -64,27 +58,6 @@ pub fn is_tally_event(event: &str) -> bool {
     FAMILIES
         .iter()
         .any(|family| event.starts_with(family.event_prefix))
-}
-
-/// Tally deleted `name` itself (no keyspace event tells anyone): every family drops what
-/// it keeps of the key, and the key leaves the event filter and the expiry schedule.
-pub fn forget_deleted(ctx: &Context, name: &[u8]) {
-    let db = crate::host::server::selected_db(ctx);
-    crate::host::events::untrack(db, name);
-    FAMILIES.iter().for_each(|family| (family.forget)(db, name));
-    crate::expiry::unschedule(ctx, name);
-}
-
-/// `MEMORY USAGE` of a key, in bytes (0 if unavailable). Run through `RedisModule_Call`,
-/// so it shows as `memory|usage` in the user's `INFO commandstats` and `SLOWLOG`: no
-/// server (Redis 7.0, 8.2, Valkey 9) offers a module call for a key's size
-/// (`RedisModule_MallocSize*` measure only the module's own allocations), and `*.INFO`
-/// answers exactly what `MEMORY USAGE` does.
-pub fn memory_usage(ctx: &Context, name: &[u8]) -> i64 {
-    match ctx.call("MEMORY", &[&b"USAGE"[..], name][..]) {
-        Ok(RedisValue::Integer(n)) => n,
-        _ => 0,
-    }
 }
 
 /// The object a derived key belongs to, if any family's objects span several keys.
@@ -140,7 +113,7 @@ fn info_fields() -> Vec<(&'static CStr, i64)> {
         (c"max_tick_us", stats.max_tick_us as i64),
         (c"expiry_backlog", backlog as i64),
         (c"scan_in_progress", i64::from(scanning)),
-        (c"cache_bytes", cache_budget::bytes() as i64),
+        (c"cache_bytes", crate::family::cache_budget::bytes() as i64),
         (c"state_bytes", state_bytes() as i64),
         (
             c"cache_max_memory",
@@ -164,7 +137,7 @@ fn state_bytes() -> usize {
 pub const EXPIRY_VISITOR: Visitor = Visitor {
     visit: expire_key,
     is_object: is_tally_object,
-    release: rank::release,
+    release: crate::rank::commands::release,
 };
 
 /// True if `name` holds an object some family expires (used by the start-up scan).

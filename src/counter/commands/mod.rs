@@ -8,7 +8,7 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, set_once, Args};
-use crate::counter::{
+use crate::counter::model::{
     finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
 };
 use crate::error::{Error, Result};
@@ -65,7 +65,7 @@ const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
 }];
 
 /// This family, for the layer around the families.
-pub const FAMILY: super::Family = super::Family {
+pub const FAMILY: crate::family::Family = crate::family::Family {
     commands: COMMANDS,
     owner_of_part: |_| None,
     word: layout::COUNTER,
@@ -306,7 +306,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         ("last", opt(last)),
         (
             "memory",
-            Reply::Int(super::memory_usage(ctx, name.as_slice())),
+            Reply::Int(crate::host::store::memory_usage(ctx, name.as_slice())),
         ),
     ]))
 }
@@ -364,7 +364,7 @@ pub fn expire(
         );
     drop(slots);
     if deleted {
-        super::forget_deleted(ctx, name);
+        crate::family::forget_deleted(ctx, name);
         return Visit::Done;
     }
     if !trimmed.finished {

@@ -10,7 +10,7 @@ use redis_module::{Context, RedisString};
 
 use super::counter_memory::memory;
 use super::hash_slots::{Build, HashSlots};
-use crate::counter::{parse_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD};
+use crate::counter::model::{parse_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD};
 use crate::error::{Error, Result};
 use crate::expiry;
 use crate::host::server::{now_ms, selected_db};

@@ -1,7 +1,7 @@
 //! STATS.MGET and STATS.MQUANTILE: one summary of several objects, as if every value of
 //! every key's window had been added to one object. Each key's window is read as its own
 //! QUANTILE reads it (the read cache of closed periods, then the current period), and the
-//! windows are merged in key order by the pure `crate::stats::KeysMerge`.
+//! windows are merged in key order by the pure `crate::stats::model::KeysMerge`.
 //!
 //! Owns: parsing and answering the two reads across keys. May not touch: raw module calls,
 //! writes.
@@ -9,8 +9,8 @@
 use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
-use crate::stats::window_cache::Span;
-use crate::stats::KeysMerge;
+use crate::stats::model::window_cache::Span;
+use crate::stats::model::KeysMerge;
 
 /// STATS.MGET numkeys key [key ...] [WINDOW dur]
 pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -11,8 +11,8 @@ use super::stats_memory::caches;
 use crate::error::{Error, Result};
 use crate::host::config;
 use crate::host::store::{Key, KeyKind, RStr};
-use crate::stats::window_cache::Span;
-use crate::stats::{field, parse_field, Part, PeriodMerge, Record, Settings};
+use crate::stats::model::window_cache::Span;
+use crate::stats::model::{field, parse_field, Part, PeriodMerge, Record, Settings};
 
 /// Default `KEEP` of `REPORT rankkey member [KEEP n]`.
 pub(super) const DEFAULT_REPORT_KEEP: i64 = 100;

@@ -1,5 +1,5 @@
 //! TSCOUNTER.LIMIT and TSCOUNTER.MLIMIT: parse every argument, read and decide every key
-//! with the pure `crate::limit`, then (only when the whole call is allowed) apply the
+//! with the pure `crate::counter::model::limit`, then (only when the whole call is allowed) apply the
 //! increment to each key as `INCRBY ... AT ts` would, replicated as that key's effects.
 //!
 //! Owns: the two rate-limit commands. May not touch: raw module calls, other families.
@@ -10,14 +10,16 @@ use super::hash_slots::{Build, HashSlots};
 use super::load_save::read_counter;
 use super::write;
 use crate::args::{parse_duration, parse_i64, parse_key_count, set_once, Args};
-use crate::counter::Counter;
+use crate::counter::model::limit::{
+    check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
+};
+use crate::counter::model::Counter;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
 use crate::host::config;
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::{notify, notify_bytes, Key, KeyKind};
-use crate::limit::{check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS};
 use crate::window::effective_time;
 
 /// The options after the pairs, in any order.

@@ -87,7 +87,7 @@ fn seconds_rounded(ns: i128) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::throttle::decide;
+    use crate::throttle::model::decide;
 
     /// redis-cell's README example and its unit test's table (`it_rate_limits`: 5 per
     /// second as max_burst 4, count 1, period 1), replayed at the same times.
@@ -195,9 +195,15 @@ mod tests {
         assert_eq!(rate(1, 1, 0), Err(Error::NotInteger));
         assert_eq!(
             rate(1, 2_000_000_000, 1),
-            Err(crate::throttle::rate_too_high())
+            Err(crate::throttle::model::rate_too_high())
         );
-        assert_eq!(rate(i64::MAX, 1, 1), Err(crate::throttle::burst_too_long()));
-        assert_eq!(rate(0, 1, i64::MAX), Err(crate::throttle::burst_too_long()));
+        assert_eq!(
+            rate(i64::MAX, 1, 1),
+            Err(crate::throttle::model::burst_too_long())
+        );
+        assert_eq!(
+            rate(0, 1, i64::MAX),
+            Err(crate::throttle::model::burst_too_long())
+        );
     }
 }

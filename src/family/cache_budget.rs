@@ -27,7 +27,7 @@ pub fn budget_of(word: &str) -> usize {
     if memory_is_tight() {
         return 0;
     }
-    let others: usize = super::FAMILIES
+    let others: usize = super::all()
         .iter()
         .filter(|family| family.word != word)
         .map(|family| (family.cache_bytes)())
@@ -42,7 +42,7 @@ pub fn stats_budget() -> usize {
 
 /// Estimated bytes held by every family's read caches.
 pub fn bytes() -> usize {
-    super::FAMILIES
+    super::all()
         .iter()
         .map(|family| (family.cache_bytes)())
         .sum()

@@ -21,7 +21,7 @@
 //! layer gives it the slots it reads from a hash).
 
 use crate::collections::memo_map::DbMaps;
-use crate::counter::{Counter, HotWrites, OrderedSlots};
+use crate::counter::model::{Counter, HotWrites, OrderedSlots};
 
 /// A counter with more slots than this is never mirrored: building its mirror walks its
 /// whole hash inside one command (0.3-1 ms per thousand fields, the most on servers built
@@ -247,7 +247,7 @@ impl Mirrors {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counter::Resolution;
+    use crate::counter::model::Resolution;
 
     fn mirror_of(fields: usize, slots: &[((i64, i64), i64)]) -> Mirror {
         let mut mirror = Mirror::of_fields(fields);

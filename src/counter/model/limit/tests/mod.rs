@@ -1,7 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::*;
-use crate::counter::{parse_resolution_text, Resolution};
+use crate::counter::model::{parse_resolution_text, Resolution};
 use crate::testutil::{MapStore, Rng};
 
 mod multi_key;

@@ -23,8 +23,8 @@ use crate::host::reply::Reply;
 use crate::host::server::{command_now_ms, selected_db};
 use crate::host::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::layout::MARKER_FIELD;
-use crate::stats::window_cache::Admit;
-use crate::stats::{
+use crate::stats::model::window_cache::Admit;
+use crate::stats::model::{
     check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, ReportStat,
     Settings, ShownSummary,
 };
@@ -73,7 +73,7 @@ const STATS_ADD_KEYS: &[KeySpec] = &[
 ];
 
 /// This family, for the layer around the families.
-pub const FAMILY: super::Family = super::Family {
+pub const FAMILY: crate::family::Family = crate::family::Family {
     commands: COMMANDS,
     owner_of_part: |_| None,
     word: crate::layout::STATS,
@@ -349,7 +349,7 @@ fn trim(ctx: &Context, key: Key, name: &[u8], settings: &Settings, now: i64) -> 
     if inv.oldest_kept.is_none() {
         writer.unlink();
         effects.delete_key();
-        crate::commands::forget_deleted(ctx, name);
+        crate::family::forget_deleted(ctx, name);
     } else {
         for stale in &inv.stale {
             if writer.hdel(stale) {
@@ -456,7 +456,7 @@ impl<'a> Admission<'a> {
         if let Some(answer) = self.answer {
             return answer;
         }
-        let limit = super::cache_budget::stats_budget();
+        let limit = crate::family::cache_budget::stats_budget();
         let (db, name) = (self.db, self.name);
         let new_key = limit > 0
             && (caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false)
@@ -514,7 +514,7 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         ("periods", Reply::Int(stored as i64)),
         (
             "memory",
-            Reply::Int(super::memory_usage(ctx, name.as_slice())),
+            Reply::Int(crate::host::store::memory_usage(ctx, name.as_slice())),
         ),
     ]))
 }

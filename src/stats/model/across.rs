@@ -41,7 +41,7 @@ impl<'a> KeysMerge<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::tests::of;
+    use crate::stats::model::tests::of;
     use crate::testutil::Rng;
 
     /// Two-pass sample standard deviation.

@@ -1,11 +1,16 @@
-//! What the layer around the families (`crate::commands`) needs of each family: the
-//! [`Family`] entry a family's folder declares. Below every family, so a family's folder
-//! may sit anywhere in the house without importing the registry that lists it.
+//! What the layer around the families (`crate::registry`) needs of each family: the
+//! [`Family`] entry a family's folder declares; and what a family needs of the others,
+//! through the table the registry installs at load ([`all`]): the read caches' one budget
+//! (`cache_budget`) and forgetting a key tally deleted itself ([`forget_deleted`]). Below
+//! every family, so no family imports the registry that lists it.
 //!
 //! May not touch: keys (it only names the hooks).
 
+pub mod cache_budget;
+
 use std::ffi::CStr;
 use std::os::raw::c_int;
+use std::sync::OnceLock;
 
 use redis_module::{Context, NotifyEvent};
 
@@ -16,7 +21,7 @@ use crate::host::store::Key;
 /// Everything the layer around the families needs of each: its marker word, its expiry
 /// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
 /// replaced behind it (flush, SWAPDB, load), its INFO fields and its caches' size. Adding
-/// a family is its folder and one entry in `crate::commands::FAMILIES`.
+/// a family is its folder and one entry in `crate::registry::FAMILIES`.
 pub struct Family {
     /// Its commands, one line each (see [`Command`]): registration, `COMMAND INFO`, key
     /// specs and ACL categories are generated from them.
@@ -55,3 +60,27 @@ pub struct Family {
 
 /// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].
 pub type ExpireVisit = fn(&Context, Key, &[u8], &[u8], i64, u64) -> Visit;
+
+/// The families, as the registry lists them; installed once, when the module loads.
+static INSTALLED: OnceLock<&'static [Family]> = OnceLock::new();
+
+/// Installs the registry's table; called once, first thing in the module's `init`.
+pub fn install(families: &'static [Family]) {
+    // A second call (the module loaded twice in one process) keeps the first table, which
+    // is the same one.
+    let _ = INSTALLED.set(families);
+}
+
+/// Every family (empty before [`install`]).
+pub fn all() -> &'static [Family] {
+    INSTALLED.get().copied().unwrap_or(&[])
+}
+
+/// Tally deleted `name` itself (no keyspace event tells anyone): every family drops what
+/// it keeps of the key, and the key leaves the event filter and the expiry schedule.
+pub fn forget_deleted(ctx: &Context, name: &[u8]) {
+    let db = crate::host::server::selected_db(ctx);
+    crate::host::events::untrack(db, name);
+    all().iter().for_each(|family| (family.forget)(db, name));
+    crate::expiry::unschedule(ctx, name);
+}

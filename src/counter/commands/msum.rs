@@ -9,7 +9,7 @@ use redis_module::{Context, RedisString};
 use super::check_default_windows;
 use super::load_save::read_counter;
 use crate::args::{parse_duration, parse_key_count, Args, MAX_READ_KEYS};
-use crate::counter::add_sums;
+use crate::counter::model::add_sums;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
 use crate::host::reply::Reply;

@@ -24,7 +24,7 @@ use crate::host::reply::Reply;
 use crate::host::server::command_now_us;
 use crate::host::store::string::StringValue;
 use crate::host::store::{notify, Key};
-use crate::throttle::{
+use crate::throttle::model::{
     cell, decide, expires_at_ms, parse_tat, reply, request_time, Decision, Rate, NS_PER_MS,
     NS_PER_US,
 };
@@ -40,7 +40,7 @@ pub const CELL_COMMANDS: &[Command] = command_table! {
 
 /// Throttles are native strings and keep nothing in memory: no marker (the word is one
 /// no tally hash carries), no expiry visits (the server expires the keys), no caches.
-pub const FAMILY: super::Family = super::Family {
+pub const FAMILY: crate::family::Family = crate::family::Family {
     commands: COMMANDS,
     owner_of_part: |_| None,
     word: "tsthrottle",
