@@ -23,8 +23,9 @@ const FFI_LAYER: [&str; 11] = [
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`), by
 /// path under `src/` (each family's pure model sits beside its commands: `<family>/model`).
-const PURE: [&str; 11] = [
+const PURE: [&str; 12] = [
     "args",
+    "shown",
     "error",
     "layout",
     "window",

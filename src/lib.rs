@@ -2,8 +2,9 @@
 //!
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `moments`,
-//!   `sketch`, `error`, `collections` (the data structures tally writes itself); `cmddocs`
-//!   (the version and the commands' documentation, pure data);
+//!   `sketch`, `error`, `shown` (replies formatted once), `collections` (the data
+//!   structures tally writes itself); `cmddocs` (the version and the commands'
+//!   documentation, pure data);
 //! * the FFI layer in `host/`, the only code with raw module calls: `server` (API check,
 //!   clock, databases, role), `events` (keyspace and server events, tracked names),
 //!   `store` (keys, hashes, sorted sets, scans, ACL), `replicate` (effects), `reply`,
@@ -35,6 +36,8 @@ pub mod layout;
 #[forbid(unsafe_code)]
 pub mod moments;
 pub mod rank;
+#[forbid(unsafe_code)]
+pub mod shown;
 #[forbid(unsafe_code)]
 pub mod sketch;
 pub mod stats;
@@ -71,7 +74,7 @@ mod module {
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         crate::family::install(&registry::FAMILIES);
         let checked = server::check_api()
-            .and_then(|()| config::validate_module_args(args))
+            .and_then(|()| config::validate_module_args(args, family_config))
             // First, so a name already taken fails the load before anything is registered.
             .and_then(|()| register_cell_compat(ctx))
             .and_then(|()| {
@@ -88,6 +91,12 @@ mod module {
         }
         expiry::start(ctx, registry::EXPIRY_VISITOR);
         Status::Ok
+    }
+
+    /// The families' own configs, for the check of load arguments.
+    fn family_config(name: &str, value: &[u8]) -> Option<bool> {
+        crate::counter::commands::family_config::accepts(name, value)
+            .or_else(|| crate::stats::commands::family_config::accepts(name, value))
     }
 
     /// `CL.THROTTLE`, when loaded with `throttle-cell-compat yes`. The server refuses a
@@ -116,16 +125,16 @@ mod module {
         commands: [],
         configurations: [
             i64: [
-                ["stats-keep", &config::STATS_KEEP, 24, 1, crate::stats::model::MAX_KEEP, ConfigurationFlags::DEFAULT, None],
+                ["stats-keep", &crate::stats::commands::family_config::STATS_KEEP, 24, 1, crate::stats::model::MAX_KEEP, ConfigurationFlags::DEFAULT, None],
                 ["expire-budget-us", &config::EXPIRE_BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
                 ["cache-max-memory", &config::CACHE_MAX_MEMORY, config::DEFAULT_CACHE_MAX_MEMORY, 0, i64::MAX, ConfigurationFlags::MEMORY, None],
             ],
             string: [
-                ["counter-resolutions", &*config::COUNTER_RESOLUTIONS, config::DEFAULT_COUNTER_RESOLUTIONS, ConfigurationFlags::DEFAULT, None],
+                ["counter-resolutions", &*crate::counter::commands::family_config::COUNTER_RESOLUTIONS, crate::counter::commands::family_config::DEFAULT_COUNTER_RESOLUTIONS, ConfigurationFlags::DEFAULT, None],
                 ["max-future", &config::MAX_FUTURE, "1m", ConfigurationFlags::DEFAULT, None],
                 ["rank-window", &config::RANK_WINDOW, "24h", ConfigurationFlags::DEFAULT, None],
                 ["rank-slot", &config::RANK_SLOT, "1h", ConfigurationFlags::DEFAULT, None],
-                ["stats-period", &config::STATS_PERIOD, "1h", ConfigurationFlags::DEFAULT, None],
+                ["stats-period", &crate::stats::commands::family_config::STATS_PERIOD, "1h", ConfigurationFlags::DEFAULT, None],
             ],
             bool: [
                 ["check-caches", &config::CHECK_CACHES, false, ConfigurationFlags::DEFAULT, None],

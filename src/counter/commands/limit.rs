@@ -198,7 +198,7 @@ fn check_read_only(
     match read {
         Some(read) => Ok(read),
         None => {
-            let empty = Counter::new(config::COUNTER_RESOLUTIONS.get_list());
+            let empty = Counter::new(super::family_config::COUNTER_RESOLUTIONS.get());
             let mut slots = HashSlots::open(ctx, key, name, Build::Never);
             check(&empty, &mut slots, now, ts, increment, limits, true)
         }

@@ -24,6 +24,7 @@ use crate::host::store::{notify, Key, KeyKind};
 use crate::layout::{self, MARKER_FIELD};
 
 mod counter_memory;
+pub mod family_config;
 mod hash_slots;
 mod limit;
 mod load_save;
@@ -114,7 +115,7 @@ fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
     let resolutions = if args.is_done() {
-        config::COUNTER_RESOLUTIONS.get_list()
+        self::family_config::COUNTER_RESOLUTIONS.get()
     } else {
         if !args.eat_keyword("RESOLUTIONS") || args.is_done() {
             return Err(Error::Syntax);
@@ -228,7 +229,7 @@ fn sum_one_window(ctx: &Context, name: &RedisString, window: i64) -> Result<Repl
 /// A SUM of a missing key answers as an empty counter with the default resolutions
 /// (zeros), so a window no default resolution spans is still an error.
 fn check_default_windows(windows: &[i64]) -> Result<()> {
-    config::COUNTER_RESOLUTIONS.with_list(|defaults| {
+    self::family_config::COUNTER_RESOLUTIONS.with(|defaults| {
         windows
             .iter()
             .try_for_each(|&window| finest_covering(defaults, window).map(drop))

@@ -13,7 +13,6 @@ use super::load_save::{load, save, Loaded};
 use crate::counter::model::{Counter, Track, MAX_RESOLUTIONS};
 use crate::error::Result;
 use crate::expiry;
-use crate::host::config;
 use crate::host::store::{Key, KeyKind};
 
 /// A written key's name as bytes and, when there is one, as the command's module string
@@ -124,7 +123,7 @@ impl Stored {
                 }
             }
             None => Stored {
-                counter: Counter::new(config::COUNTER_RESOLUTIONS.get_list()),
+                counter: Counter::new(super::family_config::COUNTER_RESOLUTIONS.get()),
                 tracks,
                 len: None,
                 is_new: true,

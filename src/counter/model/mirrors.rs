@@ -4,7 +4,7 @@
 //! every field lookup is a linear scan. A SUM over 180 daily slots would cost 180 such scans.
 //! A mirror, an ordered copy of the slots, answers any window with one range walk.
 //!
-//! Correctness rules (kept by the command layer, `commands::counter`). The hash stays the
+//! Correctness rules (kept by the command layer, `counter::commands`). The hash stays the
 //! only source of truth; a mirror is a cache that is dropped whenever it might be stale:
 //! * tally's own writes go through its `HashSlots`, which updates hash and mirror together;
 //! * any keyspace event on a mirrored key (a user's HSET/HDEL/DEL, RENAME, RESTORE, expiry,

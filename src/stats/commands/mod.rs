@@ -30,6 +30,7 @@ use crate::stats::model::{
 };
 use crate::window::effective_time;
 
+pub mod family_config;
 mod multi;
 mod periods;
 mod stats_memory;

@@ -9,7 +9,6 @@ use std::rc::Rc;
 
 use super::stats_memory::caches;
 use crate::error::{Error, Result};
-use crate::host::config;
 use crate::host::store::{Key, KeyKind, RStr};
 use crate::stats::model::window_cache::Span;
 use crate::stats::model::{field, parse_field, Part, PeriodMerge, Record, Settings};
@@ -20,7 +19,11 @@ pub(super) const DEFAULT_REPORT_KEEP: i64 = 100;
 /// Settings of an object auto-created by a write (configs `tally.stats-period/keep`).
 pub(super) fn default_settings() -> Settings {
     // The configs are validated on CONFIG SET, so this only falls back on a bug.
-    Settings::new(config::STATS_PERIOD.ms(), config::stats_keep()).unwrap_or(Settings {
+    Settings::new(
+        super::family_config::STATS_PERIOD.ms(),
+        super::family_config::stats_keep(),
+    )
+    .unwrap_or(Settings {
         period: 3_600_000,
         keep: 24,
     })

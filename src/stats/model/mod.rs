@@ -263,16 +263,12 @@ pub struct Record {
     pub sketch: Sketch,
 }
 
-/// A [`Summary`] as GET sends it: the count, then its doubles in reply order, each with
-/// its shortest text ([`push_f64`]), formatted once. The read cache keeps it, so a
-/// repeated GET over RESP2 (doubles as text) does not format them again.
-#[derive(Debug, PartialEq)]
-pub struct ShownSummary {
-    pub count: u64,
-    pub doubles: [(&'static str, f64, Rc<str>); 8],
-}
+pub use crate::shown::ShownSummary;
 
 impl ShownSummary {
+    /// A [`Summary`] as GET sends it: the count, then its doubles in reply order, each
+    /// with its shortest text ([`push_f64`]). The read cache keeps it, so a repeated GET
+    /// over RESP2 (doubles as text) does not format them again.
     pub fn new(s: &Summary) -> ShownSummary {
         ShownSummary {
             count: s.count,
