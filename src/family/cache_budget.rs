@@ -29,7 +29,7 @@ pub fn budget_of(word: &str) -> usize {
     }
     let others: usize = super::all()
         .iter()
-        .filter(|family| family.word != word)
+        .filter(|family| family.marker_word != Some(word))
         .map(|family| (family.cache_bytes)())
         .sum();
     crate::host::config::cache_max_memory().saturating_sub(others)

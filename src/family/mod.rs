@@ -18,26 +18,27 @@ use crate::expiry::Visit;
 use crate::host::cmdinfo::Command;
 use crate::host::store::Key;
 
-/// Everything the layer around the families needs of each: its marker word, its expiry
-/// visit, its keyspace-event hook, the prefix of its own events, what it does when data is
-/// replaced behind it (flush, SWAPDB, load), its INFO fields and its caches' size. Adding
-/// a family is its folder and one entry in `crate::registry::FAMILIES`.
+/// What the layer around the families needs of each. Every family has commands and fires
+/// its own keyspace events; the other parts are optional: [`Family::new`] leaves each one
+/// doing nothing, and a family sets those it has (`..Family::new(COMMANDS, "stats.")`).
+/// Adding a family is its folder and one entry in `crate::registry::FAMILIES`.
 pub struct Family {
     /// Its commands, one line each (see [`Command`]): registration, `COMMAND INFO`, key
     /// specs and ACL categories are generated from them.
     pub commands: &'static [Command],
+    /// The prefix of the keyspace events its write commands fire (`tscounter.`): tally's
+    /// own writes keep caches and schedule in step themselves, so these are ignored.
+    pub event_prefix: &'static str,
+    /// The word that starts the `_tally` marker of its objects' hashes, for families whose
+    /// objects tally trims (`None`: its keys are not hashes, and the server expires them).
+    pub marker_word: Option<&'static str>,
+    /// Trims the object at `name` (opened read-only and untouched in `key`, whose marker
+    /// is `marker`) at `now`, within the deadline; opens for writing only with work to do.
+    pub expire: ExpireVisit,
     /// The name of the object a derived key (`<base>|meta`) belongs to, for families whose
     /// objects span several keys. Runs for keyspace events on keys tally does not track
     /// whose name contains `crate::rank::model::PART_BYTE`, which every derived name contains.
     pub owner_of_part: for<'a> fn(&'a [u8]) -> Option<&'a [u8]>,
-    /// The word that starts the `_tally` value of the family's hashes.
-    pub word: &'static str,
-    /// The prefix of the keyspace events its write commands fire (`tscounter.`): tally's
-    /// own writes keep caches and schedule in step themselves, so these are ignored.
-    pub event_prefix: &'static str,
-    /// Trims the object at `name` (opened read-only and untouched in `key`, whose marker
-    /// is `marker`) at `now`, within the deadline; opens for writing only with work to do.
-    pub expire: ExpireVisit,
     /// Called for every keyspace event on a key tally tracks (any family); opens no key.
     pub on_keyspace_event: fn(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]),
     /// Tally deleted `name` in database `db` itself (no keyspace event tells anyone): the
@@ -56,6 +57,28 @@ pub struct Family {
     /// Estimated bytes of the bookkeeping it keeps in memory and may not drop (the
     /// leaderboards' known metas, quarantine and jobs): reported, never evicted.
     pub state_bytes: fn() -> usize,
+}
+
+impl Family {
+    /// A family of `commands` whose events start with `event_prefix`, with every optional
+    /// part doing nothing: no marker, no expiry visit, no derived keys, nothing in memory.
+    pub const fn new(commands: &'static [Command], event_prefix: &'static str) -> Family {
+        Family {
+            commands,
+            event_prefix,
+            marker_word: None,
+            expire: |_, _, _, _, _, _| Visit::Done,
+            owner_of_part: |_| None,
+            on_keyspace_event: |_, _, _, _| {},
+            forget: |_, _| {},
+            flushed: |_| {},
+            swapped: |_, _| {},
+            loading: || {},
+            info: Vec::new,
+            cache_bytes: || 0,
+            state_bytes: || 0,
+        }
+    }
 }
 
 /// `(ctx, key, name, marker, now, deadline_us)`: see [`Family::expire`].

@@ -26,7 +26,9 @@ pub const FAMILIES: [Family; 4] = [
 /// The family whose word starts `marker` (the word, then nothing or a space).
 pub fn family_of(marker: &[u8]) -> Option<&'static Family> {
     FAMILIES.iter().find(|f| {
-        marker.starts_with(f.word.as_bytes()) && marker.get(f.word.len()).is_none_or(|&b| b == b' ')
+        f.marker_word.is_some_and(|word| {
+            marker.starts_with(word.as_bytes()) && marker.get(word.len()).is_none_or(|&b| b == b' ')
+        })
     })
 }
 

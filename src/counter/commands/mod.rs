@@ -67,10 +67,7 @@ const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
-    commands: COMMANDS,
-    owner_of_part: |_| None,
-    word: layout::COUNTER,
-    event_prefix: "tscounter.",
+    marker_word: Some(layout::COUNTER),
     expire,
     on_keyspace_event: forget_key,
     forget: |db, name| memory().forget(db, name),
@@ -84,9 +81,9 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
             (c"counter_hash_lookups", memory.hash_lookups() as i64),
         ]
     },
+    // Everything it keeps in memory is a cache, counted here; no other state.
     cache_bytes: || memory().bytes(),
-    // Everything it keeps in memory is a cache, counted in `cache_bytes`.
-    state_bytes: || 0,
+    ..crate::family::Family::new(COMMANDS, "tscounter.")
 };
 
 /// Any event on a key may change it behind the read cache: drop what is kept of it.

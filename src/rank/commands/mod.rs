@@ -105,14 +105,11 @@ pub const COMMANDS: &[Command] = command_table! {
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
-    commands: COMMANDS,
-    owner_of_part,
-    word: crate::layout::RANK,
-    event_prefix: "tsrank.",
+    marker_word: Some(crate::layout::RANK),
     expire,
+    owner_of_part,
     on_keyspace_event,
-    // Tally never deletes a board's keys behind its own bookkeeping.
-    forget: |_, _| {},
+    // `forget` does nothing: tally never deletes a board's keys behind its own bookkeeping.
     flushed: |db| memory::with(|s| s.forget_db(db)),
     swapped: |a, b| memory::with(|s| s.swap_dbs(|d| swap_db(d, a, b))),
     loading: || memory::with(|s| s.forget_db(-1)),
@@ -125,8 +122,8 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
     // What the family holds in memory is bookkeeping tally needs (known metas, the
     // quarantine, jobs), not a cache it may drop: reported as `rank_memory_bytes` and in
     // the module's `state_bytes`.
-    cache_bytes: || 0,
     state_bytes: memory_bytes,
+    ..crate::family::Family::new(COMMANDS, "tsrank.")
 };
 
 /// Database `d`'s number after SWAPDB `a` `b`.

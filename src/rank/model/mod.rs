@@ -57,7 +57,7 @@ mod recount;
 mod removal;
 mod totals;
 
-pub use adjusted::*;
+pub use adjusted::{rank_adjusted, sort_totals, top_adjusted};
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use around::{above_adjusted, above_corrected, around_count, around_span, MAX_AROUND};
 pub use board_id::BoardId;
@@ -67,8 +67,11 @@ pub use drain::{drain_step, DrainScans};
 pub use increment::{apply_increments, Incremented, MemberCounts};
 pub use job_queue::{Job, JobQueue, LifecycleMemory, Resolution};
 pub use known_metas::{KnownMetas, MetaOrigin};
-pub use meta::*;
-pub use names::*;
+pub use meta::{validate_settings, Meta, MetaLayout, MAX_SLOTS, SPAN_WINDOWS};
+pub use names::{
+    base_of_meta, base_of_part, base_of_slot, has_hash_tag, may_be_part, meta_key, slot_key,
+    KeyName, META_SUFFIX, PART_BYTE, SLOT_INFIX,
+};
 pub use next_fill::{fill_step, next_value, value_after_write, NextSource};
 pub use next_totals::{Next, NextScan, NextTotals};
 pub use order::{ahead, score_to_total, MAX_TOTAL};
@@ -76,7 +79,7 @@ pub use quarantine::{Quarantine, Rebuild, View};
 pub use ranked::RankedSet;
 pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
 pub use removal::{remove_totals, RemovalStore};
-pub use totals::*;
+pub use totals::{Member, SteppedSort, Totals, TotalsBuilder};
 
 #[cfg(test)]
 mod tests;

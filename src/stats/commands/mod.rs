@@ -39,7 +39,10 @@ mod window_reads;
 use stats_memory::caches;
 
 pub use multi::{mget, mquantile};
-use periods::*;
+use periods::{
+    default_settings, inventory, last_settings, load, load_periods, read_period, window_record,
+    DEFAULT_REPORT_KEEP,
+};
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use stats_memory::bytes as cache_bytes;
 pub use window_reads::{cdf, get, quantile};
@@ -75,20 +78,16 @@ const STATS_ADD_KEYS: &[KeySpec] = &[
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
-    commands: COMMANDS,
-    owner_of_part: |_| None,
-    word: crate::layout::STATS,
-    event_prefix: "stats.",
+    marker_word: Some(crate::layout::STATS),
     expire,
     on_keyspace_event: forget_cached,
     forget: |db, name| caches(|c| c.forget(db, name)),
     flushed: |_| forget_all(),
     swapped: |_, _| forget_all(),
     loading: forget_all,
-    info: Vec::new,
+    // Everything it keeps in memory is a cache, counted here; no other state.
     cache_bytes,
-    // Everything it keeps in memory is a cache, counted in `cache_bytes`.
-    state_bytes: || 0,
+    ..crate::family::Family::new(COMMANDS, "stats.")
 };
 
 /// Any event on a key may change it behind the read cache: drop its cached windows.

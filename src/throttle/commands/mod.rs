@@ -16,7 +16,6 @@ use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
 use crate::error::{Error, Result};
-use crate::expiry::Visit;
 use crate::host::cmdinfo::{command_table, first_key, Command, UPDATE};
 use crate::host::config;
 use crate::host::replicate::replicate_bytes;
@@ -38,23 +37,9 @@ pub const CELL_COMMANDS: &[Command] = command_table! {
     c"cl.throttle" => cell_throttle, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
 };
 
-/// Throttles are native strings and keep nothing in memory: no marker (the word is one
-/// no tally hash carries), no expiry visits (the server expires the keys), no caches.
-pub const FAMILY: crate::family::Family = crate::family::Family {
-    commands: COMMANDS,
-    owner_of_part: |_| None,
-    word: "tsthrottle",
-    event_prefix: "tsthrottle.",
-    expire: |_, _, _, _, _, _| Visit::Done,
-    on_keyspace_event: |_, _, _, _| {},
-    forget: |_, _| {},
-    flushed: |_| {},
-    swapped: |_, _| {},
-    loading: || {},
-    info: Vec::new,
-    cache_bytes: || 0,
-    state_bytes: || 0,
-};
+/// Throttles are native strings and keep nothing in memory: no marker, no expiry visits
+/// (the server expires the keys), no caches.
+pub const FAMILY: crate::family::Family = crate::family::Family::new(COMMANDS, "tsthrottle.");
 
 /// TSTHROTTLE.ALLOW key max_burst count period [QUANTITY q] [AT ts]
 pub fn allow(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
