@@ -63,7 +63,9 @@ pub(super) fn load(key: &Key, now: i64, scan_limit: usize) -> Result<Option<Load
         KeyKind::Hash => {
             // Both fields with one hash read: the marker first, then the state.
             let memory = memory();
-            let (marker_field, state_field) = memory.field_names().ok_or(Error::WrongType)?;
+            let (marker_field, state_field) = memory
+                .field_names()
+                .ok_or(Error::Internal("the server made no field name"))?;
             let (mut resolutions, mut parsed) = (None, None);
             key.hget_many([marker_field, state_field], |i, value| match (i, value) {
                 (0, Some(marker)) if layout::is_family(marker.as_bytes(), layout::COUNTER) => {

@@ -31,6 +31,11 @@ pub use crate::host::server::borrowed_bytes;
 pub struct RStr(*mut raw::RedisModuleString);
 
 impl RStr {
+    /// [`RStr::new`], with the error a command answers when the server makes no string.
+    pub fn try_new(bytes: &[u8]) -> crate::error::Result<RStr> {
+        RStr::new(bytes).ok_or(crate::error::Error::Internal("the server made no string"))
+    }
+
     pub fn new(bytes: &[u8]) -> Option<RStr> {
         // SAFETY: the pointer and length describe `bytes`, which the server copies; a
         // NULL context makes a string we own and free on drop.

@@ -200,7 +200,7 @@ fn open(
     if index < meta.first_kept(now) {
         return Err(Error::OutsideKeptRange);
     }
-    let slot_name = RStr::new(&slot_key(base, index)).ok_or(Error::WrongType)?;
+    let slot_name = RStr::try_new(&slot_key(base, index))?;
     let slot = acl.open_str(ctx, &slot_name, true)?;
     let pending = open_pending(ctx, acl, base, &meta, now, transit)?
         .into_iter()
@@ -332,7 +332,7 @@ impl Incremented for Change<'_> {
 
 /// `member`'s stored values before the write.
 fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
-    let rstr = RStr::new(member).ok_or(Error::WrongType)?;
+    let rstr = RStr::try_new(member)?;
     let slot_count = match target.slot_is_leftover {
         true => 0,
         false => target

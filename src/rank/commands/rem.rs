@@ -57,7 +57,7 @@ fn parse(rest: &[&[u8]]) -> Result<Vec<RStr>> {
     let mut seen = HashSet::new();
     rest.iter()
         .filter(|member| seen.insert(**member))
-        .map(|member| RStr::new(member).ok_or(Error::WrongType))
+        .map(|member| RStr::try_new(member))
         .collect()
 }
 
