@@ -4,7 +4,7 @@ use super::*;
 use std::time::Instant;
 
 /// Cost of the pure part of one STATS.ADD (decode, add, encode), printed; run with
-/// `cargo test --release -p tally --lib stats::timing -- --ignored --nocapture`.
+/// `cargo test --release -p tally --lib stats::model::timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn add_cycle_cost() {
