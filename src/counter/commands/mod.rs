@@ -8,6 +8,7 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, set_once, Args};
+use crate::cmddocs::{integer, pure_token, string, Doc, AT, FROM, KEY, TO};
 use crate::counter::model::{
     finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
 };
@@ -34,6 +35,9 @@ mod write;
 pub use self::limit::{limit, mlimit};
 pub use self::msum::msum;
 
+use self::limit::{LIMIT_DOC, MLIMIT_DOC};
+use self::msum::MSUM_DOC;
+
 use self::counter_memory::memory;
 use self::hash_slots::{Build, HashSlots};
 use self::load_save::{load, load_for_command, read_counter, save, Loaded};
@@ -41,15 +45,15 @@ use crate::window::effective_time;
 
 /// The family's commands, one line each (see [`Command`]).
 pub const COMMANDS: &[Command] = command_table! {
-    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write";
-    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
+    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC;
+    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC;
+    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCR_DOC;
+    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read", &SUM_DOC;
+    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC;
+    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC;
+    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &LIMIT_DOC;
+    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write", &MLIMIT_DOC;
+    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MSUM_DOC;
 };
 
 /// `numkeys key [key ...]` of a read (MSUM).
@@ -111,6 +115,18 @@ fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
     effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)
 }
 
+pub const CREATE_DOC: Doc = Doc {
+    summary: c"Create a multi-resolution counter",
+    complexity: c"O(R) where R is the number of resolutions",
+    args: &[
+        KEY,
+        string(c"res:samples")
+            .token(c"RESOLUTIONS")
+            .optional()
+            .multiple(),
+    ],
+};
+
 /// TSCOUNTER.CREATE key [RESOLUTIONS res:samples [res:samples ...]]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -139,12 +155,24 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     Ok(Reply::Ok)
 }
 
+pub const INCRBY_DOC: Doc = Doc {
+    summary: c"Add an increment to a counter at every resolution that keeps the time",
+    complexity: c"O(R) where R is the number of resolutions, plus O(E) for the E slots that left their resolution's kept range since the counter was last trimmed",
+    args: &[KEY, integer(c"increment"), AT],
+};
+
 /// TSCOUNTER.INCRBY key increment [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
     let increment = args.next_i64()?;
     add(ctx, name, increment, &mut args)
 }
+
+pub const INCR_DOC: Doc = Doc {
+    summary: c"Add 1 to a counter at every resolution that keeps the time",
+    complexity: c"O(R) where R is the number of resolutions, plus O(E) for the E slots that left their resolution's kept range since the counter was last trimmed",
+    args: &[KEY, AT],
+};
 
 /// TSCOUNTER.INCR key [AT ts]
 pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -162,6 +190,12 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     }
     Ok(Reply::Int(reply))
 }
+
+pub const SUM_DOC: Doc = Doc {
+    summary: c"Sum a counter over one or more windows ending now or at a given time",
+    complexity: c"O(W * S) where W is the number of windows and S the number of slots a window covers at the resolution that answers it",
+    args: &[KEY, string(c"window").multiple(), AT],
+};
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
 pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -236,6 +270,18 @@ fn check_default_windows(windows: &[i64]) -> Result<()> {
     })
 }
 
+pub const RANGE_DOC: Doc = Doc {
+    summary: c"List a counter's slots at one resolution, oldest first",
+    complexity: c"O(N) where N is the number of slots of the resolution between FROM and TO (at most its samples); with EMPTY, O(N) in the reply: one row per slot, zeros included",
+    args: &[
+        KEY,
+        string(c"resolution"),
+        FROM,
+        TO,
+        pure_token(c"empty", c"EMPTY").optional(),
+    ],
+};
+
 /// TSCOUNTER.RANGE key resolution [FROM ts] [TO ts] [EMPTY]
 pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -263,6 +309,12 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
 /// Probes INFO may spend finding the oldest and newest stored slots from the bookkeeping
 /// (about a millisecond) before it walks the hash instead.
 const INFO_MAX_PROBES: usize = 2048;
+
+pub const INFO_DOC: Doc = Doc {
+    summary: c"Show a counter's resolutions, stored slots and memory",
+    complexity: c"O(R) where R is the number of resolutions (a few probes of the hash each); O(F) in the F fields of the hash when native edits left the counter's bookkeeping out of step with it",
+    args: &[KEY],
+};
 
 /// TSCOUNTER.INFO key
 pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

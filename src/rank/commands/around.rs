@@ -15,6 +15,7 @@
 use redis_module::{Context, ContextFlags, RedisString};
 
 use crate::args::{parse_i64, set_once, Args};
+use crate::cmddocs::{integer, pure_token, string, Doc, KEY};
 use crate::error::{Error, Result};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
@@ -27,6 +28,17 @@ use crate::rank::model::{
 use super::board::Board;
 use super::read::{open_for_read, open_member, TopShape};
 use super::slots::corrector;
+
+pub const AROUND_DOC: Doc = Doc {
+    summary: c"List a member and the members ranked just above and below it in a leaderboard",
+    complexity: c"O(log(N) + M) where N is the number of members and M is count; O(N) while a slot that left the window is still being subtracted",
+    args: &[
+        KEY,
+        string(c"member"),
+        integer(c"count"),
+        pure_token(c"withscores", c"WITHSCORES").optional(),
+    ],
+};
 
 /// TSRANK.AROUND key member count [WITHSCORES]
 pub fn around(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -102,6 +114,16 @@ fn neighbours(
     rows.into_iter().skip(offset).collect()
 }
 
+pub const RANK_DOC: Doc = Doc {
+    summary: c"Get a member's rank in a leaderboard, 0 for the highest total; with TIES, how many members have a higher total",
+    complexity: c"O(log(N)) where N is the number of members; O(N) while a slot that left the window is still being subtracted",
+    args: &[
+        KEY,
+        string(c"member"),
+        pure_token(c"ties", c"TIES").optional(),
+    ],
+};
+
 /// TSRANK.RANK key member [TIES]: without TIES, the position in TOP's order (`read`).
 pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     match rest {
@@ -146,6 +168,12 @@ fn tie_rank(ctx: &Context, name: &RedisString, member: &[u8]) -> Result<Reply> {
     };
     Ok(Reply::Int(i64::try_from(above).unwrap_or(i64::MAX)))
 }
+
+pub const MSCORE_DOC: Doc = Doc {
+    summary: c"Get several members' totals over a leaderboard's window",
+    complexity: c"O(M) where M is the number of members asked, plus O(M * P) for the P slots that left the window and are still being subtracted",
+    args: &[KEY, string(c"member").multiple()],
+};
 
 /// TSRANK.MSCORE key member [member ...]: each member's window total, or nil, in order.
 pub fn mscore(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -60,6 +60,7 @@ use std::os::raw::c_int;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::cmddocs::{string, Doc, KEY};
 use crate::error::{Error, Result};
 use crate::host::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
 use crate::host::config;
@@ -78,8 +79,12 @@ pub use read::{history, info, score, top};
 pub use rem::rem;
 pub use visit::{expire, release};
 
+use around::{AROUND_DOC, MSCORE_DOC, RANK_DOC};
+use incrby::INCRBY_DOC;
 use lifecycle::flush_jobs;
 use memory::MetaOrigin;
+use read::{HISTORY_DOC, INFO_DOC, SCORE_DOC, TOP_DOC};
+use rem::REM_DOC;
 use transit::{check_cluster, Transit};
 
 /// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
@@ -91,16 +96,16 @@ fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
 
 /// The family's commands, one line each (see [`Command`]).
 pub const COMMANDS: &[Command] = command_table! {
-    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rank" => rank, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.mscore" => mscore, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.around" => around, -4, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
+    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC;
+    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC;
+    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read", &TOP_DOC;
+    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read", &SCORE_DOC;
+    c"tsrank.rank" => rank, -3, c"readonly", &[first_key(READ)], c"read", &RANK_DOC;
+    c"tsrank.mscore" => mscore, -3, c"readonly", &[first_key(READ)], c"read", &MSCORE_DOC;
+    c"tsrank.around" => around, -4, c"readonly", &[first_key(READ)], c"read", &AROUND_DOC;
+    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC;
+    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read", &HISTORY_DOC;
+    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &REM_DOC;
 };
 
 /// This family, for the layer around the families.
@@ -137,6 +142,16 @@ fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
         d => d,
     }
 }
+
+pub const CREATE_DOC: Doc = Doc {
+    summary: c"Create a sliding-window leaderboard",
+    complexity: c"O(1)",
+    args: &[
+        KEY,
+        string(c"window_dur").token(c"WINDOW").optional(),
+        string(c"slot_dur").token(c"SLOT").optional(),
+    ],
+};
 
 /// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -9,8 +9,19 @@
 use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
+use crate::cmddocs::{double, Doc, KEYS, NUMKEYS, WINDOW};
 use crate::stats::model::window_cache::Span;
 use crate::stats::model::KeysMerge;
+
+pub const MGET_DOC: Doc = Doc {
+    summary: c"Get count, sum, min, max, mean, stddev and percentiles over the values of several objects' windows",
+    complexity: c"O(K * P * B) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period: the cost of K STATS.QUANTILE calls",
+    args: &[
+        NUMKEYS,
+        KEYS,
+        WINDOW,
+    ],
+};
 
 /// STATS.MGET numkeys key [key ...] [WINDOW dur]
 pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -24,6 +35,17 @@ pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Repl
         Reply::Summary(Rc::new(ShownSummary::new(&s)))
     }))
 }
+
+pub const MQUANTILE_DOC: Doc = Doc {
+    summary: c"Estimate quantiles over the values of several objects' windows",
+    complexity: c"O(K * P * B + Q * log(Q)) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
+    args: &[
+        NUMKEYS,
+        KEYS,
+        double(c"q").multiple(),
+        WINDOW,
+    ],
+};
 
 /// STATS.MQUANTILE numkeys key [key ...] q [q ...] [WINDOW dur]
 pub fn mquantile(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
