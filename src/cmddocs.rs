@@ -4,9 +4,9 @@
 //! types, the builders and arguments the commands share, and the check of a tree.
 //!
 //! Pure data, no Redis imports. Each command's [`Doc`] sits beside its handler in
-//! `src/<family>/commands/`, and its line of the command table names it, so a command
-//! without one does not compile; `command_table!` runs [`check`] on it at compile time, and
-//! `cmdinfo` hands it to the server when it registers the command. An argument tree
+//! `src/<family>/commands/`, named by the command's line of the table (`command!`), so a
+//! command without one does not compile; `command!` runs [`check`] on it at compile time,
+//! and `cmdinfo` hands it to the server when it registers the command. An argument tree
 //! follows its command's parser (options the parser takes in any order are listed in one
 //! order, as Redis's own docs do).
 
@@ -177,7 +177,7 @@ pub struct Doc {
     pub args: &'static [Arg],
 }
 
-/// Stops the build (`command_table!` evaluates it in a `const` for every line) when the
+/// Stops the build (`command!` evaluates it in a `const` for every command) when the
 /// command `name` or its documentation breaks a rule the server checks in
 /// `RedisModule_SetCommandInfo` (a violation there makes the module refuse to load) or
 /// one of tally's: a lower-case name, a summary, a complexity in O() notation, the key

@@ -53,7 +53,7 @@ pub const fn first_key(flags: u32) -> KeySpec {
 /// A command body: `(ctx, key, arguments after the key)`.
 pub type Handler = fn(&Context, &RedisString, &[&[u8]]) -> Result<Reply>;
 
-/// The C entry point the server calls (generated per table entry by `command_table!`).
+/// The C entry point the server calls (generated per command by `command!`).
 pub type Entry =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
@@ -69,44 +69,43 @@ pub struct Command {
     /// ACL category: `c"read"` or `c"write"`.
     pub acl: &'static CStr,
     /// What `COMMAND DOCS` answers: a constant beside the handler, checked at compile time
-    /// by `command_table!`.
+    /// by `command!`.
     pub doc: &'static Doc,
 }
 
-/// The table of commands: each line `name => handler, arity, flags, keys, acl, doc;` makes
-/// a [`Command`] with its own C entry point calling [`dispatch`] with the handler. A line
-/// without its doc does not compile, and neither does a doc that fails `cmddocs::check`
-/// (a `const` evaluated for every line), so the server never meets one.
-macro_rules! command_table {
-    ($($name:literal => $handler:path, $arity:expr, $flags:literal, $keys:expr, $acl:literal, $doc:expr;)*) => {
-        &[$(
-            $crate::host::cmdinfo::Command {
-                name: $name,
-                entry: {
-                    extern "C" fn entry(
-                        ctx: *mut redis_module::raw::RedisModuleCtx,
-                        argv: *mut *mut redis_module::raw::RedisModuleString,
-                        argc: std::os::raw::c_int,
-                    ) -> std::os::raw::c_int {
-                        // SAFETY: the server's context and `argc` argument strings for
-                        // this call.
-                        unsafe { $crate::host::cmdinfo::dispatch(ctx, argv, argc, $handler) }
-                    }
-                    entry
-                },
-                arity: $arity,
-                flags: $flags,
-                keys: $keys,
-                acl: $acl,
-                doc: {
-                    const _: () = $crate::cmddocs::check($name, $doc, $keys.len());
-                    $doc
-                },
+/// One command's line of its family's table, written beside its handler:
+/// `command!(name => handler, arity, flags, keys, acl, doc)` makes a [`Command`] with its
+/// own C entry point calling [`dispatch`] with the handler. A line without its doc does not
+/// compile, and neither does a doc that fails `cmddocs::check` (a `const` evaluated for
+/// every line), so the server never meets one.
+macro_rules! command {
+    ($name:literal => $handler:path, $arity:expr, $flags:literal, $keys:expr, $acl:literal, $doc:expr $(,)?) => {
+        $crate::host::cmdinfo::Command {
+            name: $name,
+            entry: {
+                extern "C" fn entry(
+                    ctx: *mut redis_module::raw::RedisModuleCtx,
+                    argv: *mut *mut redis_module::raw::RedisModuleString,
+                    argc: std::os::raw::c_int,
+                ) -> std::os::raw::c_int {
+                    // SAFETY: the server's context and `argc` argument strings for this
+                    // call.
+                    unsafe { $crate::host::cmdinfo::dispatch(ctx, argv, argc, $handler) }
+                }
+                entry
             },
-        )*]
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            acl: $acl,
+            doc: {
+                const _: () = $crate::cmddocs::check($name, $doc, $keys.len());
+                $doc
+            },
+        }
     };
 }
-pub(crate) use command_table;
+pub(crate) use command;
 
 /// Arguments (after the key) borrowed without a heap allocation.
 const STACK_ARGS: usize = 16;

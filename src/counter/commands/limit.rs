@@ -17,6 +17,7 @@ use crate::counter::model::limit::{
 use crate::counter::model::Counter;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
+use crate::host::cmdinfo::{command, first_key, Command, KeyAt, KeySpec, UPDATE};
 use crate::host::config;
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
@@ -26,7 +27,11 @@ use crate::window::effective_time;
 /// The options after the pairs, in any order.
 const OPTIONS: [&str; 2] = ["AT", "DETAILS"];
 
-pub const LIMIT_DOC: Doc = Doc {
+pub const LIMIT: Command = command! {
+    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &LIMIT_DOC
+};
+
+const LIMIT_DOC: Doc = Doc {
     summary: c"Apply an increment only if every window's sum stays within its maximum",
     complexity: c"O(P + S) where P is the number of window/max pairs and S the number of slots the windows cover, plus TSCOUNTER.INCRBY's cost when the increment is applied",
     args: &[
@@ -83,7 +88,18 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     Ok(reply(decision, false))
 }
 
-pub const MLIMIT_DOC: Doc = Doc {
+/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
+/// cover each of them.
+const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: UPDATE,
+}];
+
+pub const MLIMIT: Command = command! {
+    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write", &MLIMIT_DOC
+};
+
+const MLIMIT_DOC: Doc = Doc {
     summary: c"Apply an increment to several counters only if every window of every counter stays within its maximum",
     complexity: c"O(K * (P + S)) where K is the number of keys, P the number of window/max pairs of a key and S the number of slots its windows cover, plus TSCOUNTER.INCRBY's cost per key when the increment is applied",
     args: &[

@@ -14,9 +14,7 @@ use crate::counter::model::{
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
-use crate::host::cmdinfo::{
-    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
-};
+use crate::host::cmdinfo::{command, first_key, Command, INSERT, READ, UPDATE};
 use crate::host::config;
 use crate::host::replicate::HashEffects;
 use crate::host::reply::Reply;
@@ -32,42 +30,23 @@ mod load_save;
 mod msum;
 mod write;
 
-pub use self::limit::{limit, mlimit};
-pub use self::msum::msum;
-
-use self::limit::{LIMIT_DOC, MLIMIT_DOC};
-use self::msum::MSUM_DOC;
-
 use self::counter_memory::memory;
 use self::hash_slots::{Build, HashSlots};
 use self::load_save::{load, load_for_command, read_counter, save, Loaded};
 use crate::window::effective_time;
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC;
-    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC;
-    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCR_DOC;
-    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read", &SUM_DOC;
-    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC;
-    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC;
-    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &LIMIT_DOC;
-    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write", &MLIMIT_DOC;
-    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MSUM_DOC;
-};
-
-/// `numkeys key [key ...]` of a read (MSUM).
-const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: READ,
-}];
-
-/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
-/// cover each of them.
-const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: UPDATE,
-}];
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    INCRBY,
+    INCR,
+    SUM,
+    RANGE,
+    INFO,
+    limit::LIMIT,
+    limit::MLIMIT,
+    msum::MSUM,
+];
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
@@ -115,7 +94,11 @@ fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
     effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)
 }
 
-pub const CREATE_DOC: Doc = Doc {
+pub const CREATE: Command = command! {
+    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
     summary: c"Create a multi-resolution counter",
     complexity: c"O(R) where R is the number of resolutions",
     args: &[
@@ -155,7 +138,11 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     Ok(Reply::Ok)
 }
 
-pub const INCRBY_DOC: Doc = Doc {
+pub const INCRBY: Command = command! {
+    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC
+};
+
+const INCRBY_DOC: Doc = Doc {
     summary: c"Add an increment to a counter at every resolution that keeps the time",
     complexity: c"O(R) where R is the number of resolutions, plus O(E) for the E slots that left their resolution's kept range since the counter was last trimmed",
     args: &[KEY, integer(c"increment"), AT],
@@ -168,7 +155,11 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     add(ctx, name, increment, &mut args)
 }
 
-pub const INCR_DOC: Doc = Doc {
+pub const INCR: Command = command! {
+    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCR_DOC
+};
+
+const INCR_DOC: Doc = Doc {
     summary: c"Add 1 to a counter at every resolution that keeps the time",
     complexity: c"O(R) where R is the number of resolutions, plus O(E) for the E slots that left their resolution's kept range since the counter was last trimmed",
     args: &[KEY, AT],
@@ -191,7 +182,11 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     Ok(Reply::Int(reply))
 }
 
-pub const SUM_DOC: Doc = Doc {
+pub const SUM: Command = command! {
+    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read", &SUM_DOC
+};
+
+const SUM_DOC: Doc = Doc {
     summary: c"Sum a counter over one or more windows ending now or at a given time",
     complexity: c"O(W * S) where W is the number of windows and S the number of slots a window covers at the resolution that answers it",
     args: &[KEY, string(c"window").multiple(), AT],
@@ -270,7 +265,11 @@ fn check_default_windows(windows: &[i64]) -> Result<()> {
     })
 }
 
-pub const RANGE_DOC: Doc = Doc {
+pub const RANGE: Command = command! {
+    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC
+};
+
+const RANGE_DOC: Doc = Doc {
     summary: c"List a counter's slots at one resolution, oldest first",
     complexity: c"O(N) where N is the number of slots of the resolution between FROM and TO (at most its samples); with EMPTY, O(N) in the reply: one row per slot, zeros included",
     args: &[
@@ -310,7 +309,11 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
 /// (about a millisecond) before it walks the hash instead.
 const INFO_MAX_PROBES: usize = 2048;
 
-pub const INFO_DOC: Doc = Doc {
+pub const INFO: Command = command! {
+    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC
+};
+
+const INFO_DOC: Doc = Doc {
     summary: c"Show a counter's resolutions, stored slots and memory",
     complexity: c"O(R) where R is the number of resolutions (a few probes of the hash each); O(F) in the F fields of the hash when native edits left the counter's bookkeeping out of step with it",
     args: &[KEY],

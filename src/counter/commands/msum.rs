@@ -13,11 +13,22 @@ use crate::cmddocs::{string, Doc, AT, KEYS, NUMKEYS};
 use crate::counter::model::add_sums;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
+use crate::host::cmdinfo::{command, Command, KeyAt, KeySpec, READ};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::Key;
 
-pub const MSUM_DOC: Doc = Doc {
+/// `numkeys key [key ...]` of a read (MSUM).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
+
+pub const MSUM: Command = command! {
+    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MSUM_DOC
+};
+
+const MSUM_DOC: Doc = Doc {
     summary: c"Sum each window over several counters at once",
     complexity: c"O(K * W * S) where K is the number of keys, W the number of windows and S the number of slots a window covers: the cost of K TSCOUNTER.SUM calls",
     args: &[

@@ -62,7 +62,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use crate::args::{set_once, Args};
 use crate::cmddocs::{string, Doc, KEY};
 use crate::error::{Error, Result};
-use crate::host::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
+use crate::host::cmdinfo::{command, first_key, Command, INSERT};
 use crate::host::config;
 use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
@@ -71,20 +71,12 @@ use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind};
 use crate::rank::model::{meta_key, validate_settings, Meta};
 
-pub use around::{around, mscore, rank};
-pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;
 pub use memory::memory_bytes;
-pub use read::{history, info, score, top};
-pub use rem::rem;
 pub use visit::{expire, release};
 
-use around::{AROUND_DOC, MSCORE_DOC, RANK_DOC};
-use incrby::INCRBY_DOC;
 use lifecycle::flush_jobs;
 use memory::MetaOrigin;
-use read::{HISTORY_DOC, INFO_DOC, SCORE_DOC, TOP_DOC};
-use rem::REM_DOC;
 use transit::{check_cluster, Transit};
 
 /// The board a derived key (`<base>|meta`, `<base>|slot|<n>`) belongs to. Runs for every
@@ -94,19 +86,19 @@ fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
     crate::rank::model::base_of_part(name)
 }
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC;
-    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC;
-    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read", &TOP_DOC;
-    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read", &SCORE_DOC;
-    c"tsrank.rank" => rank, -3, c"readonly", &[first_key(READ)], c"read", &RANK_DOC;
-    c"tsrank.mscore" => mscore, -3, c"readonly", &[first_key(READ)], c"read", &MSCORE_DOC;
-    c"tsrank.around" => around, -4, c"readonly", &[first_key(READ)], c"read", &AROUND_DOC;
-    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC;
-    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read", &HISTORY_DOC;
-    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &REM_DOC;
-};
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    incrby::INCRBY,
+    read::TOP,
+    read::SCORE,
+    around::RANK,
+    around::MSCORE,
+    around::AROUND,
+    read::INFO,
+    read::HISTORY,
+    rem::REM,
+];
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
@@ -143,7 +135,11 @@ fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
     }
 }
 
-pub const CREATE_DOC: Doc = Doc {
+pub const CREATE: Command = command! {
+    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
     summary: c"Create a sliding-window leaderboard",
     complexity: c"O(1)",
     args: &[

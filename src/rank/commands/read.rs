@@ -13,6 +13,7 @@ use crate::args::set_once;
 use crate::args::Args;
 use crate::cmddocs::{integer, pure_token, string, Doc, KEY, WINDOW};
 use crate::error::{Error, Result};
+use crate::host::cmdinfo::{command, first_key, Command, READ};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::acl::Acl;
@@ -24,7 +25,11 @@ use super::board::Board;
 use super::slots::{live_totals, pending_in};
 use super::transit::{check_cluster, Transit};
 
-pub const TOP_DOC: Doc = Doc {
+pub const TOP: Command = command! {
+    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read", &TOP_DOC
+};
+
+const TOP_DOC: Doc = Doc {
     summary: c"List a leaderboard's members with the highest totals over the window",
     complexity: c"O(log(N) + M) where N is the number of members and M is OFFSET + count; with a WINDOW shorter than the board's, or while a slot that left the window is being subtracted, O(C) in the counts of the slots read",
     args: &[
@@ -144,7 +149,11 @@ fn sub_window(meta: &Meta, window: Option<i64>) -> Result<Option<i64>> {
     window.map(|dur| meta.sub_window_slots(dur)).transpose()
 }
 
-pub const HISTORY_DOC: Doc = Doc {
+pub const HISTORY: Command = command! {
+    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read", &HISTORY_DOC
+};
+
+const HISTORY_DOC: Doc = Doc {
     summary: c"List a member's counts per slot over a leaderboard's window, oldest first",
     complexity: c"O(S) where S is the number of slots in the window (or in WINDOW's duration)",
     args: &[KEY, string(c"member"), WINDOW],
@@ -226,7 +235,11 @@ pub(super) fn open_member(
     }))
 }
 
-pub const SCORE_DOC: Doc = Doc {
+pub const SCORE: Command = command! {
+    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read", &SCORE_DOC
+};
+
+const SCORE_DOC: Doc = Doc {
     summary: c"Get a member's total over a leaderboard's window",
     complexity:
         c"O(1), plus O(P) for the P slots that left the window and are still being subtracted",
@@ -289,7 +302,11 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
     )))
 }
 
-pub const INFO_DOC: Doc = Doc {
+pub const INFO: Command = command! {
+    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC
+};
+
+const INFO_DOC: Doc = Doc {
     summary: c"Show a leaderboard's window, slot, members and live slots",
     complexity: c"O(S) where S is the number of slots in the window, plus O(C) in the counts of slots that left the window and are still being subtracted",
     args: &[KEY],

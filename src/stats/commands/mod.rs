@@ -17,9 +17,7 @@ use crate::cmddocs::{
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
 use crate::host::cmdinfo;
-use crate::host::cmdinfo::{
-    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
-};
+use crate::host::cmdinfo::{command, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
 use crate::host::config;
 use crate::host::replicate::{Effects, HashEffects};
 use crate::host::reply::Reply;
@@ -41,33 +39,22 @@ mod window_reads;
 
 use stats_memory::caches;
 
-use multi::{MGET_DOC, MQUANTILE_DOC};
-use window_reads::{CDF_DOC, GET_DOC, QUANTILE_DOC};
-
-pub use multi::{mget, mquantile};
 use periods::*;
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use stats_memory::bytes as cache_bytes;
-pub use window_reads::{cdf, get, quantile};
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"stats.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC;
-    c"stats.add" => add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write", &ADD_DOC;
-    c"stats.get" => get, -2, c"readonly", &[first_key(READ)], c"read", &GET_DOC;
-    c"stats.quantile" => quantile, -3, c"readonly", &[first_key(READ)], c"read", &QUANTILE_DOC;
-    c"stats.cdf" => cdf, -3, c"readonly", &[first_key(READ)], c"read", &CDF_DOC;
-    c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC;
-    c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC;
-    c"stats.mget" => mget, -3, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MGET_DOC;
-    c"stats.mquantile" => mquantile, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MQUANTILE_DOC;
-};
-
-/// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
-const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: READ,
-}];
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    ADD,
+    window_reads::GET,
+    window_reads::QUANTILE,
+    window_reads::CDF,
+    RANGE,
+    INFO,
+    multi::MGET,
+    multi::MQUANTILE,
+];
 
 /// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
 /// checks cover it. Values are numbers, never the word REPORT.
@@ -147,7 +134,11 @@ fn open_window(
 
 // ------------------------------------------------------------------------- commands
 
-pub const CREATE_DOC: Doc = Doc {
+pub const CREATE: Command = command! {
+    c"stats.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
     summary: c"Create a windowed statistics object",
     complexity: c"O(1)",
     args: &[
@@ -196,7 +187,11 @@ struct Report<'a> {
     by: ReportStat,
 }
 
-pub const ADD_DOC: Doc = Doc {
+pub const ADD: Command = command! {
+    c"stats.add" => add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write", &ADD_DOC
+};
+
+const ADD_DOC: Doc = Doc {
     summary: c"Add values to the statistics of their period, optionally ranking the period by its mean or another statistic",
     complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking, and O(B) more to rank by a quantile (BY p50, p90 or p99)",
     args: &[
@@ -518,7 +513,11 @@ impl<'a> Admission<'a> {
     }
 }
 
-pub const RANGE_DOC: Doc = Doc {
+pub const RANGE: Command = command! {
+    c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC
+};
+
+const RANGE_DOC: Doc = Doc {
     summary: c"List the statistics of each stored period, oldest first",
     complexity: c"O(P * B) where P is the number of periods between FROM and TO and B the number of quantile-sketch buckets of a period",
     args: &[KEY, FROM, TO],
@@ -554,7 +553,11 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     Ok(Reply::pairs(rows))
 }
 
-pub const INFO_DOC: Doc = Doc {
+pub const INFO: Command = command! {
+    c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC
+};
+
+const INFO_DOC: Doc = Doc {
     summary: c"Show a statistics object's period, keep, stored periods and memory",
     complexity: c"O(min(F, K)) where F is the number of fields of the object's hash and K its KEEP (at most 2000)",
     args: &[KEY],

@@ -13,7 +13,17 @@ use crate::cmddocs::{double, Doc, KEYS, NUMKEYS, WINDOW};
 use crate::stats::model::window_cache::Span;
 use crate::stats::model::KeysMerge;
 
-pub const MGET_DOC: Doc = Doc {
+/// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
+
+pub const MGET: Command = command! {
+    c"stats.mget" => mget, -3, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MGET_DOC
+};
+
+const MGET_DOC: Doc = Doc {
     summary: c"Get count, sum, min, max, mean, stddev and percentiles over the values of several objects' windows",
     complexity: c"O(K * P * B) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period: the cost of K STATS.QUANTILE calls",
     args: &[
@@ -36,7 +46,11 @@ pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Repl
     }))
 }
 
-pub const MQUANTILE_DOC: Doc = Doc {
+pub const MQUANTILE: Command = command! {
+    c"stats.mquantile" => mquantile, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MQUANTILE_DOC
+};
+
+const MQUANTILE_DOC: Doc = Doc {
     summary: c"Estimate quantiles over the values of several objects' windows",
     complexity: c"O(K * P * B + Q * log(Q)) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
     args: &[

@@ -18,7 +18,7 @@ use crate::args::{set_once, Args};
 use crate::cmddocs::{integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
 use crate::expiry::Visit;
-use crate::host::cmdinfo::{command_table, first_key, Command, UPDATE};
+use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::config;
 use crate::host::replicate::replicate_bytes;
 use crate::host::reply::Reply;
@@ -30,14 +30,10 @@ use crate::throttle::model::{
     NS_PER_US,
 };
 
-pub const COMMANDS: &[Command] = command_table! {
-    c"tsthrottle.allow" => allow, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &ALLOW_DOC;
-};
+pub const COMMANDS: &[Command] = &[ALLOW];
 
 /// Registered only when tally is loaded with `throttle-cell-compat yes`.
-pub const CELL_COMMANDS: &[Command] = command_table! {
-    c"cl.throttle" => cell_throttle, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &CELL_THROTTLE_DOC;
-};
+pub const CELL_COMMANDS: &[Command] = &[CELL_THROTTLE];
 
 /// Throttles are native strings and keep nothing in memory: no marker (the word is one
 /// no tally hash carries), no expiry visits (the server expires the keys), no caches.
@@ -57,7 +53,11 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
     state_bytes: || 0,
 };
 
-pub const ALLOW_DOC: Doc = Doc {
+pub const ALLOW: Command = command! {
+    c"tsthrottle.allow" => allow, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &ALLOW_DOC
+};
+
+const ALLOW_DOC: Doc = Doc {
     summary: c"Admit a request at a steady rate with a burst allowance (GCRA), storing the subject's next arrival time",
     complexity: c"O(1)",
     args: &[
@@ -99,7 +99,11 @@ pub fn allow(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     Ok(Reply::Ints(reply(&decision).to_vec()))
 }
 
-pub const CELL_THROTTLE_DOC: Doc = Doc {
+pub const CELL_THROTTLE: Command = command! {
+    c"cl.throttle" => cell_throttle, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &CELL_THROTTLE_DOC
+};
+
+const CELL_THROTTLE_DOC: Doc = Doc {
     summary:
         c"redis-cell's rate limit on TSTHROTTLE's keys (registered with throttle-cell-compat yes)",
     complexity: c"O(1)",
