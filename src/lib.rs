@@ -3,8 +3,8 @@
 //! Layers:
 //! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `moments`,
 //!   `sketch`, `error`, `shown` (replies formatted once), `collections` (the data
-//!   structures tally writes itself); `cmddocs` (the version and the commands'
-//!   documentation, pure data);
+//!   structures tally writes itself); `cmddocs` (the version, and the form of a
+//!   command's documentation and its check; each command's own sits beside its handler);
 //! * the FFI layer in `host/`, the only code with raw module calls: `server` (API check,
 //!   clock, databases, role), `events` (keyspace and server events, tracked names),
 //!   `store` (keys, hashes, sorted sets, scans, ACL), `replicate` (effects), `reply`,

@@ -10,12 +10,14 @@ use super::hash_slots::{Build, HashSlots};
 use super::load_save::read_counter;
 use super::write;
 use crate::args::{parse_duration, parse_i64, parse_key_count, set_once, Args};
+use crate::cmddocs::{block, integer, pure_token, string, Doc, AT, KEY, KEYS, NUMKEYS};
 use crate::counter::model::limit::{
     check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
 };
 use crate::counter::model::Counter;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
+use crate::host::cmdinfo::{command, first_key, Command, KeyAt, KeySpec, UPDATE};
 use crate::host::config;
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
@@ -24,6 +26,22 @@ use crate::window::effective_time;
 
 /// The options after the pairs, in any order.
 const OPTIONS: [&str; 2] = ["AT", "DETAILS"];
+
+pub const LIMIT: Command = command! {
+    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &LIMIT_DOC
+};
+
+const LIMIT_DOC: Doc = Doc {
+    summary: c"Apply an increment only if every window's sum stays within its maximum",
+    complexity: c"O(P + S) where P is the number of window/max pairs and S the number of slots the windows cover, plus TSCOUNTER.INCRBY's cost when the increment is applied",
+    args: &[
+        KEY,
+        integer(c"increment"),
+        block(c"limit", &[string(c"window"), integer(c"max")]).multiple(),
+        AT,
+        pure_token(c"details", c"DETAILS").optional(),
+    ],
+};
 
 /// TSCOUNTER.LIMIT key increment window max [window max ...] [AT ts] [DETAILS]
 pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -69,6 +87,37 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     }
     Ok(reply(decision, false))
 }
+
+/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
+/// cover each of them.
+const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: UPDATE,
+}];
+
+pub const MLIMIT: Command = command! {
+    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write", &MLIMIT_DOC
+};
+
+const MLIMIT_DOC: Doc = Doc {
+    summary: c"Apply an increment to several counters only if every window of every counter stays within its maximum",
+    complexity: c"O(K * (P + S)) where K is the number of keys, P the number of window/max pairs of a key and S the number of slots its windows cover, plus TSCOUNTER.INCRBY's cost per key when the increment is applied",
+    args: &[
+        NUMKEYS,
+        KEYS,
+        integer(c"increment"),
+        block(
+            c"key_limits",
+            &[
+                integer(c"npairs"),
+                block(c"limit", &[string(c"window"), integer(c"max")]).multiple(),
+            ],
+        )
+        .multiple(),
+        AT,
+        pure_token(c"details", c"DETAILS").optional(),
+    ],
+};
 
 /// TSCOUNTER.MLIMIT numkeys key [key ...] increment npairs window max [window max ...]
 /// [npairs window max ...] [AT ts] [DETAILS]

@@ -8,14 +8,13 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_duration, set_once, Args};
+use crate::cmddocs::{integer, pure_token, string, Doc, AT, FROM, KEY, TO};
 use crate::counter::model::{
     finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
-use crate::host::cmdinfo::{
-    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
-};
+use crate::host::cmdinfo::{command, first_key, Command, INSERT, READ, UPDATE};
 use crate::host::config;
 use crate::host::replicate::HashEffects;
 use crate::host::reply::Reply;
@@ -31,39 +30,23 @@ mod load_save;
 mod msum;
 mod write;
 
-pub use self::limit::{limit, mlimit};
-pub use self::msum::msum;
-
 use self::counter_memory::memory;
 use self::hash_slots::{Build, HashSlots};
 use self::load_save::{load, load_for_command, read_counter, save, Loaded};
 use crate::window::effective_time;
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tscounter.limit" => limit, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tscounter.mlimit" => mlimit, -7, c"write deny-oom getkeys-api", COUNTED_KEYS, c"write";
-    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
-};
-
-/// `numkeys key [key ...]` of a read (MSUM).
-const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: READ,
-}];
-
-/// `numkeys key [key ...]`: counted keys, so cluster routing, CROSSSLOT and ACL checks
-/// cover each of them.
-const COUNTED_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: UPDATE,
-}];
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    INCRBY,
+    INCR,
+    SUM,
+    RANGE,
+    INFO,
+    limit::LIMIT,
+    limit::MLIMIT,
+    msum::MSUM,
+];
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
@@ -108,6 +91,22 @@ fn parse_at(args: &mut Args, now: i64) -> Result<i64> {
     effective_time(at, now, config::max_future_ms()).ok_or(Error::TooFarInFuture)
 }
 
+pub const CREATE: Command = command! {
+    c"tscounter.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
+    summary: c"Create a multi-resolution counter",
+    complexity: c"O(R) where R is the number of resolutions",
+    args: &[
+        KEY,
+        string(c"res:samples")
+            .token(c"RESOLUTIONS")
+            .optional()
+            .multiple(),
+    ],
+};
+
 /// TSCOUNTER.CREATE key [RESOLUTIONS res:samples [res:samples ...]]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -136,12 +135,32 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     Ok(Reply::Ok)
 }
 
+pub const INCRBY: Command = command! {
+    c"tscounter.incrby" => incrby, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC
+};
+
+const INCRBY_DOC: Doc = Doc {
+    summary: c"Add an increment to a counter at every resolution that keeps the time",
+    complexity: c"O(R) where R is the number of resolutions, plus O(E) for the E slots that left their resolution's kept range since the counter was last trimmed",
+    args: &[KEY, integer(c"increment"), AT],
+};
+
 /// TSCOUNTER.INCRBY key increment [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
     let increment = args.next_i64()?;
     add(ctx, name, increment, &mut args)
 }
+
+pub const INCR: Command = command! {
+    c"tscounter.incr" => incr, -2, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCR_DOC
+};
+
+const INCR_DOC: Doc = Doc {
+    summary: c"Add 1 to a counter at every resolution that keeps the time",
+    complexity: c"O(R) where R is the number of resolutions, plus O(E) for the E slots that left their resolution's kept range since the counter was last trimmed",
+    args: &[KEY, AT],
+};
 
 /// TSCOUNTER.INCR key [AT ts]
 pub fn incr(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -159,6 +178,16 @@ fn add(ctx: &Context, name: &RedisString, increment: i64, args: &mut Args) -> Re
     }
     Ok(Reply::Int(reply))
 }
+
+pub const SUM: Command = command! {
+    c"tscounter.sum" => sum, -3, c"readonly", &[first_key(READ)], c"read", &SUM_DOC
+};
+
+const SUM_DOC: Doc = Doc {
+    summary: c"Sum a counter over one or more windows ending now or at a given time",
+    complexity: c"O(W * S) where W is the number of windows and S the number of slots a window covers at the resolution that answers it",
+    args: &[KEY, string(c"window").multiple(), AT],
+};
 
 /// TSCOUNTER.SUM key window [window ...] [AT ts]
 pub fn sum(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -233,6 +262,22 @@ fn check_default_windows(windows: &[i64]) -> Result<()> {
     })
 }
 
+pub const RANGE: Command = command! {
+    c"tscounter.range" => range, -3, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC
+};
+
+const RANGE_DOC: Doc = Doc {
+    summary: c"List a counter's slots at one resolution, oldest first",
+    complexity: c"O(N) where N is the number of slots of the resolution between FROM and TO (at most its samples); with EMPTY, O(N) in the reply: one row per slot, zeros included",
+    args: &[
+        KEY,
+        string(c"resolution"),
+        FROM,
+        TO,
+        pure_token(c"empty", c"EMPTY").optional(),
+    ],
+};
+
 /// TSCOUNTER.RANGE key resolution [FROM ts] [TO ts] [EMPTY]
 pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -260,6 +305,16 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
 /// Probes INFO may spend finding the oldest and newest stored slots from the bookkeeping
 /// (about a millisecond) before it walks the hash instead.
 const INFO_MAX_PROBES: usize = 2048;
+
+pub const INFO: Command = command! {
+    c"tscounter.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC
+};
+
+const INFO_DOC: Doc = Doc {
+    summary: c"Show a counter's resolutions, stored slots and memory",
+    complexity: c"O(R) where R is the number of resolutions (a few probes of the hash each); O(F) in the F fields of the hash when native edits left the counter's bookkeeping out of step with it",
+    args: &[KEY],
+};
 
 /// TSCOUNTER.INFO key
 pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -9,12 +9,35 @@ use redis_module::{Context, RedisString};
 use super::check_default_windows;
 use super::load_save::read_counter;
 use crate::args::{parse_duration, parse_key_count, Args, MAX_READ_KEYS};
+use crate::cmddocs::{string, Doc, AT, KEYS, NUMKEYS};
 use crate::counter::model::add_sums;
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
+use crate::host::cmdinfo::{command, Command, KeyAt, KeySpec, READ};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::Key;
+
+/// `numkeys key [key ...]` of a read (MSUM).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
+
+pub const MSUM: Command = command! {
+    c"tscounter.msum" => msum, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MSUM_DOC
+};
+
+const MSUM_DOC: Doc = Doc {
+    summary: c"Sum each window over several counters at once",
+    complexity: c"O(K * W * S) where K is the number of keys, W the number of windows and S the number of slots a window covers: the cost of K TSCOUNTER.SUM calls",
+    args: &[
+        NUMKEYS,
+        KEYS,
+        string(c"window").multiple(),
+        AT,
+    ],
+};
 
 /// TSCOUNTER.MSUM numkeys key [key ...] window [window ...] [AT ts]
 ///

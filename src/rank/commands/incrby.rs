@@ -10,8 +10,10 @@
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::cmddocs::{block, integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::config;
 use crate::host::replicate::{replicate_strings, Effects};
 use crate::host::reply::Reply;
@@ -35,6 +37,20 @@ use super::transit::Transit;
 
 /// Increments (and their replies) kept on the stack: the usual write has one.
 const INLINE_PAIRS: usize = 8;
+
+pub const INCRBY: Command = command! {
+    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC
+};
+
+const INCRBY_DOC: Doc = Doc {
+    summary: c"Add increments to members of a leaderboard in the slot of now or of a given time",
+    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts",
+    args: &[
+        KEY,
+        block(c"pair", &[integer(c"increment"), string(c"member")]).multiple(),
+        AT,
+    ],
+};
 
 /// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

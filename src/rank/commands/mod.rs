@@ -60,8 +60,9 @@ use std::os::raw::c_int;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::cmddocs::{string, Doc, KEY};
 use crate::error::{Error, Result};
-use crate::host::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
+use crate::host::cmdinfo::{command, first_key, Command, INSERT};
 use crate::host::config;
 use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
@@ -70,12 +71,8 @@ use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind};
 use crate::rank::model::{meta_key, validate_settings, Meta};
 
-pub use around::{around, mscore, rank};
-pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;
 pub use memory::memory_bytes;
-pub use read::{history, info, score, top};
-pub use rem::rem;
 pub use visit::{expire, release};
 
 use lifecycle::flush_jobs;
@@ -89,19 +86,19 @@ fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
     crate::rank::model::base_of_part(name)
 }
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rank" => rank, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.mscore" => mscore, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.around" => around, -4, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
-};
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    incrby::INCRBY,
+    read::TOP,
+    read::SCORE,
+    around::RANK,
+    around::MSCORE,
+    around::AROUND,
+    read::INFO,
+    read::HISTORY,
+    rem::REM,
+];
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
@@ -134,6 +131,20 @@ fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
         d => d,
     }
 }
+
+pub const CREATE: Command = command! {
+    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
+    summary: c"Create a sliding-window leaderboard",
+    complexity: c"O(1)",
+    args: &[
+        KEY,
+        string(c"window_dur").token(c"WINDOW").optional(),
+        string(c"slot_dur").token(c"SLOT").optional(),
+    ],
+};
 
 /// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -10,7 +10,9 @@ use std::collections::HashSet;
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
+use crate::cmddocs::{string, Doc, KEY};
 use crate::error::{Error, Result};
+use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
 use crate::host::server::{command_now_ms, selected_db};
@@ -26,6 +28,16 @@ use super::meta_hash;
 use super::recount;
 use super::slots::count_in;
 use super::transit::Transit;
+
+pub const REM: Command = command! {
+    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &REM_DOC
+};
+
+const REM_DOC: Doc = Doc {
+    summary: c"Remove members from a leaderboard: their totals and their counts in every slot",
+    complexity: c"O(M * S) where M is the number of members and S the number of live slots; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts",
+    args: &[KEY, string(c"member").multiple()],
+};
 
 /// TSRANK.REM key member [member ...]
 pub fn rem(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

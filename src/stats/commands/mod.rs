@@ -11,12 +11,13 @@ use std::rc::Rc;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{parse_finite_f64, parse_i64, push_f64, set_once, Args};
+use crate::cmddocs::{
+    block, double, integer, pure_token, string, Arg, Doc, Kind, AT, FROM, KEY, TO,
+};
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
 use crate::host::cmdinfo;
-use crate::host::cmdinfo::{
-    command_table, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE,
-};
+use crate::host::cmdinfo::{command, first_key, Command, KeyAt, KeySpec, INSERT, READ, UPDATE};
 use crate::host::config;
 use crate::host::replicate::{Effects, HashEffects};
 use crate::host::reply::Reply;
@@ -38,33 +39,25 @@ mod window_reads;
 
 use stats_memory::caches;
 
-pub use multi::{mget, mquantile};
 use periods::{
     default_settings, inventory, last_settings, load, load_periods, read_period, window_record,
     DEFAULT_REPORT_KEEP,
 };
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use stats_memory::bytes as cache_bytes;
-pub use window_reads::{cdf, get, quantile};
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"stats.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"stats.add" => add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write";
-    c"stats.get" => get, -2, c"readonly", &[first_key(READ)], c"read";
-    c"stats.quantile" => quantile, -3, c"readonly", &[first_key(READ)], c"read";
-    c"stats.cdf" => cdf, -3, c"readonly", &[first_key(READ)], c"read";
-    c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read";
-    c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"stats.mget" => mget, -3, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
-    c"stats.mquantile" => mquantile, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read";
-};
-
-/// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
-const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
-    at: KeyAt::Counted(1),
-    flags: READ,
-}];
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    ADD,
+    window_reads::GET,
+    window_reads::QUANTILE,
+    window_reads::CDF,
+    RANGE,
+    INFO,
+    multi::MGET,
+    multi::MQUANTILE,
+];
 
 /// `key`, and `REPORT rankkey`: a declared key, so cluster routing, CROSSSLOT and ACL
 /// checks cover it. Values are numbers, never the word REPORT.
@@ -140,6 +133,20 @@ fn open_window(
 
 // ------------------------------------------------------------------------- commands
 
+pub const CREATE: Command = command! {
+    c"stats.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
+    summary: c"Create a windowed statistics object",
+    complexity: c"O(1)",
+    args: &[
+        KEY,
+        string(c"dur").token(c"PERIOD").optional(),
+        integer(c"n").token(c"KEEP").optional(),
+    ],
+};
+
 /// STATS.CREATE key [PERIOD dur] [KEEP n]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -178,6 +185,44 @@ struct Report<'a> {
     keep: i64,
     by: ReportStat,
 }
+
+pub const ADD: Command = command! {
+    c"stats.add" => add, -3, c"write deny-oom getkeys-api", STATS_ADD_KEYS, c"write", &ADD_DOC
+};
+
+const ADD_DOC: Doc = Doc {
+    summary: c"Add values to the statistics of their period, optionally ranking the period by its mean or another statistic",
+    complexity: c"O(V + B) where V is the number of values and B the number of quantile-sketch buckets of the period (its sketch is read and rewritten); with REPORT, plus O(log(N)) where N is the number of members of the ranking, and O(B) more to rank by a quantile (BY p50, p90 or p99)",
+    args: &[
+        KEY,
+        double(c"value").multiple(),
+        AT,
+        block(
+            c"report",
+            &[
+                Arg::new(c"rankkey", Kind::Key(1)),
+                string(c"member"),
+                integer(c"n").token(c"KEEP").optional(),
+                Arg {
+                    args: &[
+                        pure_token(c"mean", c"MEAN"),
+                        pure_token(c"max", c"MAX"),
+                        pure_token(c"count", c"COUNT"),
+                        pure_token(c"sum", c"SUM"),
+                        pure_token(c"p50", c"P50"),
+                        pure_token(c"p90", c"P90"),
+                        pure_token(c"p99", c"P99"),
+                    ],
+                    ..Arg::new(c"stat", Kind::OneOf)
+                }
+                .token(c"BY")
+                .optional(),
+            ],
+        )
+        .token(c"REPORT")
+        .optional(),
+    ],
+};
 
 /// STATS.ADD key value [value ...] [AT ts] [REPORT rankkey member [KEEP n] [BY stat]]
 ///
@@ -467,6 +512,16 @@ impl<'a> Admission<'a> {
     }
 }
 
+pub const RANGE: Command = command! {
+    c"stats.range" => range, -2, c"readonly", &[first_key(READ)], c"read", &RANGE_DOC
+};
+
+const RANGE_DOC: Doc = Doc {
+    summary: c"List the statistics of each stored period, oldest first",
+    complexity: c"O(P * B) where P is the number of periods between FROM and TO and B the number of quantile-sketch buckets of a period",
+    args: &[KEY, FROM, TO],
+};
+
 /// STATS.RANGE key [FROM ts] [TO ts]
 pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -496,6 +551,16 @@ pub fn range(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         });
     Ok(Reply::pairs(rows))
 }
+
+pub const INFO: Command = command! {
+    c"stats.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC
+};
+
+const INFO_DOC: Doc = Doc {
+    summary: c"Show a statistics object's period, keep, stored periods and memory",
+    complexity: c"O(min(F, K)) where F is the number of fields of the object's hash and K its KEEP (at most 2000)",
+    args: &[KEY],
+};
 
 /// STATS.INFO key
 pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -9,8 +9,29 @@
 use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
+use crate::cmddocs::{double, Doc, KEYS, NUMKEYS, WINDOW};
 use crate::stats::model::window_cache::Span;
 use crate::stats::model::KeysMerge;
+
+/// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
+const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
+    at: KeyAt::Counted(1),
+    flags: READ,
+}];
+
+pub const MGET: Command = command! {
+    c"stats.mget" => mget, -3, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MGET_DOC
+};
+
+const MGET_DOC: Doc = Doc {
+    summary: c"Get count, sum, min, max, mean, stddev and percentiles over the values of several objects' windows",
+    complexity: c"O(K * P * B) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period: the cost of K STATS.QUANTILE calls",
+    args: &[
+        NUMKEYS,
+        KEYS,
+        WINDOW,
+    ],
+};
 
 /// STATS.MGET numkeys key [key ...] [WINDOW dur]
 pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -24,6 +45,21 @@ pub fn mget(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Repl
         Reply::Summary(Rc::new(ShownSummary::new(&s)))
     }))
 }
+
+pub const MQUANTILE: Command = command! {
+    c"stats.mquantile" => mquantile, -4, c"readonly getkeys-api", COUNTED_READ_KEYS, c"read", &MQUANTILE_DOC
+};
+
+const MQUANTILE_DOC: Doc = Doc {
+    summary: c"Estimate quantiles over the values of several objects' windows",
+    complexity: c"O(K * P * B + Q * log(Q)) where K is the number of keys, P the number of periods merged per key (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
+    args: &[
+        NUMKEYS,
+        KEYS,
+        double(c"q").multiple(),
+        WINDOW,
+    ],
+};
 
 /// STATS.MQUANTILE numkeys key [key ...] q [q ...] [WINDOW dur]
 pub fn mquantile(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {

@@ -4,6 +4,17 @@
 //! Owns: parsing and answering these three reads. May not touch: raw module calls, writes.
 
 use super::*;
+use crate::cmddocs::{double, Doc, KEY, WINDOW};
+
+pub const GET: Command = command! {
+    c"stats.get" => get, -2, c"readonly", &[first_key(READ)], c"read", &GET_DOC
+};
+
+const GET_DOC: Doc = Doc {
+    summary: c"Get count, sum, min, max, mean, stddev and percentiles over the current period or a window",
+    complexity: c"O(P * B) where P is the number of periods merged (1 without WINDOW, at most 2000) and B the number of quantile-sketch buckets of a period",
+    args: &[KEY, WINDOW],
+};
 
 /// STATS.GET key [WINDOW dur]
 pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -50,6 +61,16 @@ fn merged_window(ctx: &Context, name: &RedisString, args: &mut Args) -> Result<O
     )))
 }
 
+pub const QUANTILE: Command = command! {
+    c"stats.quantile" => quantile, -3, c"readonly", &[first_key(READ)], c"read", &QUANTILE_DOC
+};
+
+const QUANTILE_DOC: Doc = Doc {
+    summary: c"Estimate quantiles over the current period or a window",
+    complexity: c"O(P * B + Q * log(Q)) where P is the number of periods merged (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and Q the number of quantiles",
+    args: &[KEY, double(c"q").multiple(), WINDOW],
+};
+
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
 pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
@@ -87,6 +108,16 @@ pub(super) fn quantiles_reply(record: &Record, qs: &[f64]) -> Reply {
             .collect(),
     )
 }
+
+pub const CDF: Command = command! {
+    c"stats.cdf" => cdf, -3, c"readonly", &[first_key(READ)], c"read", &CDF_DOC
+};
+
+const CDF_DOC: Doc = Doc {
+    summary: c"Estimate the share of values at or below each value over the current period or a window",
+    complexity: c"O(P * B + V * log(V)) where P is the number of periods merged (1 without WINDOW, at most 2000), B the number of quantile-sketch buckets of a period and V the number of values",
+    args: &[KEY, double(c"value").multiple(), WINDOW],
+};
 
 /// STATS.CDF key value [value ...] [WINDOW dur]
 ///

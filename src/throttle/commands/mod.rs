@@ -15,8 +15,9 @@ use std::io::Write;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::cmddocs::{integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
-use crate::host::cmdinfo::{command_table, first_key, Command, UPDATE};
+use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::config;
 use crate::host::replicate::replicate_bytes;
 use crate::host::reply::Reply;
@@ -28,18 +29,31 @@ use crate::throttle::model::{
     NS_PER_US,
 };
 
-pub const COMMANDS: &[Command] = command_table! {
-    c"tsthrottle.allow" => allow, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
-};
+pub const COMMANDS: &[Command] = &[ALLOW];
 
 /// Registered only when tally is loaded with `throttle-cell-compat yes`.
-pub const CELL_COMMANDS: &[Command] = command_table! {
-    c"cl.throttle" => cell_throttle, -5, c"write deny-oom", &[first_key(UPDATE)], c"write";
-};
+pub const CELL_COMMANDS: &[Command] = &[CELL_THROTTLE];
 
 /// Throttles are native strings and keep nothing in memory: no marker, no expiry visits
 /// (the server expires the keys), no caches.
 pub const FAMILY: crate::family::Family = crate::family::Family::new(COMMANDS, "tsthrottle.");
+
+pub const ALLOW: Command = command! {
+    c"tsthrottle.allow" => allow, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &ALLOW_DOC
+};
+
+const ALLOW_DOC: Doc = Doc {
+    summary: c"Admit a request at a steady rate with a burst allowance (GCRA), storing the subject's next arrival time",
+    complexity: c"O(1)",
+    args: &[
+        KEY,
+        integer(c"max_burst"),
+        integer(c"count"),
+        string(c"period"),
+        integer(c"q").token(c"QUANTITY").optional(),
+        AT,
+    ],
+};
 
 /// TSTHROTTLE.ALLOW key max_burst count period [QUANTITY q] [AT ts]
 pub fn allow(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -69,6 +83,23 @@ pub fn allow(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     let (decision, _) = throttle(ctx, name, &rate, now, server_now, quantity)?;
     Ok(Reply::Ints(reply(&decision).to_vec()))
 }
+
+pub const CELL_THROTTLE: Command = command! {
+    c"cl.throttle" => cell_throttle, -5, c"write deny-oom", &[first_key(UPDATE)], c"write", &CELL_THROTTLE_DOC
+};
+
+const CELL_THROTTLE_DOC: Doc = Doc {
+    summary:
+        c"redis-cell's rate limit on TSTHROTTLE's keys (registered with throttle-cell-compat yes)",
+    complexity: c"O(1)",
+    args: &[
+        KEY,
+        integer(c"max_burst"),
+        integer(c"count"),
+        integer(c"period"),
+        integer(c"quantity").optional(),
+    ],
+};
 
 /// CL.THROTTLE key max_burst count period [quantity]
 ///
