@@ -101,9 +101,12 @@ fn v_ints(items: &[i64]) -> Value {
     v_arr(items.iter().map(|i| v_int(*i)).collect())
 }
 
+/// One command line and its exact reply.
+type Step = (Vec<&'static str>, Value);
+
 /// A case per write command of the module, keyed by its name: the commands it runs on the
 /// primary, each with its exact reply. Each case writes keys of its own.
-fn write_cases() -> Vec<(&'static str, Vec<(Vec<&'static str>, Value)>)> {
+fn write_cases() -> Vec<(&'static str, Vec<Step>)> {
     let mlimit = |a: &'static str, limit: &'static str| {
         vec![
             "TSCOUNTER.MLIMIT",
