@@ -30,7 +30,7 @@ fn fits(sum: i128) -> bool {
 
 #[test]
 fn the_worked_example_of_the_design_text() {
-    // 1m:p29917440: the run of minutes from 2026-11-18 00:00 UTC.
+    // 1m:p29917440: the run of minutes from 2026-11-19 00:00 UTC.
     assert_eq!(packed_field(60_000, 29_917_440), b"1m:p29917440");
     let value = encode(
         29_917_440,
@@ -40,6 +40,11 @@ fn the_worked_example_of_the_design_text() {
     let value = value.unwrap();
     assert_eq!(hex(&value), "53 f0 01 03 92 4e 00 06 00 90 4e 05 03");
     assert_eq!(total(&value), Ok(5001));
+    let plain = encode(29_917_440, RUN, &[(29_917_440, 10_000), (29_917_441, -1)]);
+    assert_eq!(
+        hex(&plain.unwrap()),
+        "73 f0 01 02 8f 4e 00 90 4e 00 80 00 01"
+    );
     let dense = encode(
         29_917_440,
         RUN,
@@ -218,8 +223,17 @@ fn untrusted() -> impl Strategy<Value = (i64, Vec<u8>)> {
     ]
 }
 
+/// Cases per property: 512, or 20,000 for the soak run (TALLY_LONG=1), as in the crate's
+/// other property tests.
+fn cases() -> u32 {
+    match std::env::var("TALLY_LONG") {
+        Ok(v) if !v.is_empty() && v != "0" => 20_000,
+        _ => 512,
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn runs_round_trip((first, counts) in run()) {
