@@ -147,6 +147,7 @@ mod increment;
 pub mod limit;
 pub mod mirrors;
 mod ordered;
+pub mod packed;
 mod reads;
 mod recent_writes;
 mod slot_store;
