@@ -10,7 +10,7 @@ use super::check_default_windows;
 use super::load_save::read_counter;
 use crate::args::{parse_duration, parse_key_count, Args, MAX_READ_KEYS};
 use crate::cmddocs::{string, Doc, AT, KEYS, NUMKEYS};
-use crate::counter::model::add_sums;
+use crate::counter::model::{add_sums, distinct_names, finish_sums};
 use crate::error::{Error, Result};
 use crate::host::cmdinfo;
 use crate::host::cmdinfo::{command, Command, KeyAt, KeySpec, READ};
@@ -43,7 +43,8 @@ const MSUM_DOC: Doc = Doc {
 ///
 /// A missing key counts 0 (its windows checked against the default resolutions, as SUM
 /// checks them); the first error a key's SUM would give is the reply. A key named twice
-/// counts twice.
+/// is read once and counts twice. The totals are exact whenever they fit in a signed
+/// 64-bit integer, whatever the keys' order.
 pub fn msum(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     if cmdinfo::answered_counted_keys(ctx, numkeys.as_slice(), rest.len(), MAX_READ_KEYS) {
         return Ok(Reply::Nil);
@@ -61,19 +62,20 @@ pub fn msum(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Repl
         .collect::<Result<Vec<i64>>>()?;
     let now = command_now_ms();
     let t = super::parse_at(&mut args, now)?;
-    let mut totals = vec![0i64; windows.len()];
+    let mut totals = vec![0i128; windows.len()];
     let mut sums = vec![0i64; windows.len()];
-    for &name in names {
+    for (name, times) in distinct_names(names) {
         // Each handle is closed before the next key opens.
         let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
         let found = read_counter(ctx, &key, name, now, |counter, slots| {
             counter.sum_into(slots, now, t, &windows, &mut sums)
         })?;
         match found {
-            Some(()) => add_sums(&mut totals, &sums)?,
+            Some(()) => add_sums(&mut totals, &sums, times)?,
             None => check_default_windows(&windows)?,
         }
     }
+    let totals = finish_sums(&totals)?;
     Ok(match totals.as_slice() {
         [single] => Reply::Int(*single),
         _ => Reply::Ints(totals),

@@ -153,7 +153,7 @@ mod recent_writes;
 mod slot_store;
 mod state;
 mod trim;
-pub use across::add_sums;
+pub use across::{add_sums, distinct_names, finish_sums};
 pub use fields::{
     format_resolutions, parse_resolution_text, parse_resolutions, parse_slot_field,
     push_slot_field, slot_field,

@@ -67,7 +67,9 @@ pub fn mquantile(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result
         return Ok(Reply::Nil);
     }
     let (names, mut args) = split_keys(numkeys, rest)?;
-    let qs = parse_quantiles(&mut args)?;
+    // No quantile after the keys: the arguments stop short, a syntax error (QUANTILE's
+    // `key WINDOW dur` reads WINDOW where a number belongs, and says so).
+    let qs = parse_quantiles(&mut args, Error::Syntax)?;
     let window = parse_window(&mut args)?;
     Ok(quantiles_reply(&merge_windows(ctx, names, window)?, &qs))
 }

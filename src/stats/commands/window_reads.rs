@@ -74,7 +74,7 @@ const QUANTILE_DOC: Doc = Doc {
 /// STATS.QUANTILE key q [q ...] [WINDOW dur]
 pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let qs = parse_quantiles(&mut args)?;
+    let qs = parse_quantiles(&mut args, Error::NotFloat)?;
     let Some(record) = merged_window(ctx, name, &mut args)? else {
         return Ok(Reply::Nil);
     };
@@ -82,10 +82,10 @@ pub fn quantile(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Rep
 }
 
 /// The fractions `q [q ...]` up to `WINDOW` (at least one, each in [0, 1]).
-pub(super) fn parse_quantiles(args: &mut Args) -> Result<Vec<f64>> {
+pub(super) fn parse_quantiles(args: &mut Args, missing: Error) -> Result<Vec<f64>> {
     let q_args = args.values_until(0, &["WINDOW"]);
     if q_args.is_empty() {
-        return Err(Error::NotFloat);
+        return Err(missing);
     }
     let mut qs = Vec::with_capacity(q_args.len());
     for arg in q_args {
