@@ -68,7 +68,7 @@ use crate::host::reply::Reply;
 use crate::host::server::selected_db;
 use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind};
-use crate::rank::model::{meta_key, validate_settings, Meta};
+use crate::rank::model::{meta_key, validate_capacity, validate_settings, Meta};
 
 pub use around::{around, mscore, rank};
 pub use incrby::incrby;
@@ -138,20 +138,24 @@ fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
     }
 }
 
-/// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
+/// TSRANK.CREATE key [WINDOW dur] [SLOT dur] [CAPACITY k]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let (mut window, mut slot) = (None, None);
+    let (mut window, mut slot, mut capacity) = (None, None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
             "WINDOW" => set_once(&mut window, args.next_duration()?)?,
             "SLOT" => set_once(&mut slot, args.next_duration()?)?,
+            "CAPACITY" => set_once(&mut capacity, args.next_i64()?)?,
             _ => return Err(Error::Syntax),
         }
     }
     let window = window.unwrap_or_else(|| config::RANK_WINDOW.ms());
     let slot = slot.unwrap_or_else(|| config::RANK_SLOT.ms());
     validate_settings(window, slot)?;
+    if let Some(capacity) = capacity {
+        validate_capacity(capacity)?;
+    }
     let flags = ctx.get_flags();
     check_cluster(&flags, name.as_slice())?;
     let acl = Acl::of(ctx)?;
@@ -167,7 +171,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     // During a reshard the meta hash may exist on the other node.
     Transit::new(ctx, &flags, name.as_slice()).missing()?;
-    let meta = Meta::new(window, slot);
+    let meta = Meta::with_capacity(window, slot, capacity.unwrap_or(0));
     let mut effects = Effects::new();
     meta_hash::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);

@@ -36,6 +36,7 @@
 //! Owns: the summary's arithmetic and its order. May not touch: Redis (pure).
 
 use std::collections::{BTreeSet, HashMap};
+use std::os::raw::c_int;
 
 use crate::error::{Error, Result};
 
@@ -186,6 +187,52 @@ pub fn plan_write(
     }
     order.error = error;
     Ok(Plan { increments, error })
+}
+
+/// The slot orders the server holds, one per board (the slot it wrote last), with their
+/// bytes. A command takes a board's order out while it works on it and puts it back after
+/// (nothing is borrowed across a call to the server).
+#[derive(Debug, Default)]
+pub struct Orders {
+    by_board: HashMap<(c_int, Box<[u8]>), SlotOrder>,
+    bytes: usize,
+}
+
+impl Orders {
+    /// Takes the order held for board `base` of database `db`, if any.
+    pub fn take(&mut self, db: c_int, base: &[u8]) -> Option<SlotOrder> {
+        let key = (db, Box::<[u8]>::from(base));
+        let order = self.by_board.remove(&key)?;
+        self.bytes = self.bytes.saturating_sub(order.bytes() + base.len());
+        Some(order)
+    }
+
+    /// Holds `order` for board `base` of database `db` (replacing any other).
+    pub fn put(&mut self, db: c_int, base: &[u8], order: SlotOrder) {
+        self.forget(db, base);
+        self.bytes += order.bytes() + base.len();
+        self.by_board.insert((db, base.into()), order);
+    }
+
+    /// Drops the order held for a board (its keys changed behind the order's back).
+    pub fn forget(&mut self, db: c_int, base: &[u8]) {
+        if !self.by_board.is_empty() {
+            drop(self.take(db, base));
+        }
+    }
+
+    /// Keeps the orders of the databases `keep` answers true for.
+    pub fn retain_dbs(&mut self, keep: impl Fn(c_int) -> bool) {
+        self.by_board.retain(|(db, _), _| keep(*db));
+        self.bytes = (self.by_board.iter())
+            .map(|((_, base), order)| order.bytes() + base.len())
+            .sum();
+    }
+
+    /// Estimated bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 /// `member`'s count in the slot as the write leaves it so far (`stored` the first time).

@@ -222,6 +222,23 @@ impl Meta {
     }
 }
 
+/// Prefix of the meta hash's field that holds a slot's error on a board with `CAPACITY`:
+/// `_error <slot index>` -> the largest count evicted from the slot (absent: 0).
+pub const ERROR_FIELD_PREFIX: &[u8] = b"_error ";
+
+/// The meta hash's field holding the error of slot `index` (see [`ERROR_FIELD_PREFIX`]).
+pub fn error_field(index: i64) -> Vec<u8> {
+    let mut name = ERROR_FIELD_PREFIX.to_vec();
+    name.extend_from_slice(index.to_string().as_bytes());
+    name
+}
+
+/// A slot's error as its meta field holds it: a value that is not a non-negative integer
+/// (a user's edit) counts as 0.
+pub fn parse_error(value: &[u8]) -> i64 {
+    parse_i64(value).unwrap_or(0).max(0)
+}
+
 /// Checks a `CAPACITY` argument: members kept per slot, 1 to [`MAX_CAPACITY`].
 pub fn validate_capacity(capacity: i64) -> Result<()> {
     if !(1..=MAX_CAPACITY).contains(&capacity) {
