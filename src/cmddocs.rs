@@ -307,12 +307,13 @@ pub static DOCS: &[Doc] = &[
             KEY,
             string(c"window_dur").token(c"WINDOW").optional(),
             string(c"slot_dur").token(c"SLOT").optional(),
+            integer(c"k").token(c"CAPACITY").optional(),
         ],
     },
     Doc {
         command: c"tsrank.incrby",
         summary: c"Add increments to members of a leaderboard in the slot of now or of a given time",
-        complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts",
+        complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, a write to a full slot whose order the server does not hold (after a restart or a failover) first reads the slot, O(k)",
         args: &[
             KEY,
             block(c"pair", &[integer(c"increment"), string(c"member")]).multiple(),
