@@ -978,7 +978,16 @@ fn a_full_slot_of_a_board_with_capacity_evicts_in_bounded_time(kind: &ServerKind
     let (srv, replica) = start_with_replica(kind);
     let k = &kind.name;
     assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", "{c}", "WINDOW", "1h", "SLOT", "1m", "CAPACITY", "100000"]),
+        srv.cmd_value(&[
+            "TSRANK.CREATE",
+            "{c}",
+            "WINDOW",
+            "1h",
+            "SLOT",
+            "1m",
+            "CAPACITY",
+            "100000"
+        ]),
         v_ok()
     );
     let t0 = server_ms(&srv);
@@ -1000,12 +1009,23 @@ fn a_full_slot_of_a_board_with_capacity_evicts_in_bounded_time(kind: &ServerKind
         }
     }
     let usec = usec_per_call_held(&srv, "tsrank.incrby", &lost);
-    assert!(usec < 200.0, "{k}: an evicting write took {usec} us of server time");
+    assert!(
+        usec < 200.0,
+        "{k}: an evicting write took {usec} us of server time"
+    );
     assert_eq!(srv.cmd_value(&["HLEN", &slot_name]), v_int(n as i64), "{k}");
     // The smallest counts left first: the 100 members with 1, then the newcomers (2 each
     // once the minimum rose), so m0 (1) is gone and m999 (1000) stays.
-    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "{c}", "m0"]), v_nil(), "{k}");
-    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "{c}", "m999"]), v_int(1000), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "{c}", "m0"]),
+        v_nil(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "{c}", "m999"]),
+        v_int(1000),
+        "{k}"
+    );
     watch.check(&srv, k);
     wait_replica_synced(&srv, &replica);
     // The order is read again from the slot by the first write after a reload.
@@ -1015,7 +1035,11 @@ fn a_full_slot_of_a_board_with_capacity_evicts_in_bounded_time(kind: &ServerKind
         Value::Int(_)
     ));
     assert_eq!(srv.cmd_value(&["HLEN", &slot_name]), v_int(n as i64), "{k}");
-    assert_eq!(srv.cmd_value(&["TSRANK.SCORE", "{c}", "m1"]), v_nil(), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "{c}", "m1"]),
+        v_nil(),
+        "{k}"
+    );
     wait_replica_synced(&srv, &replica);
     assert_replica_equal(&srv, &replica, k);
     srv.assert_alive();

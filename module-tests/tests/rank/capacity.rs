@@ -92,7 +92,16 @@ fn capacity_replies_in_resp2_and_resp3(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
     assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", "cb", "WINDOW", "24h", "SLOT", "1h", "CAPACITY", "2"]),
+        srv.cmd_value(&[
+            "TSRANK.CREATE",
+            "cb",
+            "WINDOW",
+            "24h",
+            "SLOT",
+            "1h",
+            "CAPACITY",
+            "2"
+        ]),
         v_ok()
     );
     let t = server_ms(&srv);
@@ -104,10 +113,19 @@ fn capacity_replies_in_resp2_and_resp3(kind: &ServerKind) {
         "{k}"
     );
     // The slot is full: b (2, the smallest) leaves, c enters with 2 + 1.
-    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "cb", "1", "c", "AT", &at]), v_int(3));
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "cb", "1", "c", "AT", &at]),
+        v_int(3)
+    );
     // c (3) leaves, b comes back with 3 + 1.
-    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "cb", "1", "b", "AT", &at]), v_int(4));
-    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "cb", "2", "a", "AT", &before]), v_int(7));
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "cb", "1", "b", "AT", &at]),
+        v_int(4)
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "cb", "2", "a", "AT", &before]),
+        v_int(7)
+    );
     assert_eq!(
         srv.cmd_value(&["TSRANK.TOP", "cb", "10", "WITHSCORES"]),
         v_arr(vec![v_bulk("a"), v_int(7), v_bulk("b"), v_int(4)]),
@@ -152,23 +170,44 @@ fn capacity_replies_in_resp2_and_resp3(kind: &ServerKind) {
         .flat_map(|(f, v)| [v_bulk(f), v])
         .collect();
     assert_eq!(srv.cmd_value(&["TSRANK.INFO", "cb"]), v_arr(flat), "{k}");
-    let map = (info(2, 3).into_iter()).map(|(f, v)| (v_bulk(f), v)).collect();
-    assert_eq!(srv.cmd_value_resp3(&["TSRANK.INFO", "cb"]), v_map(map), "{k}");
+    let map = (info(2, 3).into_iter())
+        .map(|(f, v)| (v_bulk(f), v))
+        .collect();
+    assert_eq!(
+        srv.cmd_value_resp3(&["TSRANK.INFO", "cb"]),
+        v_map(map),
+        "{k}"
+    );
     // The settings and the slot's error in the meta hash; the slot holds k members.
     assert_eq!(
         srv.cmd_value(&["HGET", "cb|meta", "_tally"]),
         v_bulk("rank 86400000 3600000 2")
     );
     let error_field = format!("_error {now_slot}");
-    assert_eq!(srv.cmd_value(&["HGET", "cb|meta", &error_field]), v_bulk("3"));
-    assert_eq!(srv.cmd_value(&["HGETALL", "cb|meta"]).as_sequence().map(|v| v.len()), Some(6));
-    assert_eq!(srv.cmd_value(&["HLEN", &format!("cb|slot|{now_slot}")]), v_int(2));
+    assert_eq!(
+        srv.cmd_value(&["HGET", "cb|meta", &error_field]),
+        v_bulk("3")
+    );
+    assert_eq!(
+        srv.cmd_value(&["HGETALL", "cb|meta"])
+            .as_sequence()
+            .map(|v| v.len()),
+        Some(6)
+    );
+    assert_eq!(
+        srv.cmd_value(&["HLEN", &format!("cb|slot|{now_slot}")]),
+        v_int(2)
+    );
     // REM makes room: the next member enters with the slot's error (3) plus its increment.
     assert_eq!(srv.cmd_value(&["TSRANK.REM", "cb", "b"]), v_int(1));
-    assert_eq!(srv.cmd_value(&["TSRANK.INCRBY", "cb", "1", "d", "AT", &at]), v_int(4));
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "cb", "1", "d", "AT", &at]),
+        v_int(4)
+    );
     assert_eq!(info_error(&srv, "cb"), (2, 3));
     // An exact board reports capacity 0 and error 0.
-    srv.cmd(&["TSRANK.INCRBY", "exact", "1", "a"]).expect("incr");
+    srv.cmd(&["TSRANK.INCRBY", "exact", "1", "a"])
+        .expect("incr");
     assert_eq!(info_error(&srv, "exact"), (0, 0));
     assert_eq!(
         srv.cmd_value(&["HGET", "exact|meta", "_tally"]),
@@ -180,39 +219,70 @@ per_server!(capacity_errors_change_nothing);
 fn capacity_errors_change_nothing(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
-    assert_eq!(srv.cmd_value(&["TSRANK.CREATE", "cb", "CAPACITY", "3"]), v_ok());
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "cb", "CAPACITY", "3"]),
+        v_ok()
+    );
     srv.cmd(&["TSRANK.INCRBY", "cb", "2", "a"]).expect("incr");
     let before = srv.dump_keyspace();
     let cases: Vec<(Vec<String>, &str)> = vec![
         (strings(&["TSRANK.CREATE", "n", "CAPACITY", "0"]), RANGE),
         (strings(&["TSRANK.CREATE", "n", "CAPACITY", "-5"]), RANGE),
-        (strings(&["TSRANK.CREATE", "n", "CAPACITY", "100001"]), RANGE),
+        (
+            strings(&["TSRANK.CREATE", "n", "CAPACITY", "100001"]),
+            RANGE,
+        ),
         (
             strings(&["TSRANK.CREATE", "n", "CAPACITY", "many"]),
             "ERR value is not an integer or out of range",
         ),
-        (strings(&["TSRANK.CREATE", "n", "CAPACITY"]), "ERR syntax error"),
+        (
+            strings(&["TSRANK.CREATE", "n", "CAPACITY"]),
+            "ERR syntax error",
+        ),
         (
             strings(&["TSRANK.CREATE", "n", "CAPACITY", "2", "CAPACITY", "2"]),
             "ERR syntax error",
         ),
-        (strings(&["TSRANK.CREATE", "cb", "CAPACITY", "2"]), "ERR key already exists"),
+        (
+            strings(&["TSRANK.CREATE", "cb", "CAPACITY", "2"]),
+            "ERR key already exists",
+        ),
         (strings(&["TSRANK.INCRBY", "cb", "-1", "a"]), POSITIVE),
-        (strings(&["TSRANK.INCRBY", "cb", "4", "b", "-1", "a"]), POSITIVE),
-        (strings(&["TSRANK.INCRBY", "cb", "0", "a"]), "ERR increment must be a non-zero integer"),
+        (
+            strings(&["TSRANK.INCRBY", "cb", "4", "b", "-1", "a"]),
+            POSITIVE,
+        ),
+        (
+            strings(&["TSRANK.INCRBY", "cb", "0", "a"]),
+            "ERR increment must be a non-zero integer",
+        ),
     ];
     for (cmd, want) in &cases {
         assert_eq!(srv.cmd(cmd), Err(want.to_string()), "{k}: {cmd:?}");
     }
     assert_eq!(srv.dump_keyspace(), before, "{k}: an error wrote something");
-    assert_eq!(srv.cmd_value(&["TSRANK.CREATE", "big", "CAPACITY", "100000"]), v_ok());
-    assert_eq!(srv.cmd_value(&["TSRANK.CREATE", "one", "CAPACITY", "1"]), v_ok());
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "big", "CAPACITY", "100000"]),
+        v_ok()
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.CREATE", "one", "CAPACITY", "1"]),
+        v_ok()
+    );
 }
 
 /// A seeded workload on `board` (capacity `k`) over the latest `slots` slots of 1 h:
 /// `writes` INCRBYs of 1 to 3 pairs, members drawn with a skew from `members`; every reply
 /// checked against `model`.
-fn seeded_writes(srv: &Server, board: &str, model: &mut Model, rng: &mut Rng, t0: i64, n: (usize, i64, i64)) {
+fn seeded_writes(
+    srv: &Server,
+    board: &str,
+    model: &mut Model,
+    rng: &mut Rng,
+    t0: i64,
+    n: (usize, i64, i64),
+) {
     let (writes, slots, members) = n;
     let now_slot = t0 / HOUR;
     let window = (now_slot - 23, now_slot);
@@ -252,13 +322,23 @@ fn check_board(srv: &Server, board: &str, model: &Model, t0: i64) {
     let totals = model.totals(from, to);
     assert_eq!(top_all(srv, board), RankModel::ranked(&totals), "{k}: TOP");
     let error = model.error(from, to);
-    assert_eq!(info_error(srv, board), (model.capacity as i64, error), "{k}: INFO");
+    assert_eq!(
+        info_error(srv, board),
+        (model.capacity as i64, error),
+        "{k}: INFO"
+    );
     let truth = model.exact.totals(from, to);
     let n: i64 = truth.values().sum();
-    assert!(error * model.capacity as i64 <= n, "{k}: error {error} over N/k");
+    assert!(
+        error * model.capacity as i64 <= n,
+        "{k}: error {error} over N/k"
+    );
     for (member, true_total) in &truth {
         let est = totals.get(member).copied().unwrap_or(0);
-        assert!((est - true_total).abs() <= error, "{k}: {member} {est} vs {true_total}");
+        assert!(
+            (est - true_total).abs() <= error,
+            "{k}: {member} {est} vs {true_total}"
+        );
         if *true_total > error {
             let score = srv.cmd_value(&["TSRANK.SCORE", board, member]);
             assert_eq!(score, v_int(est), "{k}: {member} is listed");
@@ -276,7 +356,16 @@ fn capacity_board_follows_its_model_through_replication_and_reloads(kind: &Serve
         let board = format!("cap{capacity}");
         let c = capacity.to_string();
         assert_eq!(
-            primary.cmd_value(&["TSRANK.CREATE", &board, "WINDOW", "24h", "SLOT", "1h", "CAPACITY", &c]),
+            primary.cmd_value(&[
+                "TSRANK.CREATE",
+                &board,
+                "WINDOW",
+                "24h",
+                "SLOT",
+                "1h",
+                "CAPACITY",
+                &c
+            ]),
             v_ok()
         );
         let mut rng = Rng(seed);
@@ -300,7 +389,16 @@ fn capacity_board_follows_its_model_through_replication_and_reloads(kind: &Serve
     let mut rng = Rng(2);
     let t0 = server_ms(&primary);
     assert_eq!(
-        primary.cmd_value(&["TSRANK.CREATE", "again", "WINDOW", "24h", "SLOT", "1h", "CAPACITY", "3"]),
+        primary.cmd_value(&[
+            "TSRANK.CREATE",
+            "again",
+            "WINDOW",
+            "24h",
+            "SLOT",
+            "1h",
+            "CAPACITY",
+            "3"
+        ]),
         v_ok()
     );
     seeded_writes(&primary, "again", &mut model, &mut rng, t0, (80, 2, 20));
@@ -315,14 +413,21 @@ fn a_capacity_board_that_never_overflows_equals_an_exact_board(kind: &ServerKind
     let k = &kind.name;
     for (board, capacity) in [("exact", None), ("bounded", Some("20"))] {
         let mut cmd = strings(&["TSRANK.CREATE", board, "WINDOW", "24h", "SLOT", "1h"]);
-        cmd.extend(capacity.map(|c| strings(&["CAPACITY", c])).unwrap_or_default());
+        cmd.extend(
+            capacity
+                .map(|c| strings(&["CAPACITY", c]))
+                .unwrap_or_default(),
+        );
         assert_eq!(srv.cmd_value(&cmd), v_ok());
     }
     let t0 = server_ms(&srv);
     let mut rng = Rng(5);
     for _ in 0..200 {
         let at = (t0 - rng.below(5) * HOUR).to_string();
-        let (n, m) = ((1 + rng.below(5)).to_string(), format!("m{}", rng.below(20)));
+        let (n, m) = (
+            (1 + rng.below(5)).to_string(),
+            format!("m{}", rng.below(20)),
+        );
         let replies: Vec<Value> = ["exact", "bounded"]
             .iter()
             .map(|b| srv.cmd_value(&["TSRANK.INCRBY", b, &n, &m, "AT", &at]))
@@ -351,7 +456,16 @@ fn a_slot_leaving_the_window_takes_its_error_with_it(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
     assert_eq!(
-        srv.cmd_value(&["TSRANK.CREATE", "cb", "WINDOW", "2s", "SLOT", "1s", "CAPACITY", "1"]),
+        srv.cmd_value(&[
+            "TSRANK.CREATE",
+            "cb",
+            "WINDOW",
+            "2s",
+            "SLOT",
+            "1s",
+            "CAPACITY",
+            "1"
+        ]),
         v_ok()
     );
     // Three members in one slot: two evictions, the slot's error is 2 (a: 1, b: 1 + 1).

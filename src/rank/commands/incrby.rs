@@ -9,6 +9,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
+use crate::args::parse_i64;
 use crate::args::{set_once, Args};
 use crate::error::{Error, Result};
 use crate::expiry;
@@ -18,11 +19,10 @@ use crate::host::reply::Reply;
 use crate::host::server::{command_now_ms, selected_db};
 use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind, RStr};
-use crate::args::parse_i64;
 use crate::rank::model::{
-    apply_increments, meta_key, plan_write, positive_only,
-    score_to_total, slot_key, validate_settings, Incremented, KeyName, MemberCounts, Meta,
-    MetaLayout, Plan, SlotOrder, Target as Planned, MAX_TOTAL,
+    apply_increments, meta_key, plan_write, positive_only, score_to_total, slot_key,
+    validate_settings, Incremented, KeyName, MemberCounts, Meta, MetaLayout, Plan, SlotOrder,
+    Target as Planned, MAX_TOTAL,
 };
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
@@ -363,13 +363,12 @@ fn compute_changes<'a>(
 
 /// A plan's increments as `(increment, member)` pairs, and which of them answer one of the
 /// command's pairs (the others are evictions).
-fn expand<'a>(
-    pairs: &[(i64, &'a [u8])],
-    plan: &'a Plan,
-) -> (Vec<(i64, &'a [u8])>, Vec<bool>) {
+fn expand<'a>(pairs: &[(i64, &'a [u8])], plan: &'a Plan) -> (Vec<(i64, &'a [u8])>, Vec<bool>) {
     (plan.increments.iter())
         .filter_map(|(increment, target)| match target {
-            Planned::Pair(at) => pairs.get(*at).map(|&(_, member)| ((*increment, member), true)),
+            Planned::Pair(at) => pairs
+                .get(*at)
+                .map(|&(_, member)| ((*increment, member), true)),
             Planned::Evicted(name) => Some(((*increment, &name[..]), false)),
         })
         .unzip()
@@ -398,7 +397,9 @@ fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Targ
     if let Some(order) = memory::orders(|o| o.take(db, base)) {
         let agrees = order.index == target.index
             && order.len() == len
-            && order.min().is_none_or(|(count, member)| stored_count(target, member) == count);
+            && order
+                .min()
+                .is_none_or(|(count, member)| stored_count(target, member) == count);
         if agrees {
             return order;
         }

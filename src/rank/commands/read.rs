@@ -16,9 +16,7 @@ use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::acl::Acl;
 use crate::host::store::{KeyKind, RStr};
-use crate::rank::model::{
-    meta_key, rank_adjusted, slot_key, top_adjusted, window_error, Meta,
-};
+use crate::rank::model::{meta_key, rank_adjusted, slot_key, top_adjusted, window_error, Meta};
 use crate::window::slot_start;
 
 use super::board::Board;

@@ -150,7 +150,10 @@ fn a_slot_below_capacity_is_exact() {
             error: 0
         })
     );
-    assert_eq!(slot.sorted(), BTreeMap::from([(b"a".to_vec(), 7), (b"b".to_vec(), 1)]));
+    assert_eq!(
+        slot.sorted(),
+        BTreeMap::from([(b"a".to_vec(), 7), (b"b".to_vec(), 1)])
+    );
 }
 
 #[test]
@@ -163,12 +166,18 @@ fn a_full_slot_evicts_its_minimum_and_the_newcomer_takes_its_count() {
         plan.increments,
         vec![(-2, Target::Evicted(b"b"[..].into())), (3, Target::Pair(0))]
     );
-    assert_eq!(slot.sorted(), BTreeMap::from([(b"a".to_vec(), 5), (b"c".to_vec(), 3)]));
+    assert_eq!(
+        slot.sorted(),
+        BTreeMap::from([(b"a".to_vec(), 5), (b"c".to_vec(), 3)])
+    );
     // The evicted member comes back with the error plus its increment: 3 (c) is the
     // minimum now, so c leaves with 3.
     let plan = slot.write(2, &[(1, b"b")]).unwrap();
     assert_eq!(plan.error, 3);
-    assert_eq!(slot.sorted(), BTreeMap::from([(b"a".to_vec(), 5), (b"b".to_vec(), 4)]));
+    assert_eq!(
+        slot.sorted(),
+        BTreeMap::from([(b"a".to_vec(), 5), (b"b".to_vec(), 4)])
+    );
 }
 
 #[test]
@@ -312,7 +321,10 @@ impl Window {
                 assert_eq!(est, true_total);
                 assert_eq!(error, 0);
             }
-            assert!((est - true_total).abs() <= error, "{est} vs {true_total}, error {error}");
+            assert!(
+                (est - true_total).abs() <= error,
+                "{est} vs {true_total}, error {error}"
+            );
             if true_total > error {
                 assert!(est > 0, "a member over the error is listed");
             }
