@@ -257,6 +257,15 @@ pub(super) fn structured(rng: &mut Rng, cmd: &str, key: &[u8]) -> Option<Vec<Vec
                     s(&mut v, &d);
                 }
             }
+            // Boards with CAPACITY: small ones overflow at once, so writes evict.
+            if cmd == "TSRANK.CREATE" && rng.chance(40) {
+                s(&mut v, "CAPACITY");
+                let k = match rng.chance(70) {
+                    true => (1 + rng.below(4)).to_string(),
+                    false => num(rng),
+                };
+                s(&mut v, &k);
+            }
         }
         "TSRANK.TOP" => {
             let x = num(rng);

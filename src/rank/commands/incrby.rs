@@ -9,6 +9,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
+use crate::args::parse_i64;
 use crate::args::{set_once, Args};
 use crate::cmddocs::{block, integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
@@ -21,8 +22,9 @@ use crate::host::server::{command_now_ms, selected_db};
 use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::model::{
-    apply_increments, meta_key, score_to_total, slot_key, validate_settings, Incremented, KeyName,
-    MemberCounts, Meta, MetaLayout, MAX_TOTAL,
+    apply_increments, meta_key, plan_write, positive_only, score_to_total, slot_key,
+    validate_settings, Incremented, KeyName, MemberCounts, Meta, MetaLayout, Plan, SlotOrder,
+    Target as Planned, MAX_TOTAL,
 };
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
@@ -44,7 +46,7 @@ pub const INCRBY: Command = command! {
 
 const INCRBY_DOC: Doc = Doc {
     summary: c"Add increments to members of a leaderboard in the slot of now or of a given time",
-    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts",
+    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, a write to a full slot whose order the server does not hold (after a restart or a failover) first reads the slot, O(k)",
     args: &[
         KEY,
         block(c"pair", &[integer(c"increment"), string(c"member")]).multiple(),
@@ -61,13 +63,43 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         let Some(mut target) = open(ctx, acl, name, now, ts, transit)? else {
             return Ok(None);
         };
+        // Checked before `check`, which may repair a quarantined board.
+        if target.meta.is_bounded() && pairs.iter().any(|&(increment, _)| increment < 0) {
+            return Err(positive_only());
+        }
         let checked = check(ctx, acl, name.as_slice(), &mut target, now, transit)?;
         Ok(checked.then_some(target))
     })?;
-    let (mut changes, replies) = compute_changes(&pairs, &target)?;
+    let db = selected_db(ctx);
+    // A board with CAPACITY: the slot's order (taken out of memory while the command
+    // works) plans the evictions; an error drops it, and the next write reads it again.
+    let (order, plan) = match target.meta.is_bounded() {
+        true => {
+            let mut order = slot_order(ctx, db, name.as_slice(), &target);
+            let before = order.error;
+            let plan = plan_write(&pairs, target.meta.capacity, &mut order, |member| {
+                stored_count(&target, member)
+            })?;
+            (Some((order, before)), Some(plan))
+        }
+        false => (None, None),
+    };
+    let (mut changes, replies) = match &plan {
+        None => compute_changes(&pairs, None, &target)?,
+        Some(plan) => {
+            let (expanded, replied) = expand(&pairs, plan);
+            compute_changes(&expanded, Some(&replied), &target)?
+        }
+    };
     // Read handles on the slot hashes close before the write (it may empty one).
     target.stored = None;
-    let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
+    let mut meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
+    if let Some((order, before)) = order {
+        if order.error > before {
+            write_error(ctx, &target, order.error, &mut meta_effects);
+        }
+        memory::orders(|o| o.put(db, name.as_slice(), order));
+    }
     replicate(ctx, name, &target, &changes, meta_effects);
     notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
     Ok(match replies.as_slice() {
@@ -326,15 +358,103 @@ struct Change<'a> {
 
 /// The new values of every member (a member may appear several times) and the reply to
 /// each increment: the member's exact window total after it (the arithmetic is
-/// `crate::rank::model::apply_increments`).
+/// `crate::rank::model::apply_increments`). With `replied`, only the increments it marks
+/// are replied to (the others are evictions).
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
+    replied: Option<&[bool]>,
     target: &Target,
 ) -> Result<(Vec<Change<'a>>, SmallVec<[i64; INLINE_PAIRS]>)> {
     let mut replies = SmallVec::new();
     let current = |member: &'a [u8]| current_values(target, member);
-    let changes = apply_increments(pairs, current, |reply| replies.push(reply))?;
+    let mut at = 0;
+    let changes = apply_increments(pairs, current, |reply| {
+        if replied.is_none_or(|r| r.get(at).copied().unwrap_or(true)) {
+            replies.push(reply);
+        }
+        at += 1;
+    })?;
     Ok((changes, replies))
+}
+
+/// A plan's increments as `(increment, member)` pairs, and which of them answer one of the
+/// command's pairs (the others are evictions).
+fn expand<'a>(pairs: &[(i64, &'a [u8])], plan: &'a Plan) -> (Vec<(i64, &'a [u8])>, Vec<bool>) {
+    (plan.increments.iter())
+        .filter_map(|(increment, target)| match target {
+            Planned::Pair(at) => pairs
+                .get(*at)
+                .map(|&(_, member)| ((*increment, member), true)),
+            Planned::Evicted(name) => Some(((*increment, &name[..]), false)),
+        })
+        .unzip()
+}
+
+/// `member`'s count in the written slot before the write (0: not there, or a value that is
+/// not a positive integer, which the write replaces).
+fn stored_count(target: &Target, member: &[u8]) -> i64 {
+    match (target.slot_is_leftover, RStr::new(member)) {
+        (false, Some(member)) => (target.slot.hget_i64_str(&member))
+            .flatten()
+            .unwrap_or(0)
+            .max(0),
+        _ => 0,
+    }
+}
+
+/// The order of the written slot of a board with CAPACITY: the one held in memory if it is
+/// of this slot and agrees with it (as many members, the same smallest count), else built
+/// from the slot hash (a new slot: empty) with the error its meta field holds.
+fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> SlotOrder {
+    let len = match target.slot_is_leftover {
+        true => 0,
+        false => target.slot.len(),
+    };
+    if let Some(order) = memory::orders(|o| o.take(db, base)) {
+        let agrees = order.index == target.index
+            && order.len() == len
+            && order
+                .min()
+                .is_none_or(|(count, member)| stored_count(target, member) == count);
+        if agrees {
+            return order;
+        }
+    }
+    let error = stored_error(ctx, target);
+    if len == 0 {
+        return SlotOrder::new(target.index, error);
+    }
+    let mut counts: Vec<(Vec<u8>, i64)> = Vec::with_capacity(len);
+    target.slot.hscan(|member, count| {
+        if let Ok(count @ 1..) = parse_i64(count) {
+            counts.push((member.to_vec(), count));
+        }
+    });
+    let counts = counts.iter().map(|(member, count)| (&member[..], *count));
+    SlotOrder::from_counts(target.index, error, counts)
+}
+
+/// The written slot's error as its meta field holds it (0 when there is none).
+fn stored_error(ctx: &Context, target: &Target) -> i64 {
+    let index = target.index;
+    match &target.meta_hash {
+        Some(meta) => meta_hash::read_error(meta, index),
+        None => Key::open_bytes(ctx, &target.meta_name, false)
+            .map_or(0, |meta| meta_hash::read_error(&meta, index)),
+    }
+}
+
+/// Stores the written slot's new error in its meta field, recorded with the meta's effects.
+fn write_error(ctx: &Context, target: &Target, error: i64, effects: &mut Effects) {
+    let (name, index) = (&target.meta_name, target.index);
+    match &target.meta_hash {
+        Some(meta) => meta_hash::write_error(meta, name, index, error, effects),
+        None => {
+            if let Some(meta) = Key::open_bytes(ctx, name, true) {
+                meta_hash::write_error(&meta, name, index, error, effects);
+            }
+        }
+    }
 }
 
 impl Incremented for Change<'_> {

@@ -58,6 +58,9 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     if let Some(base) = base_of_meta(key) {
         memory::known(|k| k.unverify(db, base));
     }
+    // A slot order (boards with `CAPACITY`) holds what tally wrote: any other change to
+    // the board's keys, or a move of them, and it is read again from the slot.
+    memory::orders(|o| o.forget(db, base_of_part(key).unwrap_or(key)));
     // On a primary, next totals follow tally's own writes only.
     if acting {
         memory::nexts(|n| {

@@ -8,7 +8,8 @@
 //! * [`DrainScans`]: the saved scans of slots being expired (`visit`);
 //! * [`NextTotals`]: the totals without a large oldest slot, ready before it leaves
 //!   (`next`, `replica`);
-//! * [`LifecycleMemory`]: the lifecycle jobs queued by keyspace events (`lifecycle`).
+//! * [`LifecycleMemory`]: the lifecycle jobs queued by keyspace events (`lifecycle`);
+//! * [`Orders`]: the order of the slot each board with `CAPACITY` wrote last (`incrby`).
 //!
 //! A caller borrows the part it needs ([`known`], [`quarantine`], [`drains`], [`nexts`],
 //! [`lifecycle`]); what concerns a board or a database as a whole (it is gone, flushed,
@@ -21,7 +22,9 @@ use std::cell::RefCell;
 use std::os::raw::c_int;
 
 use crate::host::store::scan::HashCursor;
-use crate::rank::model::{DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Quarantine};
+use crate::rank::model::{
+    DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Orders, Quarantine,
+};
 
 pub(super) use crate::rank::model::{BoardId, MetaOrigin};
 
@@ -42,6 +45,7 @@ pub(super) struct State {
     drains: DrainScans<HashCursor>,
     nexts: NextTotals<HashCursor>,
     lifecycle: LifecycleMemory,
+    orders: Orders,
 }
 
 thread_local! {
@@ -80,6 +84,11 @@ pub(super) fn lifecycle<R>(f: impl FnOnce(&mut LifecycleMemory) -> R) -> R {
     with(|s| f(&mut s.lifecycle))
 }
 
+/// The slot orders of boards with `CAPACITY`.
+pub(super) fn orders<R>(f: impl FnOnce(&mut Orders) -> R) -> R {
+    with(|s| f(&mut s.orders))
+}
+
 /// Bytes the family holds in memory (an estimate: allocations and their bookkeeping).
 pub fn memory_bytes() -> usize {
     with(|s| {
@@ -88,6 +97,7 @@ pub fn memory_bytes() -> usize {
             + s.drains.bytes()
             + s.nexts.bytes()
             + s.lifecycle.jobs.bytes()
+            + s.orders.bytes()
     })
 }
 
@@ -112,6 +122,7 @@ impl State {
         self.quarantine.forget(db, base);
         self.drains.forget(&(db, base.to_vec()));
         self.nexts.drop(db, base);
+        self.orders.forget(db, base);
     }
 
     /// Forgets the boards and jobs of database `db` (every database if `db` is -1).
@@ -122,6 +133,7 @@ impl State {
         self.drains.retain_dbs(keep);
         self.lifecycle.jobs.retain_dbs(keep);
         self.nexts.drop_where(|d| !keep(d));
+        self.orders.retain_dbs(keep);
     }
 
     /// SWAPDB: what was known of one database now belongs to the other (`swap` maps a
@@ -132,6 +144,7 @@ impl State {
         self.drains.clear();
         self.lifecycle.jobs.swap_dbs(&swap);
         self.nexts.drop_where(|_| true);
+        self.orders.retain_dbs(|_| false);
     }
 
     /// Frees discarded totals (views first, then next totals), about `work` members'

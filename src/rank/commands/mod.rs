@@ -60,7 +60,7 @@ use std::os::raw::c_int;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
-use crate::cmddocs::{string, Doc, KEY};
+use crate::cmddocs::{integer, string, Doc, KEY};
 use crate::error::{Error, Result};
 use crate::host::cmdinfo::{command, first_key, Command, INSERT};
 use crate::host::config;
@@ -69,7 +69,7 @@ use crate::host::reply::Reply;
 use crate::host::server::selected_db;
 use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind};
-use crate::rank::model::{meta_key, validate_settings, Meta};
+use crate::rank::model::{meta_key, validate_capacity, validate_settings, Meta};
 
 pub use lifecycle::on_keyspace_event;
 pub use memory::memory_bytes;
@@ -143,23 +143,28 @@ const CREATE_DOC: Doc = Doc {
         KEY,
         string(c"window_dur").token(c"WINDOW").optional(),
         string(c"slot_dur").token(c"SLOT").optional(),
+        integer(c"k").token(c"CAPACITY").optional(),
     ],
 };
 
-/// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
+/// TSRANK.CREATE key [WINDOW dur] [SLOT dur] [CAPACITY k]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let (mut window, mut slot) = (None, None);
+    let (mut window, mut slot, mut capacity) = (None, None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
             "WINDOW" => set_once(&mut window, args.next_duration()?)?,
             "SLOT" => set_once(&mut slot, args.next_duration()?)?,
+            "CAPACITY" => set_once(&mut capacity, args.next_i64()?)?,
             _ => return Err(Error::Syntax),
         }
     }
     let window = window.unwrap_or_else(|| config::RANK_WINDOW.ms());
     let slot = slot.unwrap_or_else(|| config::RANK_SLOT.ms());
     validate_settings(window, slot)?;
+    if let Some(capacity) = capacity {
+        validate_capacity(capacity)?;
+    }
     let flags = ctx.get_flags();
     check_cluster(&flags, name.as_slice())?;
     let acl = Acl::of(ctx)?;
@@ -175,7 +180,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     // During a reshard the meta hash may exist on the other node.
     Transit::new(ctx, &flags, name.as_slice()).missing()?;
-    let meta = Meta::new(window, slot);
+    let meta = Meta::with_capacity(window, slot, capacity.unwrap_or(0));
     let mut effects = Effects::new();
     meta_hash::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);

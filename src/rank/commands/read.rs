@@ -18,7 +18,7 @@ use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::acl::Acl;
 use crate::host::store::{KeyKind, RStr};
-use crate::rank::model::{rank_adjusted, slot_key, top_adjusted, Meta};
+use crate::rank::model::{meta_key, rank_adjusted, slot_key, top_adjusted, window_error, Meta};
 use crate::window::slot_start;
 
 use super::board::Board;
@@ -361,11 +361,22 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
             }
         }
     }
+    // A board with CAPACITY: the sum of its live slots' errors (see
+    // `crate::rank::model::capacity`), from their meta fields.
+    let mut errors = Vec::new();
+    if let (true, Some((start, end))) = (meta.is_bounded(), meta.live_range(now)) {
+        let meta_hash = acl.open(ctx, &meta_key(&board.base), false)?;
+        for index in start..=end {
+            errors.push(super::meta_hash::read_error(&meta_hash, index));
+        }
+    }
     Ok(Reply::Map(vec![
         ("window", Reply::Int(meta.window)),
         ("slot", Reply::Int(meta.slot)),
         ("members", Reply::Int(members)),
         ("slots", Reply::Int(live)),
         ("oldest", oldest.map_or(Reply::Nil, Reply::Int)),
+        ("capacity", Reply::Int(meta.capacity)),
+        ("error", Reply::Int(window_error(errors))),
     ]))
 }

@@ -85,7 +85,7 @@ pub(super) fn at_once(
         }
         meta.lo = end.saturating_add(1);
         if meta.hi < meta.lo {
-            *meta = Meta::new(meta.window, meta.slot);
+            *meta = Meta::with_capacity(meta.window, meta.slot, meta.capacity);
         }
     }
     // The sorted set can be far larger than the slot hashes (a native ZADD quarantines the

@@ -272,10 +272,16 @@ fn remove(
     } = store;
     let mut any = started;
     zrem.emit(ctx);
-    for (slot_name, _, slot) in &target.slots {
+    // A board with CAPACITY: the order of its slot written last follows the removals.
+    let db = selected_db(ctx);
+    let mut order = memory::orders(|o| o.take(db, name.as_slice()));
+    for (slot_name, index, slot) in &target.slots {
         let mut hdel = Effects::new();
         let mut started = false;
         for member in members {
+            if let Some(order) = order.as_mut().filter(|o| o.index == *index) {
+                order.set(member.as_bytes(), count_in(slot, member), 0);
+            }
             if slot.hdel_str(member) {
                 if !started {
                     hdel.command(c"HDEL").arg(slot_name);
@@ -287,8 +293,10 @@ fn remove(
         any |= started;
         hdel.emit(ctx);
     }
+    if let Some(order) = order {
+        memory::orders(|o| o.put(db, name.as_slice(), order));
+    }
     // The board's next totals (see `next`), if it keeps them: the members are gone.
-    let db = selected_db(ctx);
     memory::nexts(|n| {
         if let Some(next) = n.get_mut(db, name.as_slice()) {
             for member in members {

@@ -212,6 +212,10 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         }
         let mut effects = Effects::new();
         meta_hash::write_range(&key, name, &meta, layout, &mut effects);
+        if meta.is_bounded() {
+            // The errors of the slots drained (boards with CAPACITY) go with them.
+            meta_hash::drop_errors(&key, name, before.lo..meta.lo, &mut effects);
+        }
         effects.emit(ctx);
         memory::known(|k| k.note(db, base, meta, MetaOrigin::Written));
     }

@@ -40,6 +40,7 @@ mod announced;
 mod around;
 mod board_id;
 mod board_store;
+mod capacity;
 mod corrected;
 mod discarded;
 mod drain;
@@ -62,12 +63,16 @@ pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use around::{above_adjusted, above_corrected, around_count, around_span, MAX_AROUND};
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
+pub use capacity::{plan_write, positive_only, window_error, Orders, Plan, SlotOrder, Target};
 pub use corrected::{corrected_around, corrected_rank, Pending, RawOrder};
 pub use drain::{drain_step, DrainScans};
 pub use increment::{apply_increments, Incremented, MemberCounts};
 pub use job_queue::{Job, JobQueue, LifecycleMemory, Resolution};
 pub use known_metas::{KnownMetas, MetaOrigin};
-pub use meta::{validate_settings, Meta, MetaLayout, MAX_SLOTS, SPAN_WINDOWS};
+pub use meta::{
+    error_field, parse_error, validate_capacity, validate_settings, Meta, MetaLayout,
+    ERROR_FIELD_PREFIX, MAX_CAPACITY, MAX_SLOTS, SPAN_WINDOWS,
+};
 pub use names::{
     base_of_meta, base_of_part, base_of_slot, has_hash_tag, may_be_part, meta_key, slot_key,
     KeyName, META_SUFFIX, PART_BYTE, SLOT_INFIX,
