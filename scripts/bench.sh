@@ -42,7 +42,9 @@
 # the clock, the least any module read command can do, and FLOOR.HGET reads one hash field
 # through the module API. Their "floor: module ..." rows measure what the server charges a
 # module read, to compare TSCOUNTER.SUM's rows with; FLOOR.REPLICATE (the TSRANK rows)
-# what replicating a leaderboard increment's two effects costs a module.
+# what replicating a leaderboard increment's two effects costs a module; FLOOR.HWRITE (the
+# STATS rows) a module write of STATS.ADD's shape: three hash fields read, two written and
+# replicated as an HSET effect.
 #
 # The host tax rows (family "host") start three more servers: one with no module, one with
 # benchfloor loaded with SUBSCRIBE (subscribed to tally's keyspace event classes with an

@@ -447,30 +447,6 @@ impl Key {
         f([0, 1, 2].map(|i| owned.get(i).and_then(Option::as_ref).map(RStr::as_bytes)))
     }
 
-    /// Sets two fields with one `RedisModule_HashSet` (creates the key if empty).
-    pub fn hset2(&self, fields: [(&RStr, &[u8]); 2]) {
-        if self.ptr.is_null() {
-            return;
-        }
-        let [(f1, v1), (f2, v2)] = fields;
-        let (Some(v1), Some(v2)) = (RStr::new(v1), RStr::new(v2)) else {
-            return;
-        };
-        // SAFETY: open key, two live field strings each followed by a live value string,
-        // NULL-terminated varargs.
-        unsafe {
-            api!(RedisModule_HashSet)(
-                self.ptr,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                f1.as_ptr(),
-                v1.as_ptr(),
-                f2.as_ptr(),
-                v2.as_ptr(),
-                ptr::null_mut::<c_void>(),
-            )
-        };
-    }
-
     /// Calls `f` with the bytes of a hash field's value, if present (no copy).
     pub fn hget_with<T>(&self, field: &RStr, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
         self.hash_get_raw(field, |v| f(v.as_bytes()))

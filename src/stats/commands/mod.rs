@@ -26,8 +26,8 @@ use crate::host::store::{notify, notify_bytes, Key, KeyKind, RStr};
 use crate::layout::MARKER_FIELD;
 use crate::stats::model::window_cache::Admit;
 use crate::stats::model::{
-    check_cdf_count, check_quantile, check_value, field, parse_keep, Part, Record, ReportStat,
-    Settings, ShownSummary,
+    check_cdf_count, check_quantile, check_value, parse_keep, Record, ReportStat, Settings,
+    ShownSummary,
 };
 use crate::window::effective_time;
 
@@ -41,7 +41,7 @@ use stats_memory::caches;
 
 use periods::{
     default_settings, inventory, last_settings, load, load_periods, read_period, window_record,
-    DEFAULT_REPORT_KEEP,
+    PeriodFields, DEFAULT_REPORT_KEEP,
 };
 /// Estimated bytes the family holds in memory (its read cache of windows).
 pub use stats_memory::bytes as cache_bytes;
@@ -273,17 +273,20 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     // of the last object seen, so the marker and both fields come in one read, and read
     // again only if the guess was wrong. Nothing is written until every check passed.
     let mut sketch_out = Vec::new();
-    let (stored, previous) = if exists {
+    let (stored, previous, read_fields) = if exists {
         let guess = last_settings().unwrap_or_else(default_settings);
         match read_period(&key, &guess, ts, &values, &mut sketch_out)? {
-            (settings, previous) if settings == guess => (Some(settings), previous),
-            (settings, _) => {
-                let (_, previous) = read_period(&key, &settings, ts, &values, &mut sketch_out)?;
-                (Some(settings), previous)
+            (settings, previous, fields) if settings == guess => {
+                (Some(settings), previous, Some(fields))
+            }
+            (settings, _, _) => {
+                let (_, previous, fields) =
+                    read_period(&key, &settings, ts, &values, &mut sketch_out)?;
+                (Some(settings), previous, Some(fields))
             }
         }
     } else {
-        (None, None)
+        (None, None, None)
     };
     let mut rank = match &report {
         Some(r) => {
@@ -304,7 +307,6 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
 
     // Everything is checked: from here on the command writes.
     let start = settings.start(index);
-    let (m_field, q_field) = (field(start, Part::Moments), field(start, Part::Sketch));
     // A missing or damaged period (a user's HSET/HDEL) starts afresh.
     let new_period = previous.is_none();
     let moments = match previous {
@@ -325,14 +327,23 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
         key.hset(MARKER_FIELD.as_bytes(), marker.as_bytes());
         effects.set(MARKER_FIELD, marker);
     }
-    let (Some(m_name), Some(q_name)) =
-        (RStr::new(m_field.as_bytes()), RStr::new(q_field.as_bytes()))
+    // The read named the fields of this very period (the index is the period of `ts`
+    // under the stored settings): its strings serve the write and its effects.
+    let fields = match read_fields.filter(|f| f.start == start) {
+        Some(fields) => Some(fields),
+        None => PeriodFields::new(start),
+    };
+    let (Some(fields), Some(m_value), Some(q_value)) =
+        (fields, RStr::new(&m_bytes), RStr::new(&sketch_out))
     else {
         return Err(Error::Invalid("out of memory".into()));
     };
-    key.hset2([(&m_name, &m_bytes), (&q_name, &sketch_out)]);
-    effects.set(m_field, m_bytes);
-    effects.set(q_field, &sketch_out);
+    // The value strings go to the key and then to the effects as they are (the server
+    // copies them into the hash and keeps a reference for the replicated HSET).
+    let first = effects.len();
+    effects.set_strings(&fields.moments_name, m_value);
+    effects.set_strings(&fields.sketch_name, q_value);
+    key.hset_many(effects.sets_since(first));
     if new_period {
         // The timer drops the periods as they leave; it visits the key when the oldest
         // stored one leaves (its visits keep that time). This period leaves at the

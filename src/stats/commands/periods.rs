@@ -49,27 +49,45 @@ pub(super) fn last_settings() -> Option<Settings> {
     caches(|c| c.last_settings())
 }
 
+/// The two field names of one period as module strings. A write makes them once: its
+/// read, its `HashSet` and its replicated `HSET` share the same strings (each string made
+/// costs a server allocation, a copy and a free).
+pub(super) struct PeriodFields {
+    /// Start (ms) of the period the names are of.
+    pub start: i64,
+    pub moments_name: RStr,
+    pub sketch_name: RStr,
+}
+
+impl PeriodFields {
+    /// The fields of the period starting at `start`; `None` if the server could not make
+    /// a string.
+    pub(super) fn new(start: i64) -> Option<PeriodFields> {
+        Some(PeriodFields {
+            start,
+            moments_name: RStr::new(field(start, Part::Moments).as_bytes())?,
+            sketch_name: RStr::new(field(start, Part::Sketch).as_bytes())?,
+        })
+    }
+}
+
 /// One read of the marker and of the fields of the period containing `ts` under
 /// `assumed` settings. Returns the object's settings (WRONGTYPE without a valid marker)
 /// and, when they equal `assumed`, the period's moments with `values` added (the new
-/// sketch encoding in `sketch_out`), or `None` for a missing or damaged period.
+/// sketch encoding in `sketch_out`), or `None` for a missing or damaged period; and the
+/// period's field names under `assumed`, for the write that follows.
 pub(super) fn read_period(
     key: &Key,
     assumed: &Settings,
     ts: i64,
     values: &[f64],
     sketch_out: &mut Vec<u8>,
-) -> Result<(Settings, Option<crate::moments::Moments>)> {
-    let start = assumed.start(assumed.index(ts));
-    let (m_field, q_field) = (field(start, Part::Moments), field(start, Part::Sketch));
-    let (Some(m_name), Some(q_name)) =
-        (RStr::new(m_field.as_bytes()), RStr::new(q_field.as_bytes()))
-    else {
-        return Err(Error::WrongType);
-    };
-    caches(|c| {
+) -> Result<(Settings, Option<crate::moments::Moments>, PeriodFields)> {
+    let fields = PeriodFields::new(assumed.start(assumed.index(ts))).ok_or(Error::WrongType)?;
+    let (settings, previous) = caches(|c| {
         let marker_name = c.marker_name().ok_or(Error::WrongType)?;
-        key.hget3_with([marker_name, &m_name, &q_name], |[marker, m, q]| {
+        let names = [marker_name, &fields.moments_name, &fields.sketch_name];
+        key.hget3_with(names, |[marker, m, q]| {
             let settings = marker
                 .and_then(|m| c.settings_of_marker(m))
                 .ok_or(Error::WrongType)?;
@@ -82,7 +100,8 @@ pub(super) fn read_period(
             };
             Ok((settings, previous))
         })
-    })
+    })?;
+    Ok((settings, previous, fields))
 }
 
 /// The stored record of period `index`, if it is stored and valid.
