@@ -139,6 +139,13 @@ lint: deps
 ## see the top of scripts/bench.sh for the other BENCH_* settings). Takes ~3-5 minutes.
 bench: build
 	bash scripts/bench.sh
+	bash scripts/bench_go_rate.sh
+
+## make bench-go: the Go rate package's server time per Allow against redis_rate's Lua, hot key
+## and 100k keys (scripts/bench_go_rate.sh; ~30 s; also the last table of make bench).
+.PHONY: bench-go
+bench-go: build
+	bash scripts/bench_go_rate.sh
 
 ## make bench-scale: per-op server time of INCR, SUM, STATS.ADD and TSRANK.INCRBY over
 ## 100k and 1M objects next to the native commands at the same count, memory per object
