@@ -96,15 +96,15 @@ func TestCluster(t *testing.T) {
 			// A pipeline on the cluster client splits by node.
 			pipe := rdb.Pipeline()
 			pt := tally.New(pipe)
-			var cmds []*tally.Cmd[int64]
+			var cmds []*tally.Cmd[[]int64]
 			for i := 0; i < 30; i++ {
-				cmds = append(cmds, pt.Counter(key(fmt.Sprint("c", i))).Incr(ctx))
+				cmds = append(cmds, pt.Counter(key(fmt.Sprint("c", i))).Sum(ctx, []time.Duration{time.Hour}))
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
 			for i, c := range cmds {
-				eq(t, val(t, c), int64(i+2))
+				eq(t, val(t, c), []int64{int64(i + 1)})
 			}
 			eq(t, movedCount(t, cl), moved)
 		})

@@ -162,7 +162,9 @@ func TestClusterAndRing(t *testing.T) {
 			defer rdb.Close()
 			key := testserver.Keys()
 			for _, node := range cl.Nodes {
-				node.Client(2).ConfigResetStat(ctx)
+				c := node.Client(2)
+				c.ConfigResetStat(ctx)
+				c.Close()
 			}
 			l := rate.NewLimiter(rdb)
 			for i := 0; i < 30; i++ {
