@@ -120,6 +120,7 @@ func Start(name, binary string, port int, args ...string) (*Server, error) {
 		"--appendonly", "no", "--dir", dir, "--loadmodule", Module()}, args...)
 	cmd := exec.Command(binary, argv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
