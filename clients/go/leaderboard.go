@@ -3,6 +3,7 @@ package tally
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -222,13 +223,18 @@ func parseBoardInfo(v interface{}) (BoardInfo, error) {
 		info.Oldest = fromMillis(ms)
 	}
 	// capacity and error: 0 when the server does not report them (a module from
-	// before CAPACITY).
-	for name, dst := range map[string]*int64{"capacity": &info.Capacity, "error": &info.Error} {
-		if _, present := m[name]; present {
-			if *dst, _, err = intField(m, name); err != nil {
-				return info, err
-			}
+	// before CAPACITY). error is a bound: a fraction, if the server sends one, rounds up.
+	if _, present := m["capacity"]; present {
+		if info.Capacity, _, err = intField(m, "capacity"); err != nil {
+			return info, err
 		}
+	}
+	if v, present := m["error"]; present && v != nil {
+		f, err := toFloat(v)
+		if err != nil {
+			return info, err
+		}
+		info.Error = int64(math.Ceil(f))
 	}
 	return info, nil
 }
