@@ -95,6 +95,29 @@ func FreePort() (int, error) {
 // Start starts binary with the module on port (0: a free one) and extra args, and
 // waits until it answers PING.
 func Start(name, binary string, port int, args ...string) (*Server, error) {
+	return start(name, binary, port, 0, args)
+}
+
+// StartNice is Start with the server's niceness set to niceness (through nice(1)); a
+// niceness below 0 needs root, and without it the server runs at the default.
+func StartNice(name, binary string, niceness int, args ...string) (*Server, error) {
+	return start(name, binary, 0, niceness, args)
+}
+
+// Nice is the command line that runs argv at niceness (unchanged for 0, or when there
+// is no nice(1)).
+func Nice(niceness int, argv ...string) []string {
+	if niceness == 0 {
+		return argv
+	}
+	nice, err := exec.LookPath("nice")
+	if err != nil {
+		return argv
+	}
+	return append([]string{nice, "-n", fmt.Sprint(niceness)}, argv...)
+}
+
+func start(name, binary string, port, niceness int, args []string) (*Server, error) {
 	if st, err := os.Stat(binary); err != nil || st.IsDir() {
 		return nil, fmt.Errorf("no server binary %s for %s", binary, name)
 	}
@@ -118,7 +141,8 @@ func Start(name, binary string, port int, args ...string) (*Server, error) {
 	defer logFile.Close()
 	argv := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--loadmodule", Module()}, args...)
-	cmd := exec.Command(binary, argv...)
+	argv = Nice(niceness, append([]string{binary}, argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
