@@ -96,7 +96,7 @@ node-test: build
 ## cached under .tools/go (~1 minute).
 GO ?= go
 GOENV = GOPATH=$(CURDIR)/.tools/go GOMODCACHE=$(CURDIR)/.tools/go/mod \
-	GOCACHE=$(CURDIR)/.tools/go/cache GOFLAGS=-mod=readonly GOTOOLCHAIN=local
+	GOCACHE=$(CURDIR)/.tools/go/cache GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN=local
 .PHONY: go-test
 go-test: build
 	cd clients/go && $(GOENV) $(GO) build ./... && TALLY_SERVERS="$(TALLY_SERVERS)" \

@@ -46,7 +46,7 @@ require (
 replace github.com/tally-redis/tally/clients/go => $ROOT/clients/go
 EOF
 cp clients/go/go.sum "$SCRATCH/go.sum"
-(cd "$SCRATCH" && GOFLAGS=-mod=mod "$GO" build -o ratebench .)
+(cd "$SCRATCH" && GOFLAGS="-mod=mod -buildvcs=false" "$GO" build -o ratebench .)
 
 port=7479
 while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done

@@ -84,7 +84,7 @@ func TestReadme(t *testing.T) {
 		write(filepath.Join(name, "main.go"), src)
 		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(dir, name+".bin"), "./"+name)
 		build.Dir = dir
-		build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		build.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false")
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("building README's %s: %v\n%s", name, err, out)
 		}

@@ -132,7 +132,7 @@ func TestRedisRateSuite(t *testing.T) {
 	dir := scratch(t, fetchRedisRate(t))
 	// Resolve the scratch module's requirements (hashes from the two go.sum files,
 	// anything missing checked against the checksum database) and compile once.
-	env := append(os.Environ(), "GOFLAGS=-mod=mod")
+	env := append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false")
 	build := exec.Command(goTool(), "test", "-c", "-o", "suite.test", ".")
 	build.Dir, build.Env = dir, env
 	if out, err := build.CombinedOutput(); err != nil {
