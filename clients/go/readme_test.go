@@ -17,8 +17,8 @@ import (
 )
 
 // README.md's two programs, as a user copies them: built in a scratch module that
-// requires this one, their server address pointed at a fresh server of each kind (the
-// only change), the quick start's output compared with the README's, the handler's
+// the README's install lines make, their server address pointed at a fresh server of
+// each kind (the only change), the quick start's output compared with the README's, the handler's
 // answers with the README's curl loop.
 func TestReadme(t *testing.T) {
 	if testing.Short() {
@@ -50,15 +50,36 @@ func TestReadme(t *testing.T) {
 	}
 	wantCodes := strings.Fields(m[1])
 
+	// The scratch module is made by the README's install lines, /path/to/tally being
+	// this repository.
 	dir := t.TempDir()
-	here, err := filepath.Abs(".")
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gomod := fmt.Sprintf("module readme\n\ngo 1.22\n\nrequire (\n\tgithub.com/redis/go-redis/v9 v9.18.0\n\tgithub.com/tally-redis/tally/clients/go v0.0.0\n)\n\nreplace github.com/tally-redis/tally/clients/go => %s\n", here)
-	sums, err := os.ReadFile("go.sum")
-	if err != nil {
-		t.Fatal(err)
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goEnv := append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false")
+	gocmd := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goTool, args...)
+		cmd.Dir, cmd.Env = dir, goEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	gocmd("mod", "init", "readme")
+	install := 0
+	for _, line := range strings.Split(shells[0], "\n") {
+		if fields := strings.Fields(strings.SplitN(line, "#", 2)[0]); len(fields) > 1 && fields[0] == "go" {
+			for i := range fields {
+				fields[i] = strings.ReplaceAll(fields[i], "/path/to/tally", repo)
+			}
+			gocmd(fields[1:]...)
+			install++
+		}
+	}
+	if install != 2 {
+		t.Fatalf("README: %d go commands to install, want 2", install)
 	}
 	write := func(name, text string) {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
@@ -68,8 +89,6 @@ func TestReadme(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("go.mod", gomod)
-	write("go.sum", string(sums))
 	for i, name := range []string{"quickstart", "server"} {
 		src := programs[i]
 		for _, r := range [][2]string{
@@ -82,12 +101,7 @@ func TestReadme(t *testing.T) {
 			src = strings.Replace(src, "import (\n", "import (\n\t\"os\"\n", 1)
 		}
 		write(filepath.Join(name, "main.go"), src)
-		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(dir, name+".bin"), "./"+name)
-		build.Dir = dir
-		build.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building README's %s: %v\n%s", name, err, out)
-		}
+		gocmd("build", "-o", filepath.Join(dir, name+".bin"), "./"+name)
 	}
 
 	for _, kind := range testserver.Kinds() {
