@@ -130,7 +130,7 @@ lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --all -- --check
 	cd clients/go && $(GOENV) $(GO) vet ./...
-	@out="$$("$$($(GO) env GOROOT)/bin/gofmt" -l clients/go)"; \
+	@out="$$("$$($(GO) env GOROOT)/bin/gofmt" -l clients/go scripts/bench_go_rate)"; \
 		test -z "$$out" || { echo "gofmt -l: $$out" >&2; exit 1; }
 
 ## make bench: server-bound redis-benchmark (-c 50 -P 16) of tally commands next to the
