@@ -151,7 +151,8 @@ func (l Limiter) AllowAtMost(ctx context.Context, key string, limit Limit, n int
 		return nil, err
 	}
 	if g.empty {
-		return g.nothingFits(0), nil
+		// redis_rate: less than one request fits, so the wait is one interval.
+		return g.nothingFits(1), nil
 	}
 	want := n
 	var r reply

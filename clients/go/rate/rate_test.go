@@ -139,6 +139,10 @@ func TestLimits(t *testing.T) {
 		none := rate.Limit{Rate: 10, Burst: 0, Period: time.Second}
 		eq(t, allow(t, func() (*rate.Result, error) { return l.Allow(ctx, key("none"), none) }),
 			rate.Result{Limit: none, RetryAfter: 100 * time.Millisecond})
+		eq(t, allow(t, func() (*rate.Result, error) { return l.AllowAtMost(ctx, key("none"), none, 0) }),
+			rate.Result{Limit: none, RetryAfter: 100 * time.Millisecond})
+		eq(t, allow(t, func() (*rate.Result, error) { return l.AllowN(ctx, key("none"), none, 0) }),
+			rate.Result{Limit: none, RetryAfter: -1})
 		eq(t, rdb.Exists(ctx, "rate:"+key("none")).Val(), int64(0))
 		for _, bad := range []rate.Limit{{}, {Rate: 1, Burst: 1}, {Rate: -1, Burst: 1, Period: time.Second}} {
 			if _, err := l.Allow(ctx, key("bad"), bad); err == nil || !strings.HasPrefix(err.Error(), "rate: invalid limit") {
