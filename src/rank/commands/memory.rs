@@ -12,8 +12,11 @@
 //! * [`Orders`]: the order of the slot each board with `CAPACITY` wrote last (`incrby`).
 //!
 //! A caller borrows the part it needs ([`known`], [`quarantine`], [`drains`], [`nexts`],
-//! [`lifecycle`]); what concerns a board or a database as a whole (it is gone, flushed,
-//! swapped) goes through [`with`].
+//! [`lifecycle`], [`replica`]); what concerns a board or a database as a whole (it is
+//! gone, flushed, swapped) goes through [`with`]. The other families reach their state
+//! as a `&'static` value (`memory()`); this one lends it to a closure instead, because a
+//! borrow of it must end before anything calls the server: a call can fire a keyspace
+//! event, which comes back here.
 //!
 //! Owns: this memory. May not touch: keys, replication. Nothing here calls the server:
 //! a call could fire a keyspace event, which comes back here while the state is borrowed.
@@ -21,9 +24,10 @@
 use std::cell::RefCell;
 use std::os::raw::c_int;
 
+use crate::collections::due_queue::DueQueue;
 use crate::host::store::scan::HashCursor;
 use crate::rank::model::{
-    DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Orders, Quarantine,
+    Announcements, DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Orders, Quarantine,
 };
 
 pub(super) use crate::rank::model::{BoardId, MetaOrigin};
@@ -38,6 +42,19 @@ pub(super) type Next = crate::rank::model::Next<HashCursor>;
 pub(super) type NextScan = crate::rank::model::NextScan<HashCursor>;
 
 /// The leaderboard family's memory (see the module doc).
+/// A replica's view of the primary's effects on boards.
+#[derive(Default)]
+pub(super) struct Replica {
+    /// Boards to visit, by meta key name.
+    pub watch: DueQueue,
+    /// The armed replica timer: its generation and when it fires (a timer of an older
+    /// generation does nothing when it fires).
+    pub armed: Option<(u64, i64)>,
+    pub generation: u64,
+    /// What the command filter announced (see `replica`'s module doc).
+    pub announced: Announcements,
+}
+
 #[derive(Default)]
 pub(super) struct State {
     known: KnownMetas,
@@ -46,6 +63,7 @@ pub(super) struct State {
     nexts: NextTotals<HashCursor>,
     lifecycle: LifecycleMemory,
     orders: Orders,
+    replica: Replica,
 }
 
 thread_local! {
@@ -87,6 +105,11 @@ pub(super) fn lifecycle<R>(f: impl FnOnce(&mut LifecycleMemory) -> R) -> R {
 /// The slot orders of boards with `CAPACITY`.
 pub(super) fn orders<R>(f: impl FnOnce(&mut Orders) -> R) -> R {
     with(|s| f(&mut s.orders))
+}
+
+/// The replica's watch list and announcements.
+pub(super) fn replica<R>(f: impl FnOnce(&mut Replica) -> R) -> R {
+    with(|s| f(&mut s.replica))
 }
 
 /// Bytes the family holds in memory (an estimate: allocations and their bookkeeping).

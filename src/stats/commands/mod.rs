@@ -37,7 +37,7 @@ mod periods;
 mod stats_memory;
 mod window_reads;
 
-use stats_memory::caches;
+use stats_memory::memory;
 
 use periods::{
     default_settings, inventory, last_settings, load, load_periods, read_period, window_record,
@@ -74,7 +74,7 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
     marker_word: Some(crate::layout::STATS),
     expire,
     on_keyspace_event: forget_cached,
-    forget: |db, name| caches(|c| c.forget(db, name)),
+    forget: |db, name| memory().forget(db, name),
     flushed: |_| forget_all(),
     swapped: |_, _| forget_all(),
     loading: forget_all,
@@ -85,12 +85,12 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
 
 /// Any event on a key may change it behind the read cache: drop its cached windows.
 fn forget_cached(ctx: &Context, _class: NotifyEvent, _event: &str, key: &[u8]) {
-    caches(|c| c.forget(selected_db(ctx), key));
+    memory().forget(selected_db(ctx), key);
 }
 
 /// `stats::forget_all` for the server hooks (flush, SWAPDB, loading).
 pub fn forget_all() {
-    caches(|c| c.forget_all());
+    memory().forget_all();
 }
 
 /// The map GET and RANGE send for a summary: the count, then the doubles.
@@ -173,7 +173,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     effects.set(MARKER_FIELD, marker);
     effects.emit(ctx, name.as_slice());
     // The key was missing, so nothing should be cached for it: make sure.
-    caches(|c| c.forget(selected_db(ctx), name.as_slice()));
+    memory().forget(selected_db(ctx), name.as_slice());
     notify(ctx, NotifyEvent::HASH, c"stats.create", name);
     Ok(Reply::Ok)
 }
@@ -354,7 +354,7 @@ pub fn add(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     }
     effects.emit(ctx, name.as_slice());
     // tally's own event reaches no hook: the read cache is told here.
-    caches(|c| c.wrote(selected_db(ctx), name.as_slice(), index));
+    memory().wrote(selected_db(ctx), name.as_slice(), index);
     notify(ctx, NotifyEvent::HASH, c"stats.add", name);
 
     if let (Some(r), Some(rank)) = (&report, &mut rank) {
@@ -415,7 +415,7 @@ fn trim(ctx: &Context, key: Key, name: &[u8], settings: &Settings, now: i64) -> 
     }
     drop(writer);
     // The expiry's deletions fire no event the hooks see.
-    caches(|c| c.forget(selected_db(ctx), name));
+    memory().forget(selected_db(ctx), name);
     if !effects.is_empty() {
         effects.emit(ctx, name);
     }
@@ -515,7 +515,7 @@ impl<'a> Admission<'a> {
         let limit = crate::family::cache_budget::stats_budget();
         let (db, name) = (self.db, self.name);
         let new_key = limit > 0
-            && (caches(|c| c.windows(|w| w.holds(db, name))).unwrap_or(false)
+            && (memory().windows(|w| w.holds(db, name)).unwrap_or(false)
                 || !key.has_field_ttls(self.ctx, name, MAX_FIELDS_ASKED));
         let answer = Admit { limit, new_key };
         self.answer = Some(answer);

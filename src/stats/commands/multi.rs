@@ -104,7 +104,8 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             continue;
         };
         let (lo, hi) = settings.window_range(now, periods);
-        let cached = caches(|c| c.windows(|w| w.merge(db, name, &settings, (lo, hi), Span::Whole)))
+        let cached = memory()
+            .windows(|w| w.merge(db, name, &settings, (lo, hi), Span::Whole))
             .flatten();
         let merged = match cached {
             Some(merged) => merged,
@@ -113,10 +114,8 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
                 let merged = Rc::new(window_record(&key, &settings, (lo, hi), &mut admission));
                 let admit = admission.admit(&key);
                 let stored = Rc::clone(&merged);
-                caches(|c| {
-                    c.windows(|w| {
-                        w.store_merge(db, name, settings, (lo, hi), Span::Whole, stored, admit)
-                    })
+                memory().windows(|w| {
+                    w.store_merge(db, name, settings, (lo, hi), Span::Whole, stored, admit)
                 });
                 merged
             }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use super::stats_memory::caches;
+use super::stats_memory::memory;
 use crate::error::{Error, Result};
 use crate::host::store::{Key, KeyKind, RStr};
 use crate::stats::model::window_cache::Span;
@@ -34,10 +34,11 @@ pub(super) fn default_settings() -> Settings {
 pub(super) fn load(key: &Key) -> Result<Option<Settings>> {
     match key.kind() {
         KeyKind::Empty => Ok(None),
-        KeyKind::Hash => caches(|c| {
-            key.hget_with(c.marker_name()?, |m| c.settings_of_marker(m))
-                .flatten()
-        })
+        KeyKind::Hash => {
+            let c = memory();
+            c.marker_name()
+                .and_then(|name| key.hget_with(name, |m| c.settings_of_marker(m)).flatten())
+        }
         .map(Some)
         .ok_or(Error::WrongType),
         _ => Err(Error::WrongType),
@@ -46,7 +47,7 @@ pub(super) fn load(key: &Key) -> Result<Option<Settings>> {
 
 /// The settings of the last object whose marker was parsed, if any.
 pub(super) fn last_settings() -> Option<Settings> {
-    caches(|c| c.last_settings())
+    memory().last_settings()
 }
 
 /// The two field names of one period as module strings. A write makes them once: its
@@ -84,7 +85,8 @@ pub(super) fn read_period(
     sketch_out: &mut Vec<u8>,
 ) -> Result<(Settings, Option<crate::moments::Moments>, PeriodFields)> {
     let fields = PeriodFields::new(assumed.start(assumed.index(ts))).ok_or(Error::WrongType)?;
-    let (settings, previous) = caches(|c| {
+    let c = memory();
+    let (settings, previous) = {
         let marker_name = c.marker_name().ok_or(Error::WrongType)?;
         let names = [marker_name, &fields.moments_name, &fields.sketch_name];
         key.hget3_with(names, |[marker, m, q]| {
@@ -100,7 +102,7 @@ pub(super) fn read_period(
             };
             Ok((settings, previous))
         })
-    })?;
+    }?;
     Ok((settings, previous, fields))
 }
 
@@ -121,10 +123,8 @@ pub(super) fn with_period_fields<T>(
     let start = settings.start(index);
     let m_name = RStr::new(field(start, Part::Moments).as_bytes())?;
     let q_name = RStr::new(field(start, Part::Sketch).as_bytes())?;
-    caches(|c| {
-        let marker_name = c.marker_name()?;
-        Some(key.hget3_with([marker_name, &m_name, &q_name], |[_, m, q]| f(m, q)))
-    })
+    let marker_name = memory().marker_name()?;
+    Some(key.hget3_with([marker_name, &m_name, &q_name], |[_, m, q]| f(m, q)))
 }
 
 /// The stored records of periods `lo..=hi`, oldest first (see [`load_raw_periods`]).
@@ -215,18 +215,17 @@ pub(super) fn window_record(
     if lo >= hi {
         return get_record(key, settings, hi).unwrap_or_default();
     }
-    let cached =
-        caches(|c| c.windows(|w| w.merge(db, name, settings, (lo, hi), Span::Closed))).flatten();
+    let cached = memory()
+        .windows(|w| w.merge(db, name, settings, (lo, hi), Span::Closed))
+        .flatten();
     let closed = match cached {
         Some(closed) => closed,
         None => {
             let closed = Rc::new(merge_stored(key, settings, lo, hi - 1));
             let admit = admission.admit(key);
             let stored = Rc::clone(&closed);
-            caches(|c| {
-                c.windows(|w| {
-                    w.store_merge(db, name, *settings, (lo, hi), Span::Closed, stored, admit)
-                })
+            memory().windows(|w| {
+                w.store_merge(db, name, *settings, (lo, hi), Span::Closed, stored, admit)
             });
             closed
         }

@@ -1,5 +1,5 @@
 //! Everything the STATS family keeps in memory, as one value: [`StatsMemory`], reached only
-//! through [`caches`]. Its size is [`StatsMemory::bytes`], which the family entry reports to
+//! through [`memory`], as every family reaches its state. Its size is [`StatsMemory::bytes`], which the family entry reports to
 //! the cache budget and `INFO tally`.
 //!
 //! Owns: the read cache of windows (`crate::stats::model::window_cache::WindowCache`), the `_tally`
@@ -29,17 +29,19 @@ pub struct StatsMemory {
 }
 
 thread_local! {
-    static CACHES: StatsMemory = StatsMemory {
+    // Commands, timers and keyspace events all run on the server's main thread. Made once
+    // and kept for the life of the process, as every family's state is.
+    static MEMORY: &'static StatsMemory = Box::leak(Box::new(StatsMemory {
         marker_name: RStr::new(MARKER_FIELD.as_bytes()),
-        last_marker: const { RefCell::new(None) },
+        last_marker: RefCell::new(None),
         windows: RefCell::new(WindowCache::default()),
-        clear_pending: const { Cell::new(false) },
-    };
+        clear_pending: Cell::new(false),
+    }));
 }
 
 /// The one access point to the family's state.
-pub fn caches<T>(f: impl FnOnce(&StatsMemory) -> T) -> T {
-    CACHES.with(f)
+pub fn memory() -> &'static StatsMemory {
+    MEMORY.with(|memory| *memory)
 }
 
 impl StatsMemory {
@@ -114,5 +116,5 @@ impl StatsMemory {
 
 /// [`StatsMemory::bytes`] of the family's state (the family entry's `cache_bytes`).
 pub fn bytes() -> usize {
-    caches(StatsMemory::bytes)
+    memory().bytes()
 }

@@ -25,7 +25,9 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     };
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
     let (db, name) = (selected_db(ctx), name.as_slice());
-    let cached = caches(|c| c.windows(|w| w.summary(db, name, &settings, lo, hi))).flatten();
+    let cached = memory()
+        .windows(|w| w.summary(db, name, &settings, lo, hi))
+        .flatten();
     let summary = match cached {
         Some(summary) => summary,
         None => {
@@ -35,7 +37,7 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
                 .map(|s| Rc::new(ShownSummary::new(&s)));
             let admit = admission.admit(&key);
             let stored = summary.clone();
-            caches(|c| c.windows(|w| w.store_summary(db, name, settings, lo, hi, stored, admit)));
+            memory().windows(|w| w.store_summary(db, name, settings, lo, hi, stored, admit));
             summary
         }
     };
