@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::expiry;
 use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::config;
-use crate::host::replicate::{replicate_strings, Effects};
+use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
 use crate::host::server::{command_now_ms, selected_db};
 use crate::host::store::acl::Acl;
@@ -594,14 +594,14 @@ fn replicate(
             .filter_map(|(member, count)| Some([member.into(), count?.into()]))
             .flatten();
         let hset = std::iter::once((&target.slot_name).into()).chain(slot_counts);
-        replicate_strings(ctx, c"HSET", hset);
+        Effects::send_strings(ctx, c"HSET", hset);
     }
     if counts().any(|(_, count)| count.is_none()) {
         let zeros = counts()
             .filter(|(_, count)| count.is_none())
             .map(|(member, _)| member.into());
         let hdel = std::iter::once((&target.slot_name).into()).chain(zeros);
-        replicate_strings(ctx, c"HDEL", hdel);
+        Effects::send_strings(ctx, c"HDEL", hdel);
     }
     let totals = || {
         changes
@@ -612,13 +612,13 @@ fn replicate(
         let pairs = totals()
             .filter_map(|(member, total)| Some([total?.into(), member.into()]))
             .flatten();
-        replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(pairs));
+        Effects::send_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(pairs));
     }
     if totals().any(|(_, total)| total.is_none()) {
         let zeros = totals()
             .filter(|(_, total)| total.is_none())
             .map(|(member, _)| member.into());
-        replicate_strings(ctx, c"ZREM", std::iter::once(name.into()).chain(zeros));
+        Effects::send_strings(ctx, c"ZREM", std::iter::once(name.into()).chain(zeros));
     }
     if target.meta_hash.is_some() {
         // (The verified meta was used only if this write left it as it was: nothing new.)

@@ -19,7 +19,7 @@ use crate::cmddocs::{integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
 use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::config;
-use crate::host::replicate::replicate_bytes;
+use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
 use crate::host::server::command_now_us;
 use crate::host::store::string::StringValue;
@@ -163,7 +163,7 @@ fn throttle(
         }
         key.expire_at(expires);
         drop(key);
-        replicate_bytes(ctx, c"SET", &[name.as_slice(), tat_text, b"PXAT", ms_text]);
+        Effects::send(ctx, c"SET", &[name.as_slice(), tat_text, b"PXAT", ms_text]);
         notify(ctx, NotifyEvent::STRING, c"tsthrottle.allow", name);
     }
     Ok((decision, stored))
