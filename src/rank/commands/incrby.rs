@@ -33,7 +33,7 @@ use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
 use super::memory::{self, MetaOrigin};
 use super::meta_hash;
 use super::next;
-use super::recount::{self, Stored};
+use super::repair::{self, Stored};
 use super::slots::{open_pending, pending_in};
 use super::transit::Transit;
 
@@ -168,7 +168,7 @@ struct Target {
     slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
-    /// A board being rebuilt in steps (see `recount`): its stored slot hashes but the
+    /// A board being rebuilt in steps (see `repair`): its stored slot hashes but the
     /// written one, over which the members written are summed; the pending slots are
     /// among them (and `pending` is empty).
     /// With the last index of the slots that left the window, if any.
@@ -275,7 +275,7 @@ fn open(
 
 /// Makes the board ready for the write: a quarantined board with few slot fields is
 /// rebuilt (and that is saved and replicated at once, whatever follows), a larger one is
-/// rebuilt in steps (see `recount`: this write sums its members over the stored slots);
+/// rebuilt in steps (see `repair`: this write sums its members over the stored slots);
 /// then the write must fit the range and must not create a slot hash that may exist on
 /// another node. `Ok(false)` if an open queued a lifecycle job (the write starts over).
 fn check(
@@ -289,13 +289,13 @@ fn check(
     if let Some(layout) = target.stored_as {
         let db = selected_db(ctx);
         let quarantined = memory::quarantine(|q| q.contains(db, base));
-        if quarantined && recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
+        if quarantined && repair::begin_in_steps(ctx, acl, base, &target.meta, now)? {
             target.verified = false;
             target.pending.clear();
             // The written slot's count comes from its open handle (`current_values`).
             let meta = &target.meta;
             let slots = (meta, Some(target.index));
-            let stored = recount::open_stored(ctx, acl, base, slots, transit)?;
+            let stored = repair::open_stored(ctx, acl, base, slots, transit)?;
             let pending_end = meta.pending_range(now).map(|(_, end)| end);
             target.stored = Some((stored, pending_end));
             if has_jobs() {
@@ -308,7 +308,7 @@ fn check(
             target.pending.clear();
             target.verified = false;
             let meta = &mut target.meta;
-            recount::at_once(ctx, acl, &target.zset, base, meta, now, transit)?;
+            repair::at_once(ctx, acl, &target.zset, base, meta, now, transit)?;
             let mut effects = Effects::new();
             if let Some(meta_hash) = &target.meta_hash {
                 meta_hash::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
@@ -482,7 +482,7 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
         // A board being rebuilt: the member's sum over every stored slot (its total on a
         // healthy board), and the part of it that left the window.
         Some((stored, pending_end)) => {
-            let (all, pending) = recount::sums(stored, &rstr, *pending_end);
+            let (all, pending) = repair::sums(stored, &rstr, *pending_end);
             (all.saturating_add(slot_count), pending)
         }
         None => {

@@ -13,7 +13,7 @@
 //!   (`_edited`, see `meta_hash`): the timer never acts on a quarantined board (the edit may be
 //!   a forgery by a user who may not touch the totals key); reads compute its totals from
 //!   the slot hashes and the next write, whose caller's ACL covers every key, rebuilds the
-//!   totals (`recount`);
+//!   totals (`repair`);
 //! * a meta deleted or garbled by a user is put back, and so is one found broken with no
 //!   event told (a field past its TTL, not reclaimed yet: [`broken_meta_found`]).
 //!
@@ -238,7 +238,7 @@ fn put_back_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
     // Totals computed from the keys as they were are no longer true (the first read of a
     // large board asks the timer for new ones).
-    // A rebuild in steps (see `recount`) stops: the edit may be a forgery, and only a
+    // A rebuild in steps (see `repair`) stops: the edit may be a forgery, and only a
     // write whose caller may write every part starts it again.
     let newly = memory::quarantine(|q| {
         q.drop_view(db, base);

@@ -4,7 +4,7 @@
 //! * [`KnownMetas`]: the last meta tally read or wrote of each board, and whether it is
 //!   verified (so TSRANK.INCRBY may skip reading `base|meta`);
 //! * [`Quarantine`]: boards edited by native commands, their rebuilds in steps and the
-//!   totals the timer computes for their reads (`recount`);
+//!   totals the timer computes for their reads (`repair`);
 //! * [`DrainScans`]: the saved scans of slots being expired (`visit`);
 //! * [`NextTotals`]: the totals without a large oldest slot, ready before it leaves
 //!   (`next`, `replica`);

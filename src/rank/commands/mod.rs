@@ -9,12 +9,12 @@
 //! Files, by concern, each importing only files listed after it (each says what it owns
 //! and may not touch):
 //! * this one: the family's registration and TSRANK.CREATE;
-//! * `around`: AROUND, RANK (its TIES form; the plain form is `read`'s), MSCORE;
+//! * `standings`: AROUND, RANK (its TIES form; the plain form is `read`'s), MSCORE;
 //! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //! * `visit`: the expiry timer's visit of a board: the resumable subtraction (drain) of
-//!   the slots that left the window, or the visit `recount` or `next` makes;
+//!   the slots that left the window, or the visit `repair` or `next` makes;
 //! * `board`: opening a board for a read;
-//! * `recount`: a quarantined board's totals from its slot hashes, at once before a write,
+//! * `repair`: a quarantined board's totals from its slot hashes, at once before a write,
 //!   in steps on the keys (a rebuild), in steps in memory (for reads);
 //! * `lifecycle`: the life of a board made of several keys: the keyspace events on its keys
 //!   (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits and the
@@ -39,19 +39,19 @@
 //! the common write path never asks. The expiry timer leaves such a board alone until the
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
-mod around;
 mod board;
-mod board_store;
 mod incrby;
+mod key_board;
 mod lifecycle;
 mod memory;
 mod meta_hash;
 mod next;
 mod read;
-mod recount;
 mod rem;
+mod repair;
 mod replica;
 mod slots;
+mod standings;
 mod transit;
 mod visit;
 
@@ -92,9 +92,9 @@ pub const COMMANDS: &[Command] = &[
     incrby::INCRBY,
     read::TOP,
     read::SCORE,
-    around::RANK,
-    around::MSCORE,
-    around::AROUND,
+    standings::RANK,
+    standings::MSCORE,
+    standings::AROUND,
     read::INFO,
     read::HISTORY,
     rem::REM,

@@ -263,7 +263,7 @@ pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     })
 }
 
-/// TSRANK.RANK key member (with TIES: `around::rank`)
+/// TSRANK.RANK key member (with TIES: `standings::rank`)
 pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
@@ -285,7 +285,7 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         }
     }
     // Slots that left the window are still being subtracted: with few pending members,
-    // the raw position corrected for them alone (`around`), else the raw order corrected
+    // the raw position corrected for them alone (`standings`), else the raw order corrected
     // member by member.
     if let Some(rank) = board.pending_rank(ctx, name, (total, member)) {
         return Ok(Reply::Int(i64::try_from(rank).unwrap_or(i64::MAX)));

@@ -25,7 +25,7 @@ use crate::rank::model::{
 use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
 use super::memory;
 use super::meta_hash;
-use super::recount;
+use super::repair;
 use super::slots::count_in;
 use super::transit::Transit;
 
@@ -154,7 +154,7 @@ fn open(
 
 /// Rebuilds a quarantined board with few slot fields first (saved and replicated at once,
 /// whatever follows): its totals become the sums of its live slot hashes, its pending
-/// slots go. A larger one is rebuilt in steps (see `recount`; true): this removal counts
+/// slots go. A larger one is rebuilt in steps (see `repair`; true): this removal counts
 /// its members from the slot hashes.
 fn check(
     ctx: &Context,
@@ -168,12 +168,12 @@ fn check(
     if !memory::quarantine(|q| q.contains(db, base)) {
         return Ok((target, false));
     }
-    if recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
+    if repair::begin_in_steps(ctx, acl, base, &target.meta, now)? {
         return Ok((target, true));
     }
     // The rebuild deletes the pending slot hashes: close our handles on them first.
     target.slots.clear();
-    recount::at_once(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
+    repair::at_once(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
     let mut effects = Effects::new();
     meta_hash::write_range(
         &target.meta_hash,

@@ -1,4 +1,4 @@
-//! The recount of a quarantined leaderboard: its totals from its slot hashes, as the
+//! The repair of a quarantined leaderboard: a recount of its totals from its slot hashes, as the
 //! native edit may have made the sorted set disagree with them. One idea, three ways:
 //!
 //! * **at once** ([`at_once`]): a write to a small quarantined board rebuilds it before
@@ -46,7 +46,7 @@ use crate::rank::model::{
 };
 use crate::window::{slot_index, slot_start};
 
-use super::board_store::{KeyBoard, SlotCounts};
+use super::key_board::{KeyBoard, SlotCounts};
 use super::lifecycle::has_jobs;
 use super::memory::{self, BoardId, Rebuild, View};
 use super::meta_hash::mark_edited;
