@@ -39,9 +39,9 @@ run: build
 	redis-server redis.conf --loadmodule $(CURDIR)/$(MODULE) --dir $(CURDIR)/run
 
 ## make test: unit tests, then integration tests against Redis 7.0, Redis 8.2 and Valkey 9,
-## then the Python, Node.js and Java clients' tests (~13 minutes on 2 cores). The large cases run
+## then the Python, Node.js, Go and Java clients' tests (~13 minutes on 2 cores). The large cases run
 ## at a size that still shows what they guard (make test-long runs them at full size).
-test: unit-test module-test python-test limits-suite node-test java-test
+test: unit-test module-test python-test limits-suite node-test go-test java-test
 
 unit-test: deps
 	$(CARGO) test -p tally --lib
@@ -90,6 +90,18 @@ node-test: build
 	TALLY_SERVERS="$(TALLY_SERVERS)" TALLY_MODULE="$(CURDIR)/$(MODULE)" \
 		bash clients/node/scripts/test.sh $(CURDIR)/.tools/node-test
 
+## make go-test: the Go module (clients/go) built and its go test run, one package at a time,
+## against every server of TALLY_SERVERS and a cluster, redis_rate's own suite included (fetched
+## at a pinned hash, see clients/go/rate/suite_test.go); modules only as go.sum pins them,
+## cached under .tools/go (~1 minute).
+GO ?= go
+GOENV = GOPATH=$(CURDIR)/.tools/go GOMODCACHE=$(CURDIR)/.tools/go/mod \
+	GOCACHE=$(CURDIR)/.tools/go/cache GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN=local
+.PHONY: go-test
+go-test: build
+	cd clients/go && $(GOENV) $(GO) build ./... && TALLY_SERVERS="$(TALLY_SERVERS)" \
+		TALLY_MODULE="$(CURDIR)/$(MODULE)" $(GOENV) $(GO) test -p 1 -count=1 ./...
+
 ## make java-test: the Java packages (clients/java: tally-jedis and tally-spring-gateway) built
 ## with the system mvn (Java 17, every version pinned; ~/.m2 from Maven Central) and their JUnit
 ## tests run against every server of TALLY_SERVERS, a cluster and a real gateway (~1 minute).
@@ -127,6 +139,9 @@ test-flaky: build
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --all -- --check
+	cd clients/go && $(GOENV) $(GO) vet ./...
+	@out="$$("$$($(GO) env GOROOT)/bin/gofmt" -l clients/go scripts/bench_go_rate)"; \
+		test -z "$$out" || { echo "gofmt -l: $$out" >&2; exit 1; }
 
 ## make bench: server-bound redis-benchmark (-c 50 -P 16) of tally commands next to the
 ## native commands and Lua they replace, with INFO commandstats usec_per_call, targets,
@@ -134,6 +149,13 @@ lint: deps
 ## see the top of scripts/bench.sh for the other BENCH_* settings). Takes ~3-5 minutes.
 bench: build
 	bash scripts/bench.sh
+	bash scripts/bench_go_rate.sh
+
+## make bench-go: the Go rate package's server time per Allow against redis_rate's Lua, hot key
+## and 100k keys (scripts/bench_go_rate.sh; ~30 s; also the last table of make bench).
+.PHONY: bench-go
+bench-go: build
+	bash scripts/bench_go_rate.sh
 
 ## make bench-scale: per-op server time of INCR, SUM, STATS.ADD and TSRANK.INCRBY over
 ## 100k and 1M objects next to the native commands at the same count, memory per object

@@ -19,8 +19,9 @@
 #   BENCH_PORT     port of the benchmark's own redis-server (default: a free one >= 7379)
 #   BENCH_VERBOSE  1: print progress to stderr
 #   BENCH_ONLY     families to measure, e.g. "counter rank" (default: counter rank stats
-#                  throttle host); the memory figures and the expiry latency come with a
-#                  full run only
+#                  throttle host trending); the memory figures and the expiry latency come
+#                  with a full run only; "trending" runs scripts/bench_trending.sh (boards
+#                  with CAPACITY against TOPK, its own server; TRENDING_* knobs there)
 #   BENCH_HOST_ROUNDS  alternating runs per server of the host tax rows (default 5)
 #   BENCH_HOST_IR  1: the host tax rows count instructions instead of timing: the three
 #                  servers run under valgrind's callgrind, and each row reports the
@@ -41,7 +42,9 @@
 # the clock, the least any module read command can do, and FLOOR.HGET reads one hash field
 # through the module API. Their "floor: module ..." rows measure what the server charges a
 # module read, to compare TSCOUNTER.SUM's rows with; FLOOR.REPLICATE (the TSRANK rows)
-# what replicating a leaderboard increment's two effects costs a module.
+# what replicating a leaderboard increment's two effects costs a module; FLOOR.HWRITE (the
+# STATS rows) a module write of STATS.ADD's shape: three hash fields read, two written and
+# replicated as an HSET effect.
 #
 # The host tax rows (family "host") start three more servers: one with no module, one with
 # benchfloor loaded with SUBSCRIBE (subscribed to tally's keyspace event classes with an
@@ -54,11 +57,11 @@ SECONDS_PER_RUN=${BENCH_SECONDS:-1}
 ROUNDS=${BENCH_ROUNDS:-3}
 EXPIRY=${BENCH_EXPIRY:-1}
 VERBOSE=${BENCH_VERBOSE:-0}
-ONLY=${BENCH_ONLY:-counter rank stats throttle host}
+ONLY=${BENCH_ONLY:-counter rank stats throttle host trending}
 HOST_ROUNDS=${BENCH_HOST_ROUNDS:-5}
 wanted() { [[ " $ONLY " == *" $1 "* ]]; }
 FULL=0
-[ "$ONLY" = "counter rank stats throttle host" ] && FULL=1
+[ "$ONLY" = "counter rank stats throttle host trending" ] && FULL=1
 SERVER=${REDIS_SERVER:-redis-server}
 CLIENTS=50
 PIPELINE=16
@@ -803,6 +806,10 @@ if [ "$FULL" = 1 ]; then
     else
         echo "skipped (BENCH_EXPIRY=0)"
     fi
+fi
+
+if wanted trending; then
+    BENCH_MODULE="$MODULE" bash scripts/bench_trending.sh
 fi
 
 echo

@@ -44,6 +44,26 @@ return 1')
     cli hset floor:summary $(cli stats.get st:lat) >/dev/null
     prefill STATS.ADD "st:__rand_int__" 12.5
     prefill EVALSHA "$SHA_STATS" 1 "lua:__rand_int__" 12.5
+    stats_floor_fixtures
+}
+
+# The floors of STATS.ADD over 100k keys work on hashes of the same shape as st:<i>: the
+# marker and the current period's two fields, in the same order, with values of the same
+# sizes (letters: the stored ones are binary). They are written with HSET under names
+# tally never opened, so their keyspace events are turned away at tally's first check,
+# like those of any key that is not tally's. Sets STATS_FLOOR_FIELDS (marker, moments,
+# sketch) and STATS_FLOOR_VALUES.
+stats_floor_fixtures() {
+    local sample=st:000000000000 field
+    mapfile -t STATS_FLOOR_FIELDS < <(echo _tally; cli hkeys "$sample" | grep -E ':m$'
+        cli hkeys "$sample" | grep -E ':q$')
+    STATS_FLOOR_VALUES=()
+    for field in "${STATS_FLOOR_FIELDS[@]}"; do
+        STATS_FLOOR_VALUES+=("$(printf 'v%.0s' $(seq 1 "$(cli hstrlen "$sample" "$field")"))")
+    done
+    local pairs=()
+    for field in 0 1 2; do pairs+=("${STATS_FLOOR_FIELDS[$field]}" "${STATS_FLOOR_VALUES[$field]}"); done
+    prefill HSET "sf:__rand_int__" "${pairs[@]}"
 }
 
 # stats_count [WINDOW dur]: the count STATS.GET st:lat answers.
@@ -56,6 +76,21 @@ stats_rows() {
     native hincrby -r 100000 -- HINCRBY "h:__rand_int__" f 1
     tally stats.add -r 100000 -- STATS.ADD "st:__rand_int__" 12.5
     report "STATS.ADD 1 value 100k keys / HINCRBY 100k keys" "<=3" ">=0.50"
+
+    # Floors: what STATS.ADD cannot avoid doing to the hash. Natively, HMGET of the three
+    # fields it reads and HSET of the two it writes; through the module API (benchfloor's
+    # FLOOR.HWRITE), the same read and write, the write replicated as its HSET effect and
+    # a keyspace event: the row's ratio is what tally adds (parsing, the sketch and
+    # moments, the expiry schedule, the read cache's bookkeeping).
+    local f=("${STATS_FLOOR_FIELDS[@]}") v=("${STATS_FLOOR_VALUES[@]}")
+    native hmget -r 100000 -- HMGET "sf:__rand_int__" "${f[@]}"
+    native_plus hset -r 100000 -- HSET "sf:__rand_int__" "${f[1]}" "${v[1]}" "${f[2]}" "${v[2]}"
+    tally stats.add -r 100000 -- STATS.ADD "st:__rand_int__" 12.5
+    report "STATS.ADD 100k keys / HMGET 3 + HSET 2, same shape" "" ""
+
+    native floor.hwrite -r 100000 -- FLOOR.HWRITE "sf:__rand_int__" "${f[@]}"
+    tally stats.add -r 100000 -- STATS.ADD "st:__rand_int__" 12.5
+    report "STATS.ADD 100k keys / module read 3 + write 2" "<=2" ""
 
     native hget -- HGET bench:hash f
     tally stats.get -- STATS.GET st:lat

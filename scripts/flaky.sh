@@ -65,6 +65,11 @@ for run in $(seq 1 "$RUNS"); do
             make -s node-test >"$log" 2>&1
             record node "$?" "$log"
         fi
+        if grep -q '^go-test:' Makefile; then
+            log=$(mktemp)
+            make -s go-test >"$log" 2>&1
+            record go "$?" "$log"
+        fi
     fi
 done
 echo "test-flaky: $n runs, $failures failed ($RUNS rounds with one core busy)"

@@ -13,6 +13,14 @@
  *   FLOOR.HGET key field   the clock, OpenKey READ, one field read with RedisModule_HashGet
  *                          and parsed as an integer, CloseKey, an integer reply: the least a
  *                          module pays to read one value stored in a hash
+ *   FLOOR.HWRITE key field1 field2 field3
+ *                          the clock, OpenKey WRITE, the three fields read with one
+ *                          RedisModule_HashGet, field2 and field3 set back to the values read
+ *                          with one RedisModule_HashSet, HSET key field2 value2 field3 value3
+ *                          replicated, a hash keyspace event, an integer reply: what a module
+ *                          write of STATS.ADD's shape (its marker and the period's two fields
+ *                          read, the two written and replicated as effects) costs with the
+ *                          module API, whatever it computes in between
  *   FLOOR.REPLICATE zkey hkey member
  *                          two RedisModule_Replicate calls (ZINCRBY zkey 1 member, HINCRBY
  *                          hkey member 1) and nothing else, replying 1: what replicating a
@@ -71,6 +79,31 @@ static int FloorHashGet(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     return RedisModule_ReplyWithLongLong(ctx, value * 1000 + 100 + (now & 1));
 }
 
+static int FloorHashWrite(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 5) return RedisModule_WrongArity(ctx);
+    long long now = RedisModule_Milliseconds();
+    long long reply = 0;
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    if (key && RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_HASH) {
+        RedisModuleString *v1 = NULL, *v2 = NULL, *v3 = NULL;
+        RedisModule_HashGet(key, REDISMODULE_HASH_NONE, argv[2], &v1, argv[3], &v2, argv[4], &v3,
+                            NULL);
+        if (v2 && v3) {
+            RedisModule_HashSet(key, REDISMODULE_HASH_NONE, argv[3], v2, argv[4], v3, NULL);
+            RedisModule_Replicate(ctx, "HSET", "sssss", argv[1], argv[3], v2, argv[4], v3);
+            RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "floor.hwrite", argv[1]);
+            size_t len;
+            RedisModule_StringPtrLen(v3, &len);
+            reply = (long long)len;
+        }
+        if (v1) RedisModule_FreeString(ctx, v1);
+        if (v2) RedisModule_FreeString(ctx, v2);
+        if (v3) RedisModule_FreeString(ctx, v3);
+    }
+    if (key) RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithLongLong(ctx, reply * 1000 + 100 + (now & 1));
+}
+
 static int FloorReplicate(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (argc != 4) return RedisModule_WrongArity(ctx);
     RedisModule_Replicate(ctx, "ZINCRBY", "scs", argv[1], "1", argv[3]);
@@ -113,6 +146,9 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
                                   1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.hget", FloorHashGet, "readonly fast", 1, 1, 1) ==
+        REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.hwrite", FloorHashWrite, "write fast", 1, 1, 1) ==
         REDISMODULE_ERR)
         return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.replicate", FloorReplicate, "write fast", 1, 2, 1) ==

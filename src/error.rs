@@ -26,6 +26,9 @@ pub enum Error {
     /// The object's keys are split between two nodes by a reshard in progress (message
     /// after `TRYAGAIN `, Redis's own retryable error for that case).
     TryAgain(String),
+    /// Something the module relies on did not hold: a string the server could not make,
+    /// an index that must exist. Answered instead of a panic, which would abort the server.
+    Internal(&'static str),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -52,6 +55,7 @@ impl fmt::Display for Error {
             Error::Invalid(msg) => write!(f, "ERR {msg}"),
             Error::NoPerm(msg) => write!(f, "NOPERM {msg}"),
             Error::TryAgain(msg) => write!(f, "TRYAGAIN {msg}"),
+            Error::Internal(what) => write!(f, "ERR tally internal error: {what}"),
         }
     }
 }

@@ -22,19 +22,19 @@ const FFI_LAYER: [&str; 11] = [
 ];
 
 /// Modules that must stay free of Redis imports (unit-tested with plain `cargo test`), by
-/// path under `src/` (a family's pure model may sit beside its commands: `rank/model`).
+/// path under `src/` (each family's pure model sits beside its commands: `<family>/model`).
 const PURE: [&str; 12] = [
     "args",
+    "shown",
     "error",
     "layout",
     "window",
-    "counter",
+    "counter/model",
     "rank/model",
-    "stats",
+    "stats/model",
     "moments",
     "sketch",
-    "limit",
-    "throttle",
+    "throttle/model",
     "collections",
 ];
 
@@ -307,5 +307,117 @@ fn the_bench_floor_subscribes_to_the_classes_tally_subscribes_to() {
     assert_eq!(
         tally, empty_subscriber,
         "the host tax rows compare tally with a subscriber to the same classes"
+    );
+}
+
+/// The entries of ARCHITECTURE.md's file map that describe `src/`: each entry's path (a
+/// file `src/x.rs` or a folder `src/x/`) and its text (the rest of its first line and the
+/// indented lines after it).
+fn file_map() -> Vec<(String, String)> {
+    let doc = fs::read_to_string(src_dir().join("../ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let block = doc
+        .split("## Code layout")
+        .nth(1)
+        .and_then(|after| after.split("```").nth(1))
+        .expect("a code block under ARCHITECTURE.md's \"## Code layout\"");
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for line in block.lines() {
+        if line.starts_with(' ') {
+            if let Some((_, text)) = entries.last_mut() {
+                text.push(' ');
+                text.push_str(line.trim());
+            }
+        } else if let Some(path) = line
+            .split_whitespace()
+            .next()
+            .filter(|p| p.starts_with("src/"))
+        {
+            let text = line
+                .get(path.len()..)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            entries.push((path.to_string(), text));
+        } else {
+            // A heading line or another tree (module-tests/, scripts/): not checked.
+            entries.push((String::new(), String::new()));
+        }
+    }
+    entries.retain(|(path, _)| !path.is_empty());
+    entries
+}
+
+/// The folder an entry's names are relative to: the folder itself, or a file's folder.
+fn folder_of(path: &str) -> &str {
+    if path.ends_with('/') {
+        path
+    } else {
+        path.rfind('/').map_or("", |at| &path[..=at])
+    }
+}
+
+/// The `*.rs` names in an entry's text (`mod.rs`, `tests/mod.rs`, `src/testutil.rs`).
+fn named_files(text: &str) -> Vec<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '/' || c == '.'))
+        .map(|word| word.trim_end_matches('.'))
+        .filter(|word| word.ends_with(".rs"))
+        .collect()
+}
+
+#[test]
+fn the_file_map_names_every_source_file_and_only_those() {
+    let entries = file_map();
+    assert!(entries.len() > 20, "file map entries: {entries:?}");
+    let mut unnamed = Vec::new();
+    for (name, _) in sources() {
+        let path = format!("src/{name}");
+        if entries.iter().any(|(entry, _)| *entry == path) {
+            continue;
+        }
+        // The entry that covers the file: the deepest folder entry above it, or the entry
+        // of the module file whose folder holds it (`src/args.rs` for `src/args/tests.rs`).
+        let base = |entry: &str| -> String {
+            match entry.strip_suffix(".rs") {
+                Some(stem) => format!("{stem}/"),
+                None => entry.to_string(),
+            }
+        };
+        let covering = entries
+            .iter()
+            .filter(|(entry, _)| path.starts_with(&base(entry)))
+            .max_by_key(|(entry, _)| base(entry).len());
+        let named = covering.is_some_and(|(entry, text)| {
+            let relative = path.strip_prefix(folder_of(entry)).unwrap_or(&path);
+            named_files(text).contains(&relative)
+        });
+        if !named {
+            unnamed.push(path);
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "ARCHITECTURE.md's file map does not name: {unnamed:?}"
+    );
+
+    let root = src_dir().join("..");
+    let mut missing = Vec::new();
+    for (entry, text) in &entries {
+        if !root.join(entry).exists() {
+            missing.push(entry.clone());
+        }
+        for file in named_files(text) {
+            let path = if file.starts_with("src/") {
+                file.to_string()
+            } else {
+                format!("{}{file}", folder_of(entry))
+            };
+            if !root.join(&path).is_file() {
+                missing.push(path);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's file map names what does not exist: {missing:?}"
     );
 }

@@ -1,17 +1,22 @@
 //! tally: time-windowed counters, leaderboards and statistics on native Redis keys.
 //!
 //! Layers:
-//! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `counter`,
-//!   `rank`, `stats`, `moments`, `sketch`, `limit`, `throttle`, `error`, `collections` (the data
-//!   structures tally writes itself); `cmddocs` (the version and the commands'
-//!   documentation, pure data);
+//! * pure arithmetic and formats, no Redis imports: `args`, `layout`, `window`, `moments`,
+//!   `sketch`, `error`, `shown` (replies formatted once), `collections` (the data
+//!   structures tally writes itself); `cmddocs` (the version, and the form of a
+//!   command's documentation and its check; each command's own sits beside its handler);
 //! * the FFI layer in `host/`, the only code with raw module calls: `server` (API check,
 //!   clock, databases, role), `events` (keyspace and server events, tracked names),
 //!   `store` (keys, hashes, sorted sets, scans, ACL), `replicate` (effects), `reply`,
 //!   `cmdinfo` (command table entries, registration), `config`;
-//! * `expiry`: the schedule (a `collections::due_queue`) and the one timer, calling the families through
-//!   a visitor;
-//! * `commands/`: the family registry (commands, hooks, state), one folder per family.
+//! * `expiry`: the schedule (a `collections::due_queue`) and the one timer, calling the
+//!   families through a visitor;
+//! * `family`: what the registry needs of each family, and what a family needs of the
+//!   others (the caches' budget, forgetting a deleted key), through the installed table;
+//! * the families, one folder each with the same inner shape: `counter/`, `rank/`,
+//!   `stats/`, `throttle/`, each a pure `model/` (no Redis imports) beside its `commands/`
+//!   (the adapters that touch keys);
+//! * `registry`: the family table and the hooks the server events and the timer call.
 //!
 //! The pure modules forbid `unsafe`; every `unsafe` block elsewhere says why it is sound
 //! (a `SAFETY:` comment, which clippy checks).
@@ -23,22 +28,19 @@ pub mod args;
 pub mod cmddocs;
 #[forbid(unsafe_code)]
 pub mod collections;
-#[forbid(unsafe_code)]
 pub mod counter;
 #[forbid(unsafe_code)]
 pub mod error;
 #[forbid(unsafe_code)]
 pub mod layout;
 #[forbid(unsafe_code)]
-pub mod limit;
-#[forbid(unsafe_code)]
 pub mod moments;
 pub mod rank;
 #[forbid(unsafe_code)]
+pub mod shown;
+#[forbid(unsafe_code)]
 pub mod sketch;
-#[forbid(unsafe_code)]
 pub mod stats;
-#[forbid(unsafe_code)]
 pub mod throttle;
 #[forbid(unsafe_code)]
 pub mod window;
@@ -51,13 +53,13 @@ mod proptests;
 mod testutil;
 
 #[cfg(not(test))]
-mod commands;
-#[cfg(not(test))]
 mod expiry;
 #[cfg(not(test))]
 mod family;
 #[cfg(not(test))]
 mod host;
+#[cfg(not(test))]
+mod registry;
 
 /// The Redis-facing part: module registration, configs and init. Left out of
 /// `cargo test`, whose plain test binary has no server to allocate from.
@@ -67,27 +69,34 @@ mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
     use crate::host::{cmdinfo, config, events, server};
-    use crate::{commands, expiry};
+    use crate::{expiry, registry};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
+        crate::family::install(&registry::FAMILIES);
         let checked = server::check_api()
-            .and_then(|()| config::validate_module_args(args))
+            .and_then(|()| config::validate_module_args(args, family_config))
             // First, so a name already taken fails the load before anything is registered.
             .and_then(|()| register_cell_compat(ctx))
             .and_then(|()| {
-                commands::FAMILIES
+                registry::FAMILIES
                     .iter()
                     .flat_map(|family| family.commands)
                     .try_for_each(|command| cmdinfo::register(ctx, command))
             })
             // Last, once nothing else can fail: subscriptions and the timer.
-            .and_then(|()| events::register_hooks(ctx, commands::HOOKS));
+            .and_then(|()| events::register_hooks(ctx, registry::HOOKS));
         if let Err(e) = checked {
             ctx.log_warning(&format!("tally: {e}; not loading"));
             return Status::Err;
         }
-        expiry::start(ctx, commands::EXPIRY_VISITOR);
+        expiry::start(ctx, registry::EXPIRY_VISITOR);
         Status::Ok
+    }
+
+    /// The families' own configs, for the check of load arguments.
+    fn family_config(name: &str, value: &[u8]) -> Option<bool> {
+        crate::counter::commands::family_config::accepts(name, value)
+            .or_else(|| crate::stats::commands::family_config::accepts(name, value))
     }
 
     /// `CL.THROTTLE`, when loaded with `throttle-cell-compat yes`. The server refuses a
@@ -96,7 +105,7 @@ mod module {
         if !config::throttle_cell_compat() {
             return Ok(());
         }
-        commands::throttle::CELL_COMMANDS
+        crate::throttle::commands::CELL_COMMANDS
             .iter()
             .try_for_each(|command| cmdinfo::register(ctx, command))
             .map_err(|e| {
@@ -116,16 +125,16 @@ mod module {
         commands: [],
         configurations: [
             i64: [
-                ["stats-keep", &config::STATS_KEEP, 24, 1, crate::stats::MAX_KEEP, ConfigurationFlags::DEFAULT, None],
+                ["stats-keep", &crate::stats::commands::family_config::STATS_KEEP, 24, 1, crate::stats::model::MAX_KEEP, ConfigurationFlags::DEFAULT, None],
                 ["expire-budget-us", &config::EXPIRE_BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
                 ["cache-max-memory", &config::CACHE_MAX_MEMORY, config::DEFAULT_CACHE_MAX_MEMORY, 0, i64::MAX, ConfigurationFlags::MEMORY, None],
             ],
             string: [
-                ["counter-resolutions", &*config::COUNTER_RESOLUTIONS, config::DEFAULT_COUNTER_RESOLUTIONS, ConfigurationFlags::DEFAULT, None],
+                ["counter-resolutions", &*crate::counter::commands::family_config::COUNTER_RESOLUTIONS, crate::counter::commands::family_config::DEFAULT_COUNTER_RESOLUTIONS, ConfigurationFlags::DEFAULT, None],
                 ["max-future", &config::MAX_FUTURE, "1m", ConfigurationFlags::DEFAULT, None],
                 ["rank-window", &config::RANK_WINDOW, "24h", ConfigurationFlags::DEFAULT, None],
                 ["rank-slot", &config::RANK_SLOT, "1h", ConfigurationFlags::DEFAULT, None],
-                ["stats-period", &config::STATS_PERIOD, "1h", ConfigurationFlags::DEFAULT, None],
+                ["stats-period", &crate::stats::commands::family_config::STATS_PERIOD, "1h", ConfigurationFlags::DEFAULT, None],
             ],
             bool: [
                 ["check-caches", &config::CHECK_CACHES, false, ConfigurationFlags::DEFAULT, None],

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use crate::args::{
     format_duration, parse_duration, parse_finite_f64, parse_i64, Args, MAX_DURATION_MS,
 };
-use crate::counter::{
+use crate::counter::model::{
     parse_resolution_text, parse_resolutions, parse_slot_field, slot_field, Counter, Resolution,
 };
 use crate::error::Error;
@@ -116,9 +116,9 @@ proptest! {
         }
         let _ = parse_resolutions(&[&bytes[..]]);
         let _ = parse_resolution_text(&String::from_utf8_lossy(&bytes));
-        let _ = crate::stats::parse_keep(&bytes);
-        let _ = crate::stats::parse_field(&bytes);
-        let _ = crate::stats::Settings::from_marker(&bytes);
+        let _ = crate::stats::model::parse_keep(&bytes);
+        let _ = crate::stats::model::parse_field(&bytes);
+        let _ = crate::stats::model::Settings::from_marker(&bytes);
         let _ = crate::rank::model::Meta::from_fields(&bytes, None);
         let _ = crate::rank::model::Meta::from_fields(&bytes, Some(&bytes));
         let _ = crate::rank::model::has_hash_tag(&bytes);
@@ -350,7 +350,7 @@ proptest! {
 
     #[test]
     fn record_decode_never_panics(a in parser_bytes(), b in vec(any::<u8>(), 0..40)) {
-        if let Some(r) = crate::stats::Record::decode(&a, &b) {
+        if let Some(r) = crate::stats::model::Record::decode(&a, &b) {
             let _ = r.summary();
         }
     }
@@ -377,9 +377,9 @@ proptest! {
     fn stats_field_and_marker_round_trip(
         start in any::<i64>(),
         period in 1i64..(1i64 << 40),
-        keep in 1i64..=crate::stats::MAX_KEEP,
+        keep in 1i64..=crate::stats::model::MAX_KEEP,
     ) {
-        use crate::stats::{field, parse_field, Part, Settings};
+        use crate::stats::model::{field, parse_field, Part, Settings};
         for part in [Part::Moments, Part::Sketch] {
             prop_assert_eq!(parse_field(field(start, part).as_bytes()), Some((start, part)));
         }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::counter::SlotStore;
+use crate::counter::model::SlotStore;
 use crate::rank::model::{BoardStore, DrainedSlot, NextSource};
 
 /// A counter's slots in a plain ordered map. Range reads use the trait's default (one

@@ -46,6 +46,9 @@
 //!   [`strings`].
 //! * [`stall`] — latency bounds less the time the machine took away: [`Lost`],
 //!   [`StallWatch`], [`ping_held`], [`max_ping_held`], [`STALL_LIMIT_US`].
+//! * [`table`] — the module's command table as the running server answers it:
+//!   [`tally_commands`], [`tally_command_names`], [`tally_write_commands`], and
+//!   [`assert_cases_cover`] (a cross-cutting test fails on a command without a case).
 //! * [`workload`] — [`Rng`], [`long_run`].
 //! * [`rank_model`] — [`RankModel`], the reference model of a leaderboard.
 //! * [`per_server`] — the [`per_server!`] macro: one test case per server kind.
@@ -114,6 +117,7 @@ pub mod rank_model;
 pub mod replication;
 pub mod server;
 pub mod stall;
+pub mod table;
 pub mod values;
 pub mod workload;
 
@@ -127,5 +131,6 @@ pub use rank_model::*;
 pub use replication::*;
 pub use server::*;
 pub use stall::*;
+pub use table::*;
 pub use values::*;
 pub use workload::*;

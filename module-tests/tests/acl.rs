@@ -12,15 +12,72 @@
 //!   whose module API can declare categories (Redis >= 7.2, Valkey).
 
 use module_tests::*;
+use std::collections::{BTreeMap, BTreeSet};
 
-fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
+/// The exact refusal a case expects.
+#[derive(Clone, Copy)]
+enum Refusal<'a> {
+    /// The server refused a key the command declares (its text differs by server).
+    Key,
+    /// tally refused a key the command derives from its main key (TSRANK's `|meta` and
+    /// `|slot|<n>` hashes): the refused key's name is in the text.
+    Derived(&'a str),
+    /// tally refused one of the slot hashes of board `.0` (`<board>|slot|<n>`, `n` from
+    /// the clock).
+    DerivedSlot(&'a str),
+    /// The server refused the command itself (ACL categories), for this user.
+    Command(&'a str),
+}
+
+impl Refusal<'_> {
+    fn text(self, kind: &ServerKind, args: &[&str]) -> String {
+        match self {
+            Refusal::Key if !kind.is_valkey() && kind.version() < (7, 2, 0) => {
+                "NOPERM this user has no permissions to access one of the keys used as arguments"
+                    .to_string()
+            }
+            Refusal::Key => "NOPERM No permissions to access a key".to_string(),
+            Refusal::Derived(key) => format!(
+                "NOPERM this user has no permissions to access the key '{key}' of this leaderboard"
+            ),
+            Refusal::DerivedSlot(_) => unreachable!("matched in assert_refused"),
+            Refusal::Command(user) => format!(
+                "NOPERM User {user} has no permissions to run the '{}' command",
+                args[0].to_lowercase()
+            ),
+        }
+    }
+}
+
+/// `args` is refused with exactly the NOPERM reply of `why`.
+#[track_caller]
+fn assert_refused(srv: &Server, c: &mut redis::Connection, args: &[&str], why: Refusal) {
     let v = conn_value(c, args);
-    let e = error_text(&v).unwrap_or_default();
-    assert!(
-        e.starts_with("NOPERM"),
+    if let Refusal::DerivedSlot(board) = why {
+        let text = error_text(&v).unwrap_or_default();
+        let head = format!("NOPERM this user has no permissions to access the key '{board}|slot|");
+        let slot = text
+            .strip_prefix(&head)
+            .and_then(|t| t.strip_suffix("' of this leaderboard"));
+        assert!(
+            slot.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+            "{}: {args:?} should be refused on a slot hash of {board}, got {v:?}",
+            srv.kind().name
+        );
+        return;
+    }
+    assert_eq!(
+        error_text(&v),
+        Some(why.text(srv.kind(), args)),
         "{}: {args:?} should be refused with NOPERM, got {v:?}",
         srv.kind().name
     );
+}
+
+/// `args` is refused because a key it declares is outside the user's permissions.
+#[track_caller]
+fn assert_noperm(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
+    assert_refused(srv, c, args, Refusal::Key);
 }
 
 fn assert_allowed(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
@@ -35,9 +92,25 @@ fn assert_allowed(srv: &Server, c: &mut redis::Connection, args: &[&str]) {
 /// A family's command list: every command on a key, as (args, is_write).
 type FamilyCmds = fn(&str) -> Vec<(Vec<String>, bool)>;
 
+/// Every family's command list: together they hold a case for every command of the
+/// module's table (`acl_cases_cover_every_command_and_every_key`).
+const FAMILIES: [FamilyCmds; 4] = [counter_cmds, rank_cmds, stats_cmds, throttle_cmds];
+
+/// A key inside every user's patterns (`~allowed:*`, `~*`, `%R~*`) that commands of
+/// several keys name beside `$K`: a case per key position, so each declared key is
+/// refused alone.
+const ALSO: &str = "allowed:{9}";
+
+/// The case's words with `$K` replaced by `k` and `$A` by [`ALSO`].
+fn case(k: &str, a: &[&str]) -> Vec<String> {
+    a.iter()
+        .map(|s| s.replace("$K", k).replace("$A", ALSO))
+        .collect()
+}
+
 /// Every command of a family, as (args, is_write), on key `k`.
 fn counter_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
-    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    let v = |a: &[&str]| case(k, a);
     vec![
         (v(&["TSCOUNTER.CREATE", "$K"]), true),
         (v(&["TSCOUNTER.INCRBY", "$K", "5"]), true),
@@ -46,11 +119,49 @@ fn counter_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
         (v(&["TSCOUNTER.RANGE", "$K", "1s"]), false),
         (v(&["TSCOUNTER.INFO", "$K"]), false),
         (v(&["TSCOUNTER.MSUM", "1", "$K", "1m", "1h"]), false),
+        (v(&["TSCOUNTER.MSUM", "2", "$A", "$K", "1m"]), false),
+        (v(&["TSCOUNTER.LIMIT", "$K", "1", "1m", "100"]), true),
+        (
+            v(&["TSCOUNTER.LIMIT", "$K", "1", "1m", "100", "DETAILS"]),
+            true,
+        ),
+        (
+            v(&[
+                "TSCOUNTER.MLIMIT",
+                "2",
+                "$K",
+                "$A",
+                "1",
+                "1",
+                "1m",
+                "100",
+                "1",
+                "1m",
+                "100",
+            ]),
+            true,
+        ),
+        (
+            v(&[
+                "TSCOUNTER.MLIMIT",
+                "2",
+                "$A",
+                "$K",
+                "1",
+                "1",
+                "1m",
+                "100",
+                "1",
+                "1h",
+                "100",
+            ]),
+            true,
+        ),
     ]
 }
 
 fn rank_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
-    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    let v = |a: &[&str]| case(k, a);
     vec![
         (
             v(&["TSRANK.CREATE", "$K", "WINDOW", "1h", "SLOT", "1m"]),
@@ -68,29 +179,35 @@ fn rank_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
         (v(&["TSRANK.MSCORE", "$K", "a", "b"]), false),
         (v(&["TSRANK.AROUND", "$K", "a", "2", "WITHSCORES"]), false),
         (v(&["TSRANK.INFO", "$K"]), false),
+        (v(&["TSRANK.HISTORY", "$K", "a"]), false),
+        (v(&["TSRANK.HISTORY", "$K", "a", "WINDOW", "1m"]), false),
+        (v(&["TSRANK.REM", "$K", "b"]), true),
     ]
 }
 
 fn stats_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
-    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    let v = |a: &[&str]| case(k, a);
     vec![
         (
             v(&["STATS.CREATE", "$K", "PERIOD", "1m", "KEEP", "5"]),
             true,
         ),
         (v(&["STATS.ADD", "$K", "1.5", "2"]), true),
+        (v(&["STATS.ADD", "$A", "3", "REPORT", "$K", "m"]), true),
         (v(&["STATS.GET", "$K"]), false),
         (v(&["STATS.QUANTILE", "$K", "0.5"]), false),
         (v(&["STATS.CDF", "$K", "2"]), false),
         (v(&["STATS.RANGE", "$K"]), false),
         (v(&["STATS.INFO", "$K"]), false),
         (v(&["STATS.MGET", "1", "$K"]), false),
+        (v(&["STATS.MGET", "2", "$A", "$K"]), false),
         (v(&["STATS.MQUANTILE", "1", "$K", "0.5"]), false),
+        (v(&["STATS.MQUANTILE", "2", "$A", "$K", "0.5"]), false),
     ]
 }
 
 fn throttle_cmds(k: &str) -> Vec<(Vec<String>, bool)> {
-    let v = |a: &[&str]| a.iter().map(|s| s.replace("$K", k)).collect::<Vec<_>>();
+    let v = |a: &[&str]| case(k, a);
     vec![
         (v(&["TSTHROTTLE.ALLOW", "$K", "5", "10", "1m"]), true),
         (
@@ -170,6 +287,60 @@ fn read_only(kind: &ServerKind, cmds: FamilyCmds, seed: &[&str]) {
     srv.assert_alive();
 }
 
+// ============================================================ completeness
+
+per_server!(acl_cases_cover_every_command_and_every_key);
+/// The cases above cover the module's table as the server answers it: every command has
+/// a case, and every key a command declares is the refused one (`$K`) in some case of it
+/// (`COMMAND GETKEYS` of each case; a command whose keys move, `movablekeys`, has a case
+/// with `$K` after another key). TSRANK's derived keys: `rank_derived_keys_...` runs
+/// every case of `rank_cmds`.
+fn acl_cases_cover_every_command_and_every_key(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    let k = kind.name.as_str();
+    let table = tally_commands(&srv);
+    let cases: Vec<Vec<String>> = FAMILIES
+        .iter()
+        .flat_map(|family| family("K"))
+        .map(|(args, _)| args)
+        .collect();
+    assert_cases_cover(
+        &srv,
+        "acl.rs (counter_cmds, rank_cmds, stats_cmds, throttle_cmds)",
+        &tally_command_names(&srv),
+        cases.iter().map(|args| &args[0]),
+    );
+    // Per command: the most keys a case declares, and the positions `$K` held.
+    let mut positions: BTreeMap<String, (usize, BTreeSet<usize>)> = BTreeMap::new();
+    for args in &cases {
+        let mut getkeys = vec!["COMMAND".to_string(), "GETKEYS".to_string()];
+        getkeys.extend(args.iter().cloned());
+        let keys = srv.cmd_value(&getkeys);
+        let Value::Array(keys) = keys else {
+            panic!("{k}: COMMAND GETKEYS {args:?} gave {keys:?}")
+        };
+        let seen = positions.entry(args[0].clone()).or_default();
+        seen.0 = seen.0.max(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            if value_text(key).as_deref() == Some("K") {
+                seen.1.insert(i);
+            }
+        }
+    }
+    let mut uncovered = Vec::new();
+    for command in &table {
+        let (most, refused) = positions.get(&command.name).cloned().unwrap_or_default();
+        let most = most.max(if command.movable_keys { 2 } else { 1 });
+        for i in (0..most).filter(|i| !refused.contains(i)) {
+            uncovered.push(format!("{} key #{}", command.name, i + 1));
+        }
+    }
+    assert!(
+        uncovered.is_empty(),
+        "{k}: no acl.rs case refuses {uncovered:?} (add a case with $K there)"
+    );
+}
+
 // ============================================================== TSCOUNTER
 
 per_server!(counter_commands_obey_key_patterns_and_read_only_users);
@@ -211,8 +382,9 @@ fn rank_derived_keys_need_their_own_key_permission(kind: &ServerKind) {
     // Only the main keys (exact patterns: braces are not special in ACL globs).
     let mut c = conn_as_user(&srv, "main", &["~lb{x}", "~lb{y}"]);
     for key in ["lb{x}", "lb{y}"] {
+        let meta = format!("{key}|meta");
         for (args, _) in rank_cmds(key) {
-            assert_noperm(&srv, &mut c, &strs(&args));
+            assert_refused(&srv, &mut c, &strs(&args), Refusal::Derived(&meta));
         }
     }
     // Main key and meta hash, but no slot hash: writes touch a slot hash.
@@ -222,11 +394,27 @@ fn rank_derived_keys_need_their_own_key_permission(kind: &ServerKind) {
         &["~lb{x}", "~lb{x}|meta", "~lb{y}", "~lb{y}|meta"],
     );
     for key in ["lb{x}", "lb{y}"] {
-        assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", key, "1", "a"]);
+        assert_refused(
+            &srv,
+            &mut c,
+            &["TSRANK.INCRBY", key, "1", "a"],
+            Refusal::DerivedSlot(key),
+        );
     }
+    assert_refused(
+        &srv,
+        &mut c,
+        &["TSRANK.REM", "lb{y}", "b"],
+        Refusal::DerivedSlot("lb{y}"),
+    );
     // Read-only derived keys: reads work, writes are refused.
     let mut c = conn_as_user(&srv, "rderived", &["~lb{w}", "%R~lb{w}|*"]);
-    assert_noperm(&srv, &mut c, &["TSRANK.INCRBY", "lb{w}", "1", "a"]);
+    for args in [
+        ["TSRANK.INCRBY", "lb{w}", "1", "a"],
+        ["TSRANK.REM", "lb{w}", "b", "a"],
+    ] {
+        assert_refused(&srv, &mut c, &args, Refusal::Derived("lb{w}|meta"));
+    }
     assert_eq!(
         conn_value(&mut c, &["TSRANK.SCORE", "lb{w}", "a"]),
         v_int(4),
@@ -351,8 +539,9 @@ fn write_and_read_categories_cover_tally_commands(kind: &ServerKind) {
         .chain(throttle_cmds("t"))
     {
         if write {
-            assert_noperm(&srv, &mut nowrite, &strs(&args));
-            assert_noperm(&srv, &mut reader, &strs(&args));
+            let args = strs(&args);
+            assert_refused(&srv, &mut nowrite, &args, Refusal::Command("nowrite"));
+            assert_refused(&srv, &mut reader, &args, Refusal::Command("reader"));
         } else {
             assert_allowed(&srv, &mut nowrite, &strs(&args));
             assert_allowed(&srv, &mut reader, &strs(&args));

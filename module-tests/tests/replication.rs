@@ -3,6 +3,10 @@
 //! timer reaching the replica, trimming resuming after a restart and after a promotion,
 //! and replicas never trimming on their own.
 //!
+//! `every_write_command_replicates_exactly`: one case per write command of the module's
+//! table (`write_cases`, keyed by command name), each ending with the replica equal to
+//! the primary, and a check that every write command the server lists has one.
+//!
 //! Comparisons are byte-for-byte (`dump_keyspace`). A timer may trim between two dumps,
 //! so replica/primary comparisons retry until the primary's replication offset did not
 //! move while both dumps were taken; reload comparisons use timestamps whose slots stay
@@ -92,7 +96,160 @@ fn counter_keys(short: bool) -> Vec<(String, &'static str)> {
         .collect()
 }
 
+/// An array of integers.
+fn v_ints(items: &[i64]) -> Value {
+    v_arr(items.iter().map(|i| v_int(*i)).collect())
+}
+
+/// One command line and its exact reply.
+type Step = (Vec<&'static str>, Value);
+
+/// A case per write command of the module, keyed by its name: the commands it runs on the
+/// primary, each with its exact reply. Each case writes keys of its own.
+fn write_cases() -> Vec<(&'static str, Vec<Step>)> {
+    let mlimit = |a: &'static str, limit: &'static str| {
+        vec![
+            "TSCOUNTER.MLIMIT",
+            "2",
+            "ml:a",
+            "ml:b",
+            "1",
+            "1",
+            "1m",
+            a,
+            "1",
+            "1m",
+            limit,
+        ]
+    };
+    vec![
+        (
+            "TSCOUNTER.CREATE",
+            vec![
+                (
+                    vec!["TSCOUNTER.CREATE", "cr", "RESOLUTIONS", "1m:60", "1h:24"],
+                    v_ok(),
+                ),
+                (vec!["TSCOUNTER.CREATE", "cr2"], v_ok()),
+            ],
+        ),
+        (
+            "TSCOUNTER.INCRBY",
+            vec![
+                (vec!["TSCOUNTER.INCRBY", "ib", "5"], v_int(5)),
+                (vec!["TSCOUNTER.INCRBY", "ib", "-2"], v_int(3)),
+                (vec!["TSCOUNTER.INCRBY", "ib", "-3"], v_int(0)),
+            ],
+        ),
+        (
+            "TSCOUNTER.INCR",
+            vec![
+                (vec!["TSCOUNTER.INCR", "in"], v_int(1)),
+                (vec!["TSCOUNTER.INCR", "in"], v_int(2)),
+            ],
+        ),
+        (
+            "TSCOUNTER.LIMIT",
+            vec![
+                (
+                    vec!["TSCOUNTER.LIMIT", "li", "2", "1m", "3", "1h", "10"],
+                    v_arr(vec![v_int(1), v_int(0), v_ints(&[2, 2])]),
+                ),
+                (
+                    vec!["TSCOUNTER.LIMIT", "li", "1", "1m", "3", "1h", "10"],
+                    v_arr(vec![v_int(1), v_int(0), v_ints(&[3, 3])]),
+                ),
+            ],
+        ),
+        (
+            "TSCOUNTER.MLIMIT",
+            vec![
+                (vec!["TSCOUNTER.INCRBY", "ml:b", "4"], v_int(4)),
+                (
+                    mlimit("10", "5"),
+                    v_arr(vec![
+                        v_int(1),
+                        v_int(0),
+                        v_arr(vec![v_ints(&[1]), v_ints(&[5])]),
+                    ]),
+                ),
+            ],
+        ),
+        (
+            "TSRANK.CREATE",
+            vec![(
+                vec!["TSRANK.CREATE", "rc", "WINDOW", "1h", "SLOT", "1m"],
+                v_ok(),
+            )],
+        ),
+        (
+            "TSRANK.INCRBY",
+            vec![
+                (
+                    vec!["TSRANK.INCRBY", "ri", "3", "a", "2", "b"],
+                    v_ints(&[3, 2]),
+                ),
+                (vec!["TSRANK.INCRBY", "ri", "4", "b"], v_int(6)),
+            ],
+        ),
+        (
+            "TSRANK.REM",
+            vec![
+                (
+                    vec!["TSRANK.INCRBY", "rr", "3", "a", "2", "b", "1", "c"],
+                    v_ints(&[3, 2, 1]),
+                ),
+                (vec!["TSRANK.REM", "rr", "a", "c", "zz"], v_int(2)),
+            ],
+        ),
+        ("STATS.CREATE", vec![(vec!["STATS.CREATE", "sc"], v_ok())]),
+        (
+            "STATS.ADD",
+            vec![
+                (vec!["STATS.ADD", "sa", "1.5", "2.5"], v_int(2)),
+                (
+                    vec!["STATS.ADD", "sa", "4", "REPORT", "sa:rank", "m"],
+                    v_int(3),
+                ),
+            ],
+        ),
+        (
+            "TSTHROTTLE.ALLOW",
+            vec![(
+                vec!["TSTHROTTLE.ALLOW", "th", "0", "1", "1m"],
+                v_ints(&[1, 1, 0, 0, 60_000]),
+            )],
+        ),
+    ]
+}
+
 // ================================================================== tests
+
+per_server!(every_write_command_replicates_exactly);
+/// Every write command of the module's table has a case in `write_cases`; after each
+/// case the replica holds exactly the primary's data.
+fn every_write_command_replicates_exactly(kind: &ServerKind) {
+    let (primary, replica) = start_with_replica(kind);
+    let k = &kind.name;
+    let cases = write_cases();
+    assert_cases_cover(
+        &primary,
+        "replication.rs write_cases",
+        &tally_write_commands(&primary),
+        cases.iter().map(|(name, _)| name),
+    );
+    for (name, commands) in &cases {
+        assert!(
+            commands.iter().any(|(args, _)| args[0] == *name),
+            "{k}: the case of {name} does not run it"
+        );
+        for (args, want) in commands {
+            assert_eq!(&primary.cmd_value(args), want, "{k}: {name}: {args:?}");
+        }
+        assert_replica_equal(&primary, &replica, name);
+    }
+    replica.assert_alive();
+}
 
 per_server!(replica_attached_during_a_workload_is_identical);
 fn replica_attached_during_a_workload_is_identical(kind: &ServerKind) {

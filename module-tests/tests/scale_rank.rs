@@ -965,3 +965,82 @@ fn a_write_over_a_leftover_slot_hash_is_bounded(kind: &ServerKind) {
     srv.assert_alive();
     replica.assert_alive();
 }
+
+per_server!(one_kind_at_a_time: a_full_slot_of_a_board_with_capacity_evicts_in_bounded_time);
+/// A board with `CAPACITY 100000` whose slot holds 100,000 members (full): 2,000 writes of
+/// new members, each evicting the slot's smallest count, cost a few microseconds of server
+/// time each (`INFO commandstats`, no scan of the slot), the slot keeps 100,000 members,
+/// and no command passes 10 ms. After `DEBUG RELOAD` the slot's order is gone from memory:
+/// the first write reads the slot once (O(k): ~300 ms at 100,000 members, the bound this
+/// case does not hold it to, see docs/commands/tsrank.md) and evicts as before. A replica
+/// ends equal.
+fn a_full_slot_of_a_board_with_capacity_evicts_in_bounded_time(kind: &ServerKind) {
+    let (srv, replica) = start_with_replica(kind);
+    let k = &kind.name;
+    assert_eq!(
+        srv.cmd_value(&[
+            "TSRANK.CREATE",
+            "{c}",
+            "WINDOW",
+            "1h",
+            "SLOT",
+            "1m",
+            "CAPACITY",
+            "100000"
+        ]),
+        v_ok()
+    );
+    let t0 = server_ms(&srv);
+    let at = t0.to_string();
+    let slot_name = format!("{{c}}|slot|{}", t0 / 60_000);
+    let n = 100_000;
+    fill(&srv, "{c}", n, t0, |i| (i % 1000) as i64 + 1);
+    assert_eq!(srv.cmd_value(&["HLEN", &slot_name]), v_int(n as i64), "{k}");
+    let mut watch = watch_slow_commands(&srv);
+    assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
+    let lost = Lost::start(&srv);
+    let mut conn = srv.conn();
+    let writes: Vec<Vec<String>> = (0..2000)
+        .map(|i| strings(&["TSRANK.INCRBY", "{c}", "1", &format!("new{i}"), "AT", &at]))
+        .collect();
+    for chunk in writes.chunks(100) {
+        for reply in pipeline(&mut conn, chunk) {
+            assert!(matches!(reply, Value::Int(_)), "{k}: {reply:?}");
+        }
+    }
+    let usec = usec_per_call_held(&srv, "tsrank.incrby", &lost);
+    assert!(
+        usec < 200.0,
+        "{k}: an evicting write took {usec} us of server time"
+    );
+    assert_eq!(srv.cmd_value(&["HLEN", &slot_name]), v_int(n as i64), "{k}");
+    // The smallest counts left first: the 100 members with 1, then the newcomers (2 each
+    // once the minimum rose), so m0 (1) is gone and m999 (1000) stays.
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "{c}", "m0"]),
+        v_nil(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "{c}", "m999"]),
+        v_int(1000),
+        "{k}"
+    );
+    watch.check(&srv, k);
+    wait_replica_synced(&srv, &replica);
+    // The order is read again from the slot by the first write after a reload.
+    assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok());
+    assert!(matches!(
+        srv.cmd_value(&["TSRANK.INCRBY", "{c}", "1", "after", "AT", &at]),
+        Value::Int(_)
+    ));
+    assert_eq!(srv.cmd_value(&["HLEN", &slot_name]), v_int(n as i64), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.SCORE", "{c}", "m1"]),
+        v_nil(),
+        "{k}"
+    );
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, k);
+    srv.assert_alive();
+}

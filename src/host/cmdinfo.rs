@@ -1,7 +1,6 @@
 //! Commands as the server sees them: the table entry type, registration (name, flags,
-//! arity, key specs, ACL category, all from one [`Command`], and the command's
-//! documentation from `cmddocs`), the entry point that turns a handler's result into a
-//! reply, and the keys-position API.
+//! arity, key specs, ACL category and documentation, all from one [`Command`]), the entry
+//! point that turns a handler's result into a reply, and the keys-position API.
 //!
 //! Arity, key specs and docs are set with the raw `RedisModule_SetCommandInfo` (the crate's
 //! `#[command]` macro needs `RedisModule_SetCommandACLCategories`, which Redis 7.0 lacks);
@@ -54,7 +53,7 @@ pub const fn first_key(flags: u32) -> KeySpec {
 /// A command body: `(ctx, key, arguments after the key)`.
 pub type Handler = fn(&Context, &RedisString, &[&[u8]]) -> Result<Reply>;
 
-/// The C entry point the server calls (generated per table entry by `command_table!`).
+/// The C entry point the server calls (generated per command by `command!`).
 pub type Entry =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
@@ -69,36 +68,44 @@ pub struct Command {
     pub keys: &'static [KeySpec],
     /// ACL category: `c"read"` or `c"write"`.
     pub acl: &'static CStr,
+    /// What `COMMAND DOCS` answers: a constant beside the handler, checked at compile time
+    /// by `command!`.
+    pub doc: &'static Doc,
 }
 
-/// The table of commands: each line `name => handler, arity, flags, keys, acl;` makes a
-/// [`Command`] with its own C entry point calling [`dispatch`] with the handler.
-macro_rules! command_table {
-    ($($name:literal => $handler:path, $arity:expr, $flags:literal, $keys:expr, $acl:literal;)*) => {
-        &[$(
-            $crate::host::cmdinfo::Command {
-                name: $name,
-                entry: {
-                    extern "C" fn entry(
-                        ctx: *mut redis_module::raw::RedisModuleCtx,
-                        argv: *mut *mut redis_module::raw::RedisModuleString,
-                        argc: std::os::raw::c_int,
-                    ) -> std::os::raw::c_int {
-                        // SAFETY: the server's context and `argc` argument strings for
-                        // this call.
-                        unsafe { $crate::host::cmdinfo::dispatch(ctx, argv, argc, $handler) }
-                    }
-                    entry
-                },
-                arity: $arity,
-                flags: $flags,
-                keys: $keys,
-                acl: $acl,
+/// One command's line of its family's table, written beside its handler:
+/// `command!(name => handler, arity, flags, keys, acl, doc)` makes a [`Command`] with its
+/// own C entry point calling [`dispatch`] with the handler. A line without its doc does not
+/// compile, and neither does a doc that fails `cmddocs::check` (a `const` evaluated for
+/// every line), so the server never meets one.
+macro_rules! command {
+    ($name:literal => $handler:path, $arity:expr, $flags:literal, $keys:expr, $acl:literal, $doc:expr $(,)?) => {
+        $crate::host::cmdinfo::Command {
+            name: $name,
+            entry: {
+                extern "C" fn entry(
+                    ctx: *mut redis_module::raw::RedisModuleCtx,
+                    argv: *mut *mut redis_module::raw::RedisModuleString,
+                    argc: std::os::raw::c_int,
+                ) -> std::os::raw::c_int {
+                    // SAFETY: the server's context and `argc` argument strings for this
+                    // call.
+                    unsafe { $crate::host::cmdinfo::dispatch(ctx, argv, argc, $handler) }
+                }
+                entry
             },
-        )*]
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            acl: $acl,
+            doc: {
+                const _: () = $crate::cmddocs::check($name, $doc, $keys.len());
+                $doc
+            },
+        }
     };
 }
-pub(crate) use command_table;
+pub(crate) use command;
 
 /// Arguments (after the key) borrowed without a heap allocation.
 const STACK_ARGS: usize = 16;
@@ -230,10 +237,8 @@ pub fn register(ctx: &Context, command: &Command) -> std::result::Result<(), Str
     if cmd.is_null() {
         return Err(format!("command {name} is not registered"));
     }
-    let doc = cmddocs::doc_of(command.name)
-        .ok_or_else(|| format!("command {name} has no documentation"))?;
     // SAFETY: `cmd` is the registered command the server just returned.
-    unsafe { set_info(cmd, command.arity, command.keys, doc) }
+    unsafe { set_info(cmd, command.arity, command.keys, command.doc) }
         .map_err(|()| format!("RedisModule_SetCommandInfo failed for {name}"))?;
     // SAFETY: as above.
     unsafe { set_acl_category(cmd, command.acl) };

@@ -6,16 +6,12 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use redis_module::configuration::ConfigurationContext;
 use redis_module::{ConfigurationValue, RedisError, RedisString};
 
 use crate::args::{parse_duration, parse_i64, MAX_DURATION_MS};
-use crate::counter::{format_resolutions, parse_resolution_text, Resolution};
-use crate::stats::{MAX_KEEP, MAX_STORED_KEEP};
-
-pub const DEFAULT_COUNTER_RESOLUTIONS: &str = "1s:120 5s:120 1m:120 5m:120 1h:120 5h:120 1d:120";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -70,7 +66,7 @@ impl DurationConfig {
         Self::at_most(ms, default_text, MAX_DURATION_MS)
     }
 
-    const fn at_most(ms: i64, default_text: &'static str, max_ms: i64) -> Self {
+    pub const fn at_most(ms: i64, default_text: &'static str, max_ms: i64) -> Self {
         DurationConfig {
             ms: AtomicI64::new(ms),
             text: Mutex::new(None),
@@ -80,7 +76,7 @@ impl DurationConfig {
     }
 
     /// The value of `text` in milliseconds, if it is a duration this config accepts.
-    fn parse(&self, text: &[u8]) -> crate::error::Result<i64> {
+    pub fn parse(&self, text: &[u8]) -> crate::error::Result<i64> {
         match parse_duration(text)? {
             ms if ms <= self.max_ms => Ok(ms),
             _ => Err(crate::error::Error::InvalidDuration(
@@ -113,48 +109,58 @@ impl ConfigurationValue<RedisString> for DurationConfig {
     }
 }
 
-/// The default resolution list of counters created by a write to a missing key.
-pub struct ResolutionsConfig {
-    list: Mutex<Vec<Resolution>>,
+/// A config shown and set as text and used as the value `T` its family parses it into
+/// (the counters' default resolutions): refused by `CONFIG SET` when it does not parse.
+pub struct TextConfig<T: 'static> {
+    value: Mutex<T>,
+    parse: fn(&str) -> Result<T, String>,
+    format: fn(&T) -> String,
 }
 
-impl ResolutionsConfig {
-    pub fn get_list(&self) -> Vec<Resolution> {
-        lock(&self.list).clone()
+impl<T: Clone> TextConfig<T> {
+    pub const fn new(
+        value: T,
+        parse: fn(&str) -> Result<T, String>,
+        format: fn(&T) -> String,
+    ) -> TextConfig<T> {
+        TextConfig {
+            value: Mutex::new(value),
+            parse,
+            format,
+        }
     }
 
-    /// `f` of the list, without a copy (a read of a missing counter only checks it).
-    pub fn with_list<T>(&self, f: impl FnOnce(&[Resolution]) -> T) -> T {
-        f(&lock(&self.list))
+    /// True when `text` is a value this config takes.
+    pub fn accepts(&self, text: &str) -> bool {
+        (self.parse)(text).is_ok()
+    }
+
+    pub fn get(&self) -> T {
+        lock(&self.value).clone()
+    }
+
+    /// `f` of the value, without a copy.
+    pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(&lock(&self.value))
     }
 }
 
-impl ConfigurationValue<RedisString> for ResolutionsConfig {
+impl<T: Clone + Send> ConfigurationValue<RedisString> for TextConfig<T> {
     fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
-        let text = format_resolutions(&lock(&self.list));
+        let text = (self.format)(&lock(&self.value));
         show(std::ptr::from_ref(self) as usize, &text)
     }
 
     fn set(&self, _ctx: &ConfigurationContext, value: RedisString) -> Result<(), RedisError> {
         let text = value.try_as_str()?;
-        let list = parse_resolution_text(text).map_err(|e| RedisError::String(e.to_string()))?;
-        *lock(&self.list) = list;
+        *lock(&self.value) = (self.parse)(text).map_err(RedisError::String)?;
         Ok(())
     }
 }
 
-pub static COUNTER_RESOLUTIONS: LazyLock<ResolutionsConfig> = LazyLock::new(|| ResolutionsConfig {
-    list: Mutex::new(parse_resolution_text(DEFAULT_COUNTER_RESOLUTIONS).unwrap_or_default()),
-});
 pub static MAX_FUTURE: DurationConfig = DurationConfig::new(60_000, "1m");
 pub static RANK_WINDOW: DurationConfig = DurationConfig::new(86_400_000, "24h");
 pub static RANK_SLOT: DurationConfig = DurationConfig::new(3_600_000, "1h");
-/// At most 365.25 days (10,000 years / `MAX_STORED_KEEP`): the period of an auto-created
-/// object times any `stats-keep` (up to `MAX_KEEP`) is then a valid kept span, whichever
-/// config is set first, as it was when `KEEP` went up to 10000.
-pub static STATS_PERIOD: DurationConfig =
-    DurationConfig::at_most(3_600_000, "1h", MAX_DURATION_MS / MAX_STORED_KEEP);
-pub static STATS_KEEP: AtomicI64 = AtomicI64::new(24);
 pub static EXPIRE_BUDGET_US: AtomicI64 = AtomicI64::new(1000);
 /// `cache-max-memory`: bytes the read caches (counter mirrors, STATS windows) may hold
 /// together; 0 turns them off. 4 MB holds the mirrors of about 2,500 hot counters of the
@@ -189,14 +195,15 @@ pub fn cache_max_memory() -> usize {
     usize::try_from(CACHE_MAX_MEMORY.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
-pub fn stats_keep() -> i64 {
-    STATS_KEEP.load(Ordering::Relaxed)
-}
-
-/// Checks `loadmodule ... name value ...` arguments before anything starts. The SDK applies
-/// them as config values but does not stop the load when one is refused, and a module that
-/// Redis then unloads must not leave a timer behind: a bad argument must fail the load.
-pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
+/// Checks `loadmodule ... name value ...` arguments before anything starts, with
+/// `family_config`, which answers for the families' own configs (`Some(accepted)`, `None`
+/// for a name that is none of theirs). The SDK applies the arguments as config values but
+/// does not stop the load when one is refused, and a module that Redis then unloads must
+/// not leave a timer behind: a bad argument must fail the load.
+pub fn validate_module_args(
+    args: &[RedisString],
+    family_config: fn(&str, &[u8]) -> Option<bool>,
+) -> Result<(), String> {
     if !args.len().is_multiple_of(2) {
         return Err("module arguments must be name value pairs".into());
     }
@@ -207,12 +214,9 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
         };
         let value_text = value.to_string_lossy();
         let ok = match name.as_str() {
-            "counter-resolutions" => parse_resolution_text(&value_text).is_ok(),
             "max-future" => MAX_FUTURE.parse(value.as_slice()).is_ok(),
             "rank-window" => RANK_WINDOW.parse(value.as_slice()).is_ok(),
             "rank-slot" => RANK_SLOT.parse(value.as_slice()).is_ok(),
-            "stats-period" => STATS_PERIOD.parse(value.as_slice()).is_ok(),
-            "stats-keep" => parse_i64(value.as_slice()).is_ok_and(|v| (1..=MAX_KEEP).contains(&v)),
             "check-caches" | "throttle-cell-compat" => {
                 matches!(value.as_slice(), b"yes" | b"no")
             }
@@ -221,7 +225,8 @@ pub fn validate_module_args(args: &[RedisString]) -> Result<(), String> {
             "expire-budget-us" => {
                 parse_i64(value.as_slice()).is_ok_and(|v| (10..=1_000_000).contains(&v))
             }
-            _ => return Err(format!("unknown config '{name}'")),
+            other => family_config(other, value.as_slice())
+                .ok_or_else(|| format!("unknown config '{name}'"))?,
         };
         if !ok {
             return Err(format!("invalid value '{value_text}' for '{name}'"));

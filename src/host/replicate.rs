@@ -5,6 +5,14 @@
 //! and emits them, so a replica or an AOF reload holds exactly the primary's data. Several
 //! effects of one command or timer pass reach the replica wrapped in MULTI/EXEC by Redis.
 //!
+//! Everything goes through [`Effects`]: recorded commands ([`Effects::command`], and
+//! [`Batch`], one command of many entries started by its first), or one command sent at
+//! once with no buffer in between ([`Effects::send`] of bytes, [`Effects::send_strings`]
+//! of module strings the server takes by reference). [`HashEffects`] records one hash's
+//! writes as module strings: the counter and STATS write paths made those strings for
+//! their own writes, and handing them over spares a copy of every field and value on the
+//! hottest paths.
+//!
 //! Owns: `RedisModule_Replicate`. May not touch: keys.
 
 use std::ffi::CStr;
@@ -111,10 +119,18 @@ impl Effects {
     }
 }
 
-/// Sends one command whose arguments are at hand as bytes (a key's new value and
-/// expiry), with no buffer recorded in between.
-pub fn replicate_bytes(ctx: &Context, name: &CStr, args: &[&[u8]]) {
-    replicate(ctx, name, args);
+impl Effects {
+    /// Sends one command whose arguments are at hand as bytes (a key's new value and
+    /// expiry), with no buffer recorded in between.
+    pub fn send(ctx: &Context, name: &CStr, args: &[&[u8]]) {
+        replicate(ctx, name, args);
+    }
+
+    /// Sends one command whose arguments are module strings, each taken by reference (see
+    /// [`replicate_strings`]).
+    pub fn send_strings<'a>(ctx: &Context, name: &CStr, args: impl Iterator<Item = Arg<'a>>) {
+        replicate_strings(ctx, name, args);
+    }
 }
 
 /// Arguments a command may have to be passed from the stack (every hot path has fewer).
@@ -423,7 +439,7 @@ const STRING_FORMATS: &CStr = c"ssssssssssssssssssssssssssssssssssssssss";
 /// each, no copy). Up to 40 arguments (every hot path) go as format `s` each, gathered
 /// straight into the array passed from the stack: the server then sizes its argument
 /// vector once (format `v` grows it twice).
-pub fn replicate_strings<'a>(ctx: &Context, name: &CStr, mut args: impl Iterator<Item = Arg<'a>>) {
+fn replicate_strings<'a>(ctx: &Context, name: &CStr, mut args: impl Iterator<Item = Arg<'a>>) {
     let mut a = [std::ptr::null_mut(); STACK_STRINGS];
     let mut count = 0;
     for (slot, arg) in a.iter_mut().zip(&mut args) {

@@ -13,7 +13,7 @@ use redis_module::Context;
 use crate::args::push_f64;
 use crate::host::server::api;
 use crate::host::store::RStr;
-use crate::stats::ShownSummary;
+use crate::shown::ShownSummary;
 
 thread_local! {
     /// The text of a RESP2 double, reused (a summary sends eight).

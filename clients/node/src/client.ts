@@ -56,6 +56,10 @@ export interface LeaderboardInfo {
   members: number;
   slots: number;
   oldest: number | null;
+  /** `CAPACITY` (members kept per slot), 0 for an exact board. */
+  capacity: number;
+  /** The largest error of any total in the window (0 for an exact board). */
+  error: number;
 }
 
 export interface StatsInfo {
@@ -290,10 +294,16 @@ export class Counter extends Handle {
 
 /** A sliding-window leaderboard (`TSRANK.*`). Members are strings. */
 export class Leaderboard extends Handle {
-  async create(options: { window?: Duration; slot?: Duration } = {}): Promise<void> {
+  /**
+   * Creates the board. `capacity: k` keeps at most `k` members per slot (a Space-Saving
+   * summary: bounded memory for millions of members, totals within `info().error` of the
+   * truth; increments must then be positive).
+   */
+  async create(options: { window?: Duration; slot?: Duration; capacity?: number } = {}): Promise<void> {
     const args: Arg[] = [];
     if (options.window !== undefined) args.push("WINDOW", p.duration(options.window));
     if (options.slot !== undefined) args.push("SLOT", p.duration(options.slot));
+    if (options.capacity !== undefined) args.push("CAPACITY", p.integer(options.capacity));
     await this.call("TSRANK.CREATE", args);
   }
 
@@ -369,6 +379,7 @@ export class Leaderboard extends Handle {
     return {
       window: p.num(f.window), slot: p.num(f.slot), members: p.num(f.members),
       slots: p.num(f.slots), oldest: p.optionalNum(f.oldest),
+      capacity: p.num(f.capacity ?? 0), error: p.num(f.error ?? 0),
     };
   }
 }

@@ -117,7 +117,17 @@ for (const [name, binary] of serverKinds()) {
           assert.deepEqual(await b.history("alice"), [[T, 4], [T + 2 * DAY, 1]]);
           assert.deepEqual(await b.history("alice", { window: "1d" }), []);
           assert.deepEqual(await b.history("nobody"), []);
-          assert.deepEqual(await b.info(), { window: 3650 * DAY, slot: DAY, members: 3, slots: 2, oldest: T });
+          assert.deepEqual(await b.info(), { window: 3650 * DAY, slot: DAY, members: 3, slots: 2, oldest: T, capacity: 0, error: 0 });
+          // A board with CAPACITY: the slot keeps 2 members, b (the smallest) leaves for c.
+          const trending = t.leaderboard(key("trending"));
+          assert.equal(await trending.create({ window: "3650d", slot: DAY, capacity: 2 }), undefined);
+          assert.deepEqual(await trending.incrby({ a: 5, b: 2 }, { at: T }), [5, 2]);
+          assert.equal(await trending.incr("c", 1, { at: T }), 3);
+          assert.deepEqual(await trending.top(10), [{ member: "a", score: 5 }, { member: "c", score: 3 }]);
+          const ti = await trending.info();
+          assert.deepEqual([ti.capacity, ti.error, ti.members], [2, 2, 2]);
+          await assert.rejects(trending.incr("a", -1, { at: T }), { message: "ERR a board with CAPACITY takes only positive increments" });
+          await assert.rejects(t.leaderboard(key("other")).create({ capacity: 0 }), { message: "ERR CAPACITY must be an integer from 1 to 100000" });
           const missing = t.leaderboard(key("missing"));
           assert.deepEqual([await missing.info(), await missing.top(10), await missing.score("x")], [null, [], null]);
           await assert.rejects(b.incr("alice", 0), { message: "ERR increment must be a non-zero integer" });

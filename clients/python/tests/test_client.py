@@ -110,7 +110,15 @@ def test_leaderboard(t: tally.Tally, decode: bool, key) -> None:
     assert b.history("alice") == [(T, 4), (T + 2 * DAY, 1)]
     assert b.history("alice", window="1d") == []
     assert b.history("nobody") == []
-    assert b.info() == {"window": 3650 * DAY, "slot": DAY, "members": 3, "slots": 2, "oldest": T}
+    assert b.info() == {
+        "window": 3650 * DAY,
+        "slot": DAY,
+        "members": 3,
+        "slots": 2,
+        "oldest": T,
+        "capacity": 0,
+        "error": 0,
+    }
 
     missing = t.leaderboard(key("missing"))
     assert (missing.info(), missing.top(10), missing.score("x")) == (None, [], None)
@@ -141,6 +149,25 @@ def test_leaderboard(t: tally.Tally, decode: bool, key) -> None:
     assert hourly.incrby({"post:1": 1, "post:2": 3}) == {"post:1": 1, "post:2": 3}
     assert hourly.top(10) == [(m("post:2"), 3), (m("post:1"), 1)]
     assert hourly.info()["window"] == DAY and hourly.info()["members"] == 2
+
+
+def test_leaderboard_with_capacity(t: tally.Tally, decode: bool, key) -> None:
+    m = lambda name: as_member(decode, name)  # noqa: E731
+    b = t.leaderboard(key("trending"))
+    assert b.create(window="3650d", slot="1d", capacity=2) is None
+    at = T
+    assert b.incrby({"a": 5, "b": 2}, at=at) == {"a": 5, "b": 2}
+    # The slot is full: b (the smallest count) leaves, c enters with 2 + 1.
+    assert b.incr("c", at=at) == 3
+    assert b.top(10) == [(m("a"), 5), (m("c"), 3)]
+    info = b.info()
+    assert (info["capacity"], info["error"], info["members"]) == (2, 2, 2)
+    with pytest.raises(
+        redis.ResponseError, match="^a board with CAPACITY takes only positive increments$"
+    ):
+        b.incr("a", -1, at=at)
+    with pytest.raises(redis.ResponseError, match="^CAPACITY must be an integer from 1 to 100000$"):
+        t.leaderboard(key("other")).create(capacity=0)
 
 
 def test_leaderboard_binary_members(server, protocol, key) -> None:

@@ -16,7 +16,11 @@
 //!
 //! Seed: `TALLY_FUZZ_SEED` (default fixed); the seed is printed so a failure replays.
 //!
-//! Files: `random.rs` (random arguments), `vectors.rs` (commands, structured vectors,
+//! Commands: each family's are those of the module's table (as the server lists them)
+//! with its prefix; `fuzz_covers_every_command` fails on a command of the table that no
+//! family takes or that has no grammar in `structured`.
+//!
+//! Files: `random.rs` (random arguments), `vectors.rs` (families, structured vectors,
 //! corruption); this file holds the driver.
 
 use module_tests::redis::ConnectionLike as _;
@@ -73,7 +77,30 @@ fn populate(srv: &Server) {
 
 const INTERNAL: &str = "ERR internal error in tally";
 
-fn fuzz(kind: &ServerKind, family_name: &str, family: &[&str]) {
+/// Fails unless every command of the module's table on `srv` belongs to a family of
+/// [`FAMILIES`] and has a grammar in [`structured`], naming the ones that do not.
+fn assert_fuzz_covers(srv: &Server, table: &[String]) {
+    let with_grammar = table.iter().filter(|name| {
+        FAMILIES.iter().any(|(_, prefix)| name.starts_with(prefix))
+            && structured(&mut Rng(1), name, b"k").is_some()
+    });
+    assert_cases_cover(
+        srv,
+        "fuzz/vectors.rs (FAMILIES and structured)",
+        table,
+        with_grammar,
+    );
+}
+
+per_server!(fuzz_covers_every_command);
+/// Every command of the module's table is fuzzed: it belongs to a family and has a grammar
+/// (each family's fuzz checks this too before it starts).
+fn fuzz_covers_every_command(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    assert_fuzz_covers(&srv, &tally_command_names(&srv));
+}
+
+fn fuzz(kind: &ServerKind, family_name: &str) {
     let per_kind = if long_run() { 100_000 } else { 10_000 };
     let batch = 200;
     let k = kind.name.clone();
@@ -84,6 +111,22 @@ fn fuzz(kind: &ServerKind, family_name: &str, family: &[&str]) {
         base
     );
     let srv = Server::start(kind);
+    // The family's commands, and every command, from the module's table.
+    let table = tally_command_names(&srv);
+    assert_fuzz_covers(&srv, &table);
+    let prefix = FAMILIES
+        .iter()
+        .find(|(name, _)| *name == family_name)
+        .map(|(_, prefix)| *prefix)
+        .unwrap_or_else(|| panic!("no family {family_name}"));
+    let all: Vec<&str> = table.iter().map(String::as_str).collect();
+    let family: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|name| name.starts_with(prefix))
+        .collect();
+    assert!(!family.is_empty(), "{k}: no {prefix} command");
+    eprintln!("fuzz {family_name} on {k}: {family:?}");
     let replica = Server::start(kind);
     replica.replicate_from(&srv);
     wait_replica_synced(&srv, &replica);
@@ -100,7 +143,9 @@ fn fuzz(kind: &ServerKind, family_name: &str, family: &[&str]) {
     let t0 = Instant::now();
     let mut sent = 0usize;
     while sent < per_kind {
-        let vectors: Vec<Vec<Vec<u8>>> = (0..batch).map(|_| one_vector(&mut rng, family)).collect();
+        let vectors: Vec<Vec<Vec<u8>>> = (0..batch)
+            .map(|_| one_vector(&mut rng, &family, &all))
+            .collect();
         let mut pipe = redis::pipe();
         for v in &vectors {
             let mut cmd = redis::Cmd::new();
@@ -161,7 +206,7 @@ fn fuzz(kind: &ServerKind, family_name: &str, family: &[&str]) {
     );
     // The structured half must get past parsing: every command of the family
     // succeeds sometimes.
-    for c in family {
+    for c in &family {
         let (ok, _) = stats.get(*c).copied().unwrap_or((0, 0));
         assert!(ok > 0, "{k}: {c} never succeeded: the fuzz is too shallow");
     }
@@ -210,20 +255,20 @@ fn fuzz(kind: &ServerKind, family_name: &str, family: &[&str]) {
 
 per_server!(fuzz_counter);
 fn fuzz_counter(kind: &ServerKind) {
-    fuzz(kind, "counter", COUNTER_CMDS);
+    fuzz(kind, "counter");
 }
 
 per_server!(fuzz_rank);
 fn fuzz_rank(kind: &ServerKind) {
-    fuzz(kind, "rank", RANK_CMDS);
+    fuzz(kind, "rank");
 }
 
 per_server!(fuzz_stats);
 fn fuzz_stats(kind: &ServerKind) {
-    fuzz(kind, "stats", STATS_CMDS);
+    fuzz(kind, "stats");
 }
 
 per_server!(fuzz_throttle);
 fn fuzz_throttle(kind: &ServerKind) {
-    fuzz(kind, "throttle", THROTTLE_CMDS);
+    fuzz(kind, "throttle");
 }

@@ -1,5 +1,7 @@
-//! The three families the fuzzer drives: their object names, how one is created, random
-//! writes, every read command, and one random command of the workload.
+//! The families the fuzzer drives: their object names, how one is created, random
+//! writes, every read command, and one random command of the workload. Together they run
+//! every command of the module's table (`fault_fuzz_covers_every_command` asks the
+//! server for it and fails naming a command none of them runs).
 
 use super::*;
 
@@ -10,14 +12,25 @@ pub(super) enum Family {
     Counter,
     Rank,
     Stats,
+    /// TSTHROTTLE: native strings the server expires, with no reads; the faults reach
+    /// them as keys of another type (field edits answer WRONGTYPE) and by key.
+    Throttle,
 }
 
 impl Family {
+    pub(super) const ALL: [Family; 4] = [
+        Family::Counter,
+        Family::Rank,
+        Family::Stats,
+        Family::Throttle,
+    ];
+
     pub(super) fn prefix(self) -> &'static str {
         match self {
             Family::Counter => "c",
             Family::Rank => "b",
             Family::Stats => "s",
+            Family::Throttle => "t",
         }
     }
 
@@ -77,10 +90,27 @@ impl Family {
                     keep.to_string(),
                 ]
             }
+            // No CREATE: the first request makes the key, its period its lifetime.
+            Family::Throttle => {
+                let period = if long_lived {
+                    "1h".to_string()
+                } else {
+                    rng.pick(&["50ms", "100ms", "200ms", "500ms", "1s"])
+                        .to_string()
+                };
+                vec![
+                    "TSTHROTTLE.ALLOW".into(),
+                    key.into(),
+                    rng.below(5).to_string(),
+                    (1 + rng.below(20)).to_string(),
+                    period,
+                ]
+            }
         }
     }
 
-    pub(super) fn write(self, rng: &mut Rng, key: &str) -> Vec<String> {
+    /// A write on `key`; MLIMIT's second key is another of `names`.
+    pub(super) fn write(self, rng: &mut Rng, key: &str, names: &[String]) -> Vec<String> {
         let mut v: Vec<String> = match self {
             Family::Counter if rng.chance(20) => vec![
                 "TSCOUNTER.LIMIT".into(),
@@ -89,11 +119,36 @@ impl Family {
                 "50ms".into(),
                 (rng.below(50) + 10).to_string(),
             ],
+            Family::Counter if rng.chance(15) => vec!["TSCOUNTER.INCR".into(), key.into()],
+            Family::Counter if rng.chance(12) => {
+                let other = rng.pick(names).clone();
+                let mut v = vec![
+                    "TSCOUNTER.MLIMIT".into(),
+                    "2".into(),
+                    key.into(),
+                    other,
+                    (rng.below(5) + 1).to_string(),
+                ];
+                for _ in 0..2 {
+                    v.push("1".into());
+                    v.push(rng.pick(&["50ms", "200ms"]).to_string());
+                    v.push((rng.below(50) + 10).to_string());
+                }
+                v
+            }
             Family::Counter => vec![
                 "TSCOUNTER.INCRBY".into(),
                 key.into(),
                 (rng.below(5) + 1).to_string(),
             ],
+            // REM takes no AT: members only.
+            Family::Rank if rng.chance(10) => {
+                let mut v = vec!["TSRANK.REM".into(), key.into()];
+                for _ in 0..1 + rng.below(3) {
+                    v.push(format!("m{}", rng.below(10)));
+                }
+                return v;
+            }
             Family::Rank => {
                 let mut v = vec!["TSRANK.INCRBY".into(), key.into()];
                 for _ in 0..1 + rng.below(3) {
@@ -106,6 +161,14 @@ impl Family {
                 let mut v = vec!["STATS.ADD".into(), key.into()];
                 for _ in 0..1 + rng.below(3) {
                     v.push(format!("{:.3}", rng.lognormal()));
+                }
+                v
+            }
+            Family::Throttle => {
+                let mut v = self.create(rng, key);
+                if rng.chance(30) {
+                    v.push("QUANTITY".into());
+                    v.push(rng.below(4).to_string());
                 }
                 v
             }
@@ -136,25 +199,45 @@ impl Family {
                 c(&["TSRANK.MSCORE", key, "m1", "m2"]),
                 c(&["TSRANK.AROUND", key, "m1", "3", "WITHSCORES"]),
                 c(&["TSRANK.INFO", key]),
+                c(&["TSRANK.HISTORY", key, "m1"]),
             ],
             Family::Stats => vec![
                 c(&["STATS.GET", key]),
                 c(&["STATS.QUANTILE", key, "0.5", "0.99"]),
+                c(&["STATS.CDF", key, "1", "2.5"]),
                 c(&["STATS.RANGE", key]),
                 c(&["STATS.INFO", key]),
                 c(&["STATS.MGET", "2", key, key]),
                 c(&["STATS.MQUANTILE", "1", key, "0.5", "0.99"]),
             ],
+            // A throttle has no read: a request with QUANTITY 0 only looks, but it is a
+            // write command (refused on a replica, for a read-only user).
+            Family::Throttle => vec![],
         }
+    }
+
+    /// The reads the workload picks from: [`Family::reads`], and reads whose errors are
+    /// documented for some valid objects (only a caught panic counts in the workload):
+    /// TSCOUNTER.RANGE of a resolution the counter may not have.
+    pub(super) fn workload_reads(self, rng: &mut Rng, key: &str) -> Vec<Vec<String>> {
+        let mut reads = self.reads(key);
+        if self == Family::Counter {
+            let res = rng.pick(&["50ms", "100ms", "200ms", "500ms", "1s", "1m", "1h"]);
+            reads.push(vec!["TSCOUNTER.RANGE".into(), key.into(), res.to_string()]);
+        }
+        reads
     }
 
     pub(super) fn one_command(self, rng: &mut Rng, names: &[String]) -> Vec<String> {
         let key = rng.pick(names).clone();
         match rng.below(100) {
             0..=9 => self.create(rng, &key),
-            10..=64 => self.write(rng, &key),
+            10..=64 => self.write(rng, &key, names),
             _ => {
-                let reads = self.reads(&key);
+                let reads = self.workload_reads(rng, &key);
+                if reads.is_empty() {
+                    return self.write(rng, &key, names);
+                }
                 rng.pick(&reads).clone()
             }
         }
@@ -168,4 +251,21 @@ pub(super) fn owner(key: &str) -> &str {
 
 pub(super) fn is_slot_hash(key: &str) -> bool {
     key.contains("|slot|")
+}
+
+/// The commands `family`'s workload runs: its reads, and the CREATE and writes of 500
+/// seeded draws (each write shape has a chance of one in ten or more).
+pub(super) fn commands_run(family: Family) -> BTreeSet<String> {
+    let names = family.names();
+    let mut rng = Rng(1);
+    let mut run: BTreeSet<String> = family
+        .workload_reads(&mut rng, &names[0])
+        .into_iter()
+        .map(|c| c[0].clone())
+        .collect();
+    for _ in 0..500 {
+        run.insert(family.create(&mut rng, &names[0])[0].clone());
+        run.insert(family.write(&mut rng, &names[0], &names)[0].clone());
+    }
+    run
 }

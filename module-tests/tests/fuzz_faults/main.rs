@@ -2,7 +2,8 @@
 //! every server kind, one test per family.
 //!
 //! Workload: batches of pipelined writes and reads on 30 keys (+5 fresh names) of one
-//! family, with `AT` timestamps up to 1.5 s in the past and small slots / periods
+//! family (counter, rank, stats, throttle; `fault_fuzz_covers_every_command` checks that
+//! together they run every command of the module's table), with `AT` timestamps up to 1.5 s in the past and small slots / periods
 //! (50 ms .. 1 s, so expiry happens during the test; one object in ten gets hour-long
 //! settings, so a schedule entry that leaks stays visible).
 //!
@@ -62,7 +63,7 @@ mod family;
 mod faults;
 mod large;
 
-use family::{is_slot_hash, owner, Family};
+use family::{commands_run, is_slot_hash, owner, Family};
 
 // ================================================================ settings
 
@@ -449,6 +450,18 @@ fn fuzz_faults(kind: &ServerKind, family: Family) {
     replica.assert_alive();
 }
 
+per_server!(fault_fuzz_covers_every_command);
+/// The families' workloads together run every command of the module's table.
+fn fault_fuzz_covers_every_command(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    assert_cases_cover(
+        &srv,
+        "fuzz_faults/family.rs (Family::ALL: create, write, reads)",
+        &tally_command_names(&srv),
+        Family::ALL.into_iter().flat_map(commands_run),
+    );
+}
+
 per_server!(fuzz_faults_counter);
 fn fuzz_faults_counter(kind: &ServerKind) {
     fuzz_faults(kind, Family::Counter);
@@ -462,4 +475,9 @@ fn fuzz_faults_rank(kind: &ServerKind) {
 per_server!(fuzz_faults_stats);
 fn fuzz_faults_stats(kind: &ServerKind) {
     fuzz_faults(kind, Family::Stats);
+}
+
+per_server!(fuzz_faults_throttle);
+fn fuzz_faults_throttle(kind: &ServerKind) {
+    fuzz_faults(kind, Family::Throttle);
 }

@@ -287,6 +287,34 @@ fn msum_replies_and_errors(kind: &ServerKind) {
         error_text(&call(&["2", "big", "a", "1d", "AT", &t0])).as_deref(),
         Some("ERR increment or decrement would overflow")
     );
+    // The total is exact whenever it fits in 64 bits, whatever the keys' order: two
+    // counters of 2^62 and one of -2^62 sum to 2^62 in every order, and a key named
+    // twice counts twice (2^63 then does not fit).
+    let (pos, neg) = ((1i64 << 62).to_string(), (-(1i64 << 62)).to_string());
+    for (key, by) in [("ob1", &pos), ("ob2", &pos), ("on1", &neg)] {
+        assert_eq!(
+            srv.cmd_value(&["TSCOUNTER.INCRBY", key, by, "AT", &t0]),
+            v_int(by.parse().unwrap())
+        );
+    }
+    for order in [
+        ["ob1", "ob2", "on1"],
+        ["ob1", "on1", "ob2"],
+        ["on1", "ob1", "ob2"],
+    ] {
+        let mut args = vec!["3"];
+        args.extend(order);
+        args.extend(["5m", "AT", &t0]);
+        assert_eq!(call(&args), v_int(1 << 62), "{order:?}");
+    }
+    assert_eq!(
+        call(&["4", "ob1", "on1", "on1", "ob2", "5m", "AT", &t0]),
+        v_int(0)
+    );
+    assert_eq!(
+        error_text(&call(&["3", "ob1", "ob1", "ob2", "5m", "AT", &t0])).as_deref(),
+        Some("ERR increment or decrement would overflow")
+    );
     // 1000 keys are taken.
     let mut many = vec!["TSCOUNTER.MSUM".to_string(), "1000".into()];
     many.extend((0..1000).map(|_| "a".to_string()));

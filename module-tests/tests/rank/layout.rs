@@ -113,6 +113,10 @@ fn an_old_board_answers_and_the_next_write_migrates_it() {
                 v_int(1),
                 v_bulk("oldest"),
                 v_int(index * SLOT),
+                v_bulk("capacity"),
+                v_int(0),
+                v_bulk("error"),
+                v_int(0),
             ]),
             "{k}"
         );

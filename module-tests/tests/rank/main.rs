@@ -14,7 +14,7 @@
 //! they do not depend on the wall clock; real-time tests bracket each read between two
 //! `TIME` calls and only assert when both give the same window.
 //!
-//! Files: `model.rs`, `around.rs` (AROUND, RANK ... TIES and MSCORE against the model), `expiry.rs`, `persistence.rs` (replication, reloads, keyspace
+//! Files: `capacity.rs` (boards with CAPACITY), `model.rs`, `around.rs` (AROUND, RANK ... TIES and MSCORE against the model), `expiry.rs`, `persistence.rs` (replication, reloads, keyspace
 //! operations), `errors.rs`, `replies.rs`, `access.rs` (ACL, cluster mode); `rem.rs`
 //! (TSRANK.REM and negative INCRBY), `history.rs` (TSRANK.HISTORY), `layout.rs` (the
 //! meta's layouts, old boards migrated by their next write), `notify.rs` (keyspace
@@ -30,6 +30,7 @@ const NO_HASH_TAG: &str = "ERR in cluster mode a leaderboard key must contain a 
 
 mod access;
 mod around;
+mod capacity;
 mod errors;
 mod expiry;
 mod history;

@@ -31,6 +31,10 @@ fn replies_in_resp2_and_resp3_and_config_defaults(kind: &ServerKind) {
             v_int(1),
             v_bulk("oldest"),
             v_int(oldest),
+            v_bulk("capacity"),
+            v_int(0),
+            v_bulk("error"),
+            v_int(0),
         ]),
         "{k}"
     );
@@ -42,6 +46,8 @@ fn replies_in_resp2_and_resp3_and_config_defaults(kind: &ServerKind) {
             (v_bulk("members"), v_int(3)),
             (v_bulk("slots"), v_int(1)),
             (v_bulk("oldest"), v_int(oldest)),
+            (v_bulk("capacity"), v_int(0)),
+            (v_bulk("error"), v_int(0)),
         ])
     );
     assert_eq!(
@@ -102,6 +108,10 @@ fn replies_in_resp2_and_resp3_and_config_defaults(kind: &ServerKind) {
             v_int(0),
             v_bulk("oldest"),
             v_nil(),
+            v_bulk("capacity"),
+            v_int(0),
+            v_bulk("error"),
+            v_int(0),
         ])
     );
     // Key layout: the sorted set of totals, the meta hash and one hash per slot.

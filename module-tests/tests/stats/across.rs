@@ -201,9 +201,10 @@ fn mget_and_mquantile_replies_and_errors(kind: &ServerKind) {
         ),
         (vec!["STATS.MGET", "2", "a", "str"], wrongtype),
         (vec!["STATS.MQUANTILE", "2", "a", "str", "0.5"], wrongtype),
+        // No quantile after the keys is a syntax error, as the reference says.
         (
             vec!["STATS.MQUANTILE", "1", "a", "WINDOW", "1h"],
-            "ERR value is not a valid float",
+            "ERR syntax error",
         ),
         (
             vec!["STATS.MQUANTILE", "1", "a", "x"],
@@ -213,10 +214,7 @@ fn mget_and_mquantile_replies_and_errors(kind: &ServerKind) {
             vec!["STATS.MQUANTILE", "1", "a", "0.5", "FOO"],
             "ERR value is not a valid float",
         ),
-        (
-            vec!["STATS.MQUANTILE", "2", "a", "0.5"],
-            "ERR value is not a valid float",
-        ),
+        (vec!["STATS.MQUANTILE", "2", "a", "0.5"], "ERR syntax error"),
     ] {
         assert_eq!(
             error_text(&srv.cmd_value(&args)).as_deref(),
@@ -255,6 +253,17 @@ fn mget_and_mquantile_replies_and_errors(kind: &ServerKind) {
         error_text(&srv.cmd_value(&["STATS.MQUANTILE", "1", "a"])).as_deref(),
         Some("ERR wrong number of arguments for 'stats.mquantile' command")
     );
+    // No quantile after the keys: the arguments stop short.
+    for args in [
+        vec!["STATS.MQUANTILE", "2", "m", "a"],
+        vec!["STATS.MQUANTILE", "2", "m", "a", "WINDOW", "1h"],
+    ] {
+        assert_eq!(
+            error_text(&srv.cmd_value(&args)).as_deref(),
+            Some("ERR syntax error"),
+            "{k}: {args:?}"
+        );
+    }
     assert_eq!(srv.dump_keyspace(), before, "{k}: an error wrote something");
     // 1000 keys are taken.
     let mut many = vec!["STATS.MGET".to_string(), "1000".into()];

@@ -59,12 +59,12 @@ impl Acl {
 
     /// [`Acl::check`] of a name given as bytes.
     pub fn check_bytes(&self, name: &[u8], write: bool) -> Result<()> {
-        self.check(&RStr::new(name).ok_or(Error::WrongType)?, write)
+        self.check(&RStr::try_new(name)?, write)
     }
 
     /// Checks `name` and opens it.
     pub fn open(&self, ctx: &Context, name: &[u8], write: bool) -> Result<Key> {
-        self.open_str(ctx, &RStr::new(name).ok_or(Error::WrongType)?, write)
+        self.open_str(ctx, &RStr::try_new(name)?, write)
     }
 
     /// [`Acl::open`] of a name the caller keeps as a module string.

@@ -1,10 +1,10 @@
 //! Opening a leaderboard for a read: the sorted set, the meta (its verified copy, its hash,
 //! or what tally knows while a job puts a deleted one back), the slots still being subtracted, and
 //! for a quarantined board the totals computed from its slot hashes (by the read when
-//! they are few, by the timer in steps when they are many: see `recount`).
+//! they are few, by the timer in steps when they are many: see `repair`).
 //!
 //! Owns: [`Board`] and the read-only walks over a board's keys. May not touch: writes of
-//! any kind (the write paths are `incrby`, `rem`, `recount`, `visit` and
+//! any kind (the write paths are `incrby`, `rem`, `repair`, `visit` and
 //! `lifecycle`). Every derived key is opened through the caller's [`Acl`].
 
 use std::collections::HashSet;
@@ -28,7 +28,7 @@ use super::lifecycle::{broken_meta_found, has_jobs, resolve_base};
 use super::memory::{self, MetaOrigin};
 use super::meta_hash;
 use super::next;
-use super::recount;
+use super::repair;
 use super::slots::{live_totals, open_pending, pending_in};
 use super::transit::Transit;
 
@@ -127,7 +127,7 @@ impl Board {
 
     /// The board of sorted set `zset` and meta `meta`, with the slots still being
     /// subtracted, or for a quarantined board the totals computed from its slot hashes:
-    /// summed here when they are few, else the timer's (see `recount`); until the timer's are
+    /// summed here when they are few, else the timer's (see `repair`); until the timer's are
     /// done, a large quarantined board answers from its sorted set, the board as tally last
     /// left it.
     fn with_meta(
@@ -321,13 +321,13 @@ fn quarantined_view(
         return Ok(Some(Rc::new(Totals::default())));
     };
     let few =
-        recount::fields_in(ctx, base, range, recount::SUMMED_BY_READS) <= recount::SUMMED_BY_READS;
+        repair::fields_in(ctx, base, range, repair::SUMMED_BY_READS) <= repair::SUMMED_BY_READS;
     if few || transit.active() {
         let totals = live_totals(ctx, acl, base, meta, meta.slots(), now, transit)?;
         return Ok(Some(Rc::new(totals.finish())));
     }
     if memory::quarantine(|q| q.is_rebuilding(db, base)) {
-        // Rebuilt in steps (see `recount`): the sorted set is exact for every member a
+        // Rebuilt in steps (see `repair`): the sorted set is exact for every member a
         // write or the timer has set, and the timer is busy with it.
         return Ok(None);
     }

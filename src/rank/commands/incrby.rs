@@ -9,18 +9,22 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
+use crate::args::parse_i64;
 use crate::args::{set_once, Args};
+use crate::cmddocs::{block, integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
 use crate::expiry;
+use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::config;
-use crate::host::replicate::{replicate_strings, Effects};
+use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
 use crate::host::server::{command_now_ms, selected_db};
 use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::model::{
-    apply_increments, meta_key, score_to_total, slot_key, validate_settings, Incremented, KeyName,
-    MemberCounts, Meta, MetaLayout, MAX_TOTAL,
+    apply_increments, meta_key, plan_write, positive_only, score_to_total, slot_key,
+    validate_settings, Incremented, KeyName, MemberCounts, Meta, MetaLayout, Plan, SlotOrder,
+    Target as Planned, MAX_TOTAL,
 };
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
@@ -29,12 +33,26 @@ use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
 use super::memory::{self, MetaOrigin};
 use super::meta_hash;
 use super::next;
-use super::recount::{self, Stored};
+use super::repair::{self, Stored};
 use super::slots::{open_pending, pending_in};
 use super::transit::Transit;
 
 /// Increments (and their replies) kept on the stack: the usual write has one.
 const INLINE_PAIRS: usize = 8;
+
+pub const INCRBY: Command = command! {
+    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write", &INCRBY_DOC
+};
+
+const INCRBY_DOC: Doc = Doc {
+    summary: c"Add increments to members of a leaderboard in the slot of now or of a given time",
+    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, a write to a full slot whose order the server does not hold (after a restart or a failover) first reads the slot, O(k)",
+    args: &[
+        KEY,
+        block(c"pair", &[integer(c"increment"), string(c"member")]).multiple(),
+        AT,
+    ],
+};
 
 /// TSRANK.INCRBY key increment member [increment member ...] [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -45,13 +63,43 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         let Some(mut target) = open(ctx, acl, name, now, ts, transit)? else {
             return Ok(None);
         };
+        // Checked before `check`, which may repair a quarantined board.
+        if target.meta.is_bounded() && pairs.iter().any(|&(increment, _)| increment < 0) {
+            return Err(positive_only());
+        }
         let checked = check(ctx, acl, name.as_slice(), &mut target, now, transit)?;
         Ok(checked.then_some(target))
     })?;
-    let (mut changes, replies) = compute_changes(&pairs, &target)?;
+    let db = selected_db(ctx);
+    // A board with CAPACITY: the slot's order (taken out of memory while the command
+    // works) plans the evictions; an error drops it, and the next write reads it again.
+    let (order, plan) = match target.meta.is_bounded() {
+        true => {
+            let mut order = slot_order(ctx, db, name.as_slice(), &target);
+            let before = order.error;
+            let plan = plan_write(&pairs, target.meta.capacity, &mut order, |member| {
+                stored_count(&target, member)
+            })?;
+            (Some((order, before)), Some(plan))
+        }
+        false => (None, None),
+    };
+    let (mut changes, replies) = match &plan {
+        None => compute_changes(&pairs, None, &target)?,
+        Some(plan) => {
+            let (expanded, replied) = expand(&pairs, plan);
+            compute_changes(&expanded, Some(&replied), &target)?
+        }
+    };
     // Read handles on the slot hashes close before the write (it may empty one).
     target.stored = None;
-    let meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
+    let mut meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
+    if let Some((order, before)) = order {
+        if order.error > before {
+            write_error(ctx, &target, order.error, &mut meta_effects);
+        }
+        memory::orders(|o| o.put(db, name.as_slice(), order));
+    }
     replicate(ctx, name, &target, &changes, meta_effects);
     notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
     Ok(match replies.as_slice() {
@@ -120,7 +168,7 @@ struct Target {
     slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
-    /// A board being rebuilt in steps (see `recount`): its stored slot hashes but the
+    /// A board being rebuilt in steps (see `repair`): its stored slot hashes but the
     /// written one, over which the members written are summed; the pending slots are
     /// among them (and `pending` is empty).
     /// With the last index of the slots that left the window, if any.
@@ -200,7 +248,7 @@ fn open(
     if index < meta.first_kept(now) {
         return Err(Error::OutsideKeptRange);
     }
-    let slot_name = RStr::new(&slot_key(base, index)).ok_or(Error::WrongType)?;
+    let slot_name = RStr::try_new(&slot_key(base, index))?;
     let slot = acl.open_str(ctx, &slot_name, true)?;
     let pending = open_pending(ctx, acl, base, &meta, now, transit)?
         .into_iter()
@@ -227,7 +275,7 @@ fn open(
 
 /// Makes the board ready for the write: a quarantined board with few slot fields is
 /// rebuilt (and that is saved and replicated at once, whatever follows), a larger one is
-/// rebuilt in steps (see `recount`: this write sums its members over the stored slots);
+/// rebuilt in steps (see `repair`: this write sums its members over the stored slots);
 /// then the write must fit the range and must not create a slot hash that may exist on
 /// another node. `Ok(false)` if an open queued a lifecycle job (the write starts over).
 fn check(
@@ -241,13 +289,13 @@ fn check(
     if let Some(layout) = target.stored_as {
         let db = selected_db(ctx);
         let quarantined = memory::quarantine(|q| q.contains(db, base));
-        if quarantined && recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
+        if quarantined && repair::begin_in_steps(ctx, acl, base, &target.meta, now)? {
             target.verified = false;
             target.pending.clear();
             // The written slot's count comes from its open handle (`current_values`).
             let meta = &target.meta;
             let slots = (meta, Some(target.index));
-            let stored = recount::open_stored(ctx, acl, base, slots, transit)?;
+            let stored = repair::open_stored(ctx, acl, base, slots, transit)?;
             let pending_end = meta.pending_range(now).map(|(_, end)| end);
             target.stored = Some((stored, pending_end));
             if has_jobs() {
@@ -260,7 +308,7 @@ fn check(
             target.pending.clear();
             target.verified = false;
             let meta = &mut target.meta;
-            recount::at_once(ctx, acl, &target.zset, base, meta, now, transit)?;
+            repair::at_once(ctx, acl, &target.zset, base, meta, now, transit)?;
             let mut effects = Effects::new();
             if let Some(meta_hash) = &target.meta_hash {
                 meta_hash::write_range(meta_hash, &target.meta_name, meta, layout, &mut effects);
@@ -310,15 +358,103 @@ struct Change<'a> {
 
 /// The new values of every member (a member may appear several times) and the reply to
 /// each increment: the member's exact window total after it (the arithmetic is
-/// `crate::rank::model::apply_increments`).
+/// `crate::rank::model::apply_increments`). With `replied`, only the increments it marks
+/// are replied to (the others are evictions).
 fn compute_changes<'a>(
     pairs: &[(i64, &'a [u8])],
+    replied: Option<&[bool]>,
     target: &Target,
 ) -> Result<(Vec<Change<'a>>, SmallVec<[i64; INLINE_PAIRS]>)> {
     let mut replies = SmallVec::new();
     let current = |member: &'a [u8]| current_values(target, member);
-    let changes = apply_increments(pairs, current, |reply| replies.push(reply))?;
+    let mut at = 0;
+    let changes = apply_increments(pairs, current, |reply| {
+        if replied.is_none_or(|r| r.get(at).copied().unwrap_or(true)) {
+            replies.push(reply);
+        }
+        at += 1;
+    })?;
     Ok((changes, replies))
+}
+
+/// A plan's increments as `(increment, member)` pairs, and which of them answer one of the
+/// command's pairs (the others are evictions).
+fn expand<'a>(pairs: &[(i64, &'a [u8])], plan: &'a Plan) -> (Vec<(i64, &'a [u8])>, Vec<bool>) {
+    (plan.increments.iter())
+        .filter_map(|(increment, target)| match target {
+            Planned::Pair(at) => pairs
+                .get(*at)
+                .map(|&(_, member)| ((*increment, member), true)),
+            Planned::Evicted(name) => Some(((*increment, &name[..]), false)),
+        })
+        .unzip()
+}
+
+/// `member`'s count in the written slot before the write (0: not there, or a value that is
+/// not a positive integer, which the write replaces).
+fn stored_count(target: &Target, member: &[u8]) -> i64 {
+    match (target.slot_is_leftover, RStr::new(member)) {
+        (false, Some(member)) => (target.slot.hget_i64_str(&member))
+            .flatten()
+            .unwrap_or(0)
+            .max(0),
+        _ => 0,
+    }
+}
+
+/// The order of the written slot of a board with CAPACITY: the one held in memory if it is
+/// of this slot and agrees with it (as many members, the same smallest count), else built
+/// from the slot hash (a new slot: empty) with the error its meta field holds.
+fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> SlotOrder {
+    let len = match target.slot_is_leftover {
+        true => 0,
+        false => target.slot.len(),
+    };
+    if let Some(order) = memory::orders(|o| o.take(db, base)) {
+        let agrees = order.index == target.index
+            && order.len() == len
+            && order
+                .min()
+                .is_none_or(|(count, member)| stored_count(target, member) == count);
+        if agrees {
+            return order;
+        }
+    }
+    let error = stored_error(ctx, target);
+    if len == 0 {
+        return SlotOrder::new(target.index, error);
+    }
+    let mut counts: Vec<(Vec<u8>, i64)> = Vec::with_capacity(len);
+    target.slot.hscan(|member, count| {
+        if let Ok(count @ 1..) = parse_i64(count) {
+            counts.push((member.to_vec(), count));
+        }
+    });
+    let counts = counts.iter().map(|(member, count)| (&member[..], *count));
+    SlotOrder::from_counts(target.index, error, counts)
+}
+
+/// The written slot's error as its meta field holds it (0 when there is none).
+fn stored_error(ctx: &Context, target: &Target) -> i64 {
+    let index = target.index;
+    match &target.meta_hash {
+        Some(meta) => meta_hash::read_error(meta, index),
+        None => Key::open_bytes(ctx, &target.meta_name, false)
+            .map_or(0, |meta| meta_hash::read_error(&meta, index)),
+    }
+}
+
+/// Stores the written slot's new error in its meta field, recorded with the meta's effects.
+fn write_error(ctx: &Context, target: &Target, error: i64, effects: &mut Effects) {
+    let (name, index) = (&target.meta_name, target.index);
+    match &target.meta_hash {
+        Some(meta) => meta_hash::write_error(meta, name, index, error, effects),
+        None => {
+            if let Some(meta) = Key::open_bytes(ctx, name, true) {
+                meta_hash::write_error(&meta, name, index, error, effects);
+            }
+        }
+    }
 }
 
 impl Incremented for Change<'_> {
@@ -332,7 +468,7 @@ impl Incremented for Change<'_> {
 
 /// `member`'s stored values before the write.
 fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
-    let rstr = RStr::new(member).ok_or(Error::WrongType)?;
+    let rstr = RStr::try_new(member)?;
     let slot_count = match target.slot_is_leftover {
         true => 0,
         false => target
@@ -346,7 +482,7 @@ fn current_values<'a>(target: &Target, member: &'a [u8]) -> Result<Change<'a>> {
         // A board being rebuilt: the member's sum over every stored slot (its total on a
         // healthy board), and the part of it that left the window.
         Some((stored, pending_end)) => {
-            let (all, pending) = recount::sums(stored, &rstr, *pending_end);
+            let (all, pending) = repair::sums(stored, &rstr, *pending_end);
             (all.saturating_add(slot_count), pending)
         }
         None => {
@@ -458,14 +594,14 @@ fn replicate(
             .filter_map(|(member, count)| Some([member.into(), count?.into()]))
             .flatten();
         let hset = std::iter::once((&target.slot_name).into()).chain(slot_counts);
-        replicate_strings(ctx, c"HSET", hset);
+        Effects::send_strings(ctx, c"HSET", hset);
     }
     if counts().any(|(_, count)| count.is_none()) {
         let zeros = counts()
             .filter(|(_, count)| count.is_none())
             .map(|(member, _)| member.into());
         let hdel = std::iter::once((&target.slot_name).into()).chain(zeros);
-        replicate_strings(ctx, c"HDEL", hdel);
+        Effects::send_strings(ctx, c"HDEL", hdel);
     }
     let totals = || {
         changes
@@ -476,13 +612,13 @@ fn replicate(
         let pairs = totals()
             .filter_map(|(member, total)| Some([total?.into(), member.into()]))
             .flatten();
-        replicate_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(pairs));
+        Effects::send_strings(ctx, c"ZADD", std::iter::once(name.into()).chain(pairs));
     }
     if totals().any(|(_, total)| total.is_none()) {
         let zeros = totals()
             .filter(|(_, total)| total.is_none())
             .map(|(member, _)| member.into());
-        replicate_strings(ctx, c"ZREM", std::iter::once(name.into()).chain(zeros));
+        Effects::send_strings(ctx, c"ZREM", std::iter::once(name.into()).chain(zeros));
     }
     if target.meta_hash.is_some() {
         // (The verified meta was used only if this write left it as it was: nothing new.)

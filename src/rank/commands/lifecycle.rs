@@ -13,7 +13,7 @@
 //!   (`_edited`, see `meta_hash`): the timer never acts on a quarantined board (the edit may be
 //!   a forgery by a user who may not touch the totals key); reads compute its totals from
 //!   the slot hashes and the next write, whose caller's ACL covers every key, rebuilds the
-//!   totals (`recount`);
+//!   totals (`repair`);
 //! * a meta deleted or garbled by a user is put back, and so is one found broken with no
 //!   event told (a field past its TTL, not reclaimed yet: [`broken_meta_found`]).
 //!
@@ -49,7 +49,7 @@ use super::transit::{check_cluster, slot_in_transit, Transit};
 // ------------------------------------------------------------------------------ events
 
 /// Keyspace events (every class tally subscribes to) on any key, except tally's own
-/// (`crate::commands::on_keyspace_event` drops those first). Never opens a key.
+/// (`crate::registry::on_keyspace_event` drops those first). Never opens a key.
 pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[u8]) {
     // Whoever touched a meta hash (a user, the primary's effects on a replica, tally's own
     // RENAME), its meta must be read again before INCRBY trusts it.
@@ -58,6 +58,9 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
     if let Some(base) = base_of_meta(key) {
         memory::known(|k| k.unverify(db, base));
     }
+    // A slot order (boards with `CAPACITY`) holds what tally wrote: any other change to
+    // the board's keys, or a move of them, and it is read again from the slot.
+    memory::orders(|o| o.forget(db, base_of_part(key).unwrap_or(key)));
     // On a primary, next totals follow tally's own writes only.
     if acting {
         memory::nexts(|n| {
@@ -235,7 +238,7 @@ fn put_back_meta(ctx: &Context, db: c_int, base: &[u8], meta: Meta) {
 fn quarantine_edited(ctx: &Context, db: c_int, base: &[u8]) {
     // Totals computed from the keys as they were are no longer true (the first read of a
     // large board asks the timer for new ones).
-    // A rebuild in steps (see `recount`) stops: the edit may be a forgery, and only a
+    // A rebuild in steps (see `repair`) stops: the edit may be a forgery, and only a
     // write whose caller may write every part starts it again.
     let newly = memory::quarantine(|q| {
         q.drop_view(db, base);

@@ -4,15 +4,19 @@
 //! * [`KnownMetas`]: the last meta tally read or wrote of each board, and whether it is
 //!   verified (so TSRANK.INCRBY may skip reading `base|meta`);
 //! * [`Quarantine`]: boards edited by native commands, their rebuilds in steps and the
-//!   totals the timer computes for their reads (`recount`);
+//!   totals the timer computes for their reads (`repair`);
 //! * [`DrainScans`]: the saved scans of slots being expired (`visit`);
 //! * [`NextTotals`]: the totals without a large oldest slot, ready before it leaves
 //!   (`next`, `replica`);
-//! * [`LifecycleMemory`]: the lifecycle jobs queued by keyspace events (`lifecycle`).
+//! * [`LifecycleMemory`]: the lifecycle jobs queued by keyspace events (`lifecycle`);
+//! * [`Orders`]: the order of the slot each board with `CAPACITY` wrote last (`incrby`).
 //!
 //! A caller borrows the part it needs ([`known`], [`quarantine`], [`drains`], [`nexts`],
-//! [`lifecycle`]); what concerns a board or a database as a whole (it is gone, flushed,
-//! swapped) goes through [`with`].
+//! [`lifecycle`], [`replica`]); what concerns a board or a database as a whole (it is
+//! gone, flushed, swapped) goes through [`with`]. The other families reach their state
+//! as a `&'static` value (`memory()`); this one lends it to a closure instead, because a
+//! borrow of it must end before anything calls the server: a call can fire a keyspace
+//! event, which comes back here.
 //!
 //! Owns: this memory. May not touch: keys, replication. Nothing here calls the server:
 //! a call could fire a keyspace event, which comes back here while the state is borrowed.
@@ -20,8 +24,11 @@
 use std::cell::RefCell;
 use std::os::raw::c_int;
 
+use crate::collections::due_queue::DueQueue;
 use crate::host::store::scan::HashCursor;
-use crate::rank::model::{DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Quarantine};
+use crate::rank::model::{
+    Announcements, DrainScans, KnownMetas, LifecycleMemory, Meta, NextTotals, Orders, Quarantine,
+};
 
 pub(super) use crate::rank::model::{BoardId, MetaOrigin};
 
@@ -35,6 +42,19 @@ pub(super) type Next = crate::rank::model::Next<HashCursor>;
 pub(super) type NextScan = crate::rank::model::NextScan<HashCursor>;
 
 /// The leaderboard family's memory (see the module doc).
+/// A replica's view of the primary's effects on boards.
+#[derive(Default)]
+pub(super) struct Replica {
+    /// Boards to visit, by meta key name.
+    pub watch: DueQueue,
+    /// The armed replica timer: its generation and when it fires (a timer of an older
+    /// generation does nothing when it fires).
+    pub armed: Option<(u64, i64)>,
+    pub generation: u64,
+    /// What the command filter announced (see `replica`'s module doc).
+    pub announced: Announcements,
+}
+
 #[derive(Default)]
 pub(super) struct State {
     known: KnownMetas,
@@ -42,6 +62,8 @@ pub(super) struct State {
     drains: DrainScans<HashCursor>,
     nexts: NextTotals<HashCursor>,
     lifecycle: LifecycleMemory,
+    orders: Orders,
+    replica: Replica,
 }
 
 thread_local! {
@@ -80,6 +102,16 @@ pub(super) fn lifecycle<R>(f: impl FnOnce(&mut LifecycleMemory) -> R) -> R {
     with(|s| f(&mut s.lifecycle))
 }
 
+/// The slot orders of boards with `CAPACITY`.
+pub(super) fn orders<R>(f: impl FnOnce(&mut Orders) -> R) -> R {
+    with(|s| f(&mut s.orders))
+}
+
+/// The replica's watch list and announcements.
+pub(super) fn replica<R>(f: impl FnOnce(&mut Replica) -> R) -> R {
+    with(|s| f(&mut s.replica))
+}
+
 /// Bytes the family holds in memory (an estimate: allocations and their bookkeeping).
 pub fn memory_bytes() -> usize {
     with(|s| {
@@ -88,6 +120,7 @@ pub fn memory_bytes() -> usize {
             + s.drains.bytes()
             + s.nexts.bytes()
             + s.lifecycle.jobs.bytes()
+            + s.orders.bytes()
     })
 }
 
@@ -112,6 +145,7 @@ impl State {
         self.quarantine.forget(db, base);
         self.drains.forget(&(db, base.to_vec()));
         self.nexts.drop(db, base);
+        self.orders.forget(db, base);
     }
 
     /// Forgets the boards and jobs of database `db` (every database if `db` is -1).
@@ -122,6 +156,7 @@ impl State {
         self.drains.retain_dbs(keep);
         self.lifecycle.jobs.retain_dbs(keep);
         self.nexts.drop_where(|d| !keep(d));
+        self.orders.retain_dbs(keep);
     }
 
     /// SWAPDB: what was known of one database now belongs to the other (`swap` maps a
@@ -132,6 +167,7 @@ impl State {
         self.drains.clear();
         self.lifecycle.jobs.swap_dbs(&swap);
         self.nexts.drop_where(|_| true);
+        self.orders.retain_dbs(|_| false);
     }
 
     /// Frees discarded totals (views first, then next totals), about `work` members'

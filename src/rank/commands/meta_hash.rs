@@ -3,7 +3,7 @@
 //! the current layout, recorded as effects; and the *verified* copy a command may use
 //! instead of reading the hash ([`verified`], see `crate::rank::model::KnownMetas`).
 //!
-//! Owns: the `_tally`, `_slots` and `_edited` fields of meta hashes (`_edited` records a
+//! Owns: the `_tally`, `_slots`, `_edited` and `_error <index>` fields of meta hashes (`_edited` records a
 //! quarantine, so it survives a restart or a failover). May not touch: other keys or
 //! fields, replication other than through the caller's [`Effects`] (or, for `_edited`,
 //! its own).
@@ -17,7 +17,7 @@ use crate::host::config;
 use crate::host::replicate::Effects;
 use crate::host::store::{Key, KeyKind, RStr};
 use crate::layout::{MARKER_FIELD, RANK_EDITED_FIELD, RANK_SLOTS_FIELD};
-use crate::rank::model::{meta_key, Meta, MetaLayout};
+use crate::rank::model::{error_field, meta_key, parse_error, Meta, MetaLayout};
 
 use super::memory;
 
@@ -128,6 +128,43 @@ pub(super) fn write_range(
         .arg(name)
         .arg(RANK_SLOTS_FIELD.as_bytes())
         .arg(slots.as_bytes());
+}
+
+/// The error of slot `index` (a board with `CAPACITY`) as the meta hash `key` holds it: 0
+/// without a field (see `crate::rank::model::capacity`).
+pub(super) fn read_error(key: &Key, index: i64) -> i64 {
+    key.hget(&error_field(index))
+        .map_or(0, |value| parse_error(&value))
+}
+
+/// Sets the error of slot `index` in the meta hash `key` (named `name`), and records it.
+pub(super) fn write_error(key: &Key, name: &[u8], index: i64, error: i64, effects: &mut Effects) {
+    let (field, value) = (error_field(index), error.to_string());
+    key.hset(&field, value.as_bytes());
+    (effects.command(c"HSET").arg(name))
+        .arg(&field)
+        .arg(value.as_bytes());
+}
+
+/// Removes the error fields of the slots `indexes` (a board with `CAPACITY`, see
+/// `crate::rank::model::capacity`) that exist, and records the removal.
+pub(super) fn drop_errors(
+    key: &Key,
+    name: &[u8],
+    indexes: std::ops::Range<i64>,
+    effects: &mut Effects,
+) {
+    let mut started = false;
+    for index in indexes {
+        let field = error_field(index);
+        if key.hdel(&field) {
+            if !started {
+                effects.command(c"HDEL").arg(name);
+                started = true;
+            }
+            effects.arg(&field);
+        }
+    }
 }
 
 /// Sets (or, once repaired, clears) the meta's [`RANK_EDITED_FIELD`], and replicates that.

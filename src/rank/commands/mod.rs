@@ -9,12 +9,12 @@
 //! Files, by concern, each importing only files listed after it (each says what it owns
 //! and may not touch):
 //! * this one: the family's registration and TSRANK.CREATE;
-//! * `around`: AROUND, RANK (its TIES form; the plain form is `read`'s), MSCORE;
+//! * `standings`: AROUND, RANK (its TIES form; the plain form is `read`'s), MSCORE;
 //! * `incrby`: TSRANK.INCRBY; `rem`: TSRANK.REM; `read`: TOP, SCORE, RANK, INFO, HISTORY;
 //! * `visit`: the expiry timer's visit of a board: the resumable subtraction (drain) of
-//!   the slots that left the window, or the visit `recount` or `next` makes;
+//!   the slots that left the window, or the visit `repair` or `next` makes;
 //! * `board`: opening a board for a read;
-//! * `recount`: a quarantined board's totals from its slot hashes, at once before a write,
+//! * `repair`: a quarantined board's totals from its slot hashes, at once before a write,
 //!   in steps on the keys (a rebuild), in steps in memory (for reads);
 //! * `lifecycle`: the life of a board made of several keys: the keyspace events on its keys
 //!   (DEL/RENAME/EXPIRE of `key`, parts lost to expiry or eviction, native edits and the
@@ -39,19 +39,19 @@
 //! the common write path never asks. The expiry timer leaves such a board alone until the
 //! move is over, and a `del` of the main key by MIGRATE does not delete the derived keys.
 
-mod around;
 mod board;
-mod board_store;
 mod incrby;
+mod key_board;
 mod lifecycle;
 mod memory;
 mod meta_hash;
 mod next;
 mod read;
-mod recount;
 mod rem;
+mod repair;
 mod replica;
 mod slots;
+mod standings;
 mod transit;
 mod visit;
 
@@ -60,22 +60,19 @@ use std::os::raw::c_int;
 use redis_module::{Context, NotifyEvent, RedisString};
 
 use crate::args::{set_once, Args};
+use crate::cmddocs::{integer, string, Doc, KEY};
 use crate::error::{Error, Result};
-use crate::host::cmdinfo::{command_table, first_key, Command, INSERT, READ, UPDATE};
+use crate::host::cmdinfo::{command, first_key, Command, INSERT};
 use crate::host::config;
 use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
 use crate::host::server::selected_db;
 use crate::host::store::acl::Acl;
 use crate::host::store::{notify, Key, KeyKind};
-use crate::rank::model::{meta_key, validate_settings, Meta};
+use crate::rank::model::{meta_key, validate_capacity, validate_settings, Meta};
 
-pub use around::{around, mscore, rank};
-pub use incrby::incrby;
 pub use lifecycle::on_keyspace_event;
 pub use memory::memory_bytes;
-pub use read::{history, info, score, top};
-pub use rem::rem;
 pub use visit::{expire, release};
 
 use lifecycle::flush_jobs;
@@ -89,30 +86,27 @@ fn owner_of_part(name: &[u8]) -> Option<&[u8]> {
     crate::rank::model::base_of_part(name)
 }
 
-/// The family's commands, one line each (see [`Command`]).
-pub const COMMANDS: &[Command] = command_table! {
-    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write";
-    c"tsrank.incrby" => incrby, -4, c"write deny-oom", &[first_key(UPDATE)], c"write";
-    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rank" => rank, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.mscore" => mscore, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.around" => around, -4, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read";
-    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write";
-};
+/// The family's commands, in registration order, each written beside its handler.
+pub const COMMANDS: &[Command] = &[
+    CREATE,
+    incrby::INCRBY,
+    read::TOP,
+    read::SCORE,
+    standings::RANK,
+    standings::MSCORE,
+    standings::AROUND,
+    read::INFO,
+    read::HISTORY,
+    rem::REM,
+];
 
 /// This family, for the layer around the families.
 pub const FAMILY: crate::family::Family = crate::family::Family {
-    commands: COMMANDS,
-    owner_of_part,
-    word: crate::layout::RANK,
-    event_prefix: "tsrank.",
+    marker_word: Some(crate::layout::RANK),
     expire,
+    owner_of_part,
     on_keyspace_event,
-    // Tally never deletes a board's keys behind its own bookkeeping.
-    forget: |_, _| {},
+    // `forget` does nothing: tally never deletes a board's keys behind its own bookkeeping.
     flushed: |db| memory::with(|s| s.forget_db(db)),
     swapped: |a, b| memory::with(|s| s.swap_dbs(|d| swap_db(d, a, b))),
     loading: || memory::with(|s| s.forget_db(-1)),
@@ -125,8 +119,8 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
     // What the family holds in memory is bookkeeping tally needs (known metas, the
     // quarantine, jobs), not a cache it may drop: reported as `rank_memory_bytes` and in
     // the module's `state_bytes`.
-    cache_bytes: || 0,
     state_bytes: memory_bytes,
+    ..crate::family::Family::new(COMMANDS, "tsrank.")
 };
 
 /// Database `d`'s number after SWAPDB `a` `b`.
@@ -138,20 +132,39 @@ fn swap_db(d: c_int, a: c_int, b: c_int) -> c_int {
     }
 }
 
-/// TSRANK.CREATE key [WINDOW dur] [SLOT dur]
+pub const CREATE: Command = command! {
+    c"tsrank.create" => create, -2, c"write deny-oom", &[first_key(INSERT)], c"write", &CREATE_DOC
+};
+
+const CREATE_DOC: Doc = Doc {
+    summary: c"Create a sliding-window leaderboard",
+    complexity: c"O(1)",
+    args: &[
+        KEY,
+        string(c"window_dur").token(c"WINDOW").optional(),
+        string(c"slot_dur").token(c"SLOT").optional(),
+        integer(c"k").token(c"CAPACITY").optional(),
+    ],
+};
+
+/// TSRANK.CREATE key [WINDOW dur] [SLOT dur] [CAPACITY k]
 pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let (mut window, mut slot) = (None, None);
+    let (mut window, mut slot, mut capacity) = (None, None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
             "WINDOW" => set_once(&mut window, args.next_duration()?)?,
             "SLOT" => set_once(&mut slot, args.next_duration()?)?,
+            "CAPACITY" => set_once(&mut capacity, args.next_i64()?)?,
             _ => return Err(Error::Syntax),
         }
     }
     let window = window.unwrap_or_else(|| config::RANK_WINDOW.ms());
     let slot = slot.unwrap_or_else(|| config::RANK_SLOT.ms());
     validate_settings(window, slot)?;
+    if let Some(capacity) = capacity {
+        validate_capacity(capacity)?;
+    }
     let flags = ctx.get_flags();
     check_cluster(&flags, name.as_slice())?;
     let acl = Acl::of(ctx)?;
@@ -167,7 +180,7 @@ pub fn create(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     }
     // During a reshard the meta hash may exist on the other node.
     Transit::new(ctx, &flags, name.as_slice()).missing()?;
-    let meta = Meta::new(window, slot);
+    let meta = Meta::with_capacity(window, slot, capacity.unwrap_or(0));
     let mut effects = Effects::new();
     meta_hash::write_all(&meta_hash, &meta_name, &meta, &mut effects);
     effects.emit(ctx);

@@ -11,17 +11,35 @@ use redis_module::{Context, ContextFlags, RedisString, RedisValue};
 
 use crate::args::set_once;
 use crate::args::Args;
+use crate::cmddocs::{integer, pure_token, string, Doc, KEY, WINDOW};
 use crate::error::{Error, Result};
+use crate::host::cmdinfo::{command, first_key, Command, READ};
 use crate::host::reply::Reply;
 use crate::host::server::command_now_ms;
 use crate::host::store::acl::Acl;
 use crate::host::store::{KeyKind, RStr};
-use crate::rank::model::{rank_adjusted, slot_key, top_adjusted, Meta};
+use crate::rank::model::{meta_key, rank_adjusted, slot_key, top_adjusted, window_error, Meta};
 use crate::window::slot_start;
 
 use super::board::Board;
 use super::slots::{live_totals, pending_in};
 use super::transit::{check_cluster, Transit};
+
+pub const TOP: Command = command! {
+    c"tsrank.top" => top, -3, c"readonly", &[first_key(READ)], c"read", &TOP_DOC
+};
+
+const TOP_DOC: Doc = Doc {
+    summary: c"List a leaderboard's members with the highest totals over the window",
+    complexity: c"O(log(N) + M) where N is the number of members and M is OFFSET + count; with a WINDOW shorter than the board's, or while a slot that left the window is being subtracted, O(C) in the counts of the slots read",
+    args: &[
+        KEY,
+        integer(c"count"),
+        integer(c"offset").token(c"OFFSET").optional(),
+        pure_token(c"withscores", c"WITHSCORES").optional(),
+        WINDOW,
+    ],
+};
 
 /// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
 pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -131,6 +149,16 @@ fn sub_window(meta: &Meta, window: Option<i64>) -> Result<Option<i64>> {
     window.map(|dur| meta.sub_window_slots(dur)).transpose()
 }
 
+pub const HISTORY: Command = command! {
+    c"tsrank.history" => history, -3, c"readonly", &[first_key(READ)], c"read", &HISTORY_DOC
+};
+
+const HISTORY_DOC: Doc = Doc {
+    summary: c"List a member's counts per slot over a leaderboard's window, oldest first",
+    complexity: c"O(S) where S is the number of slots in the window (or in WINDOW's duration)",
+    args: &[KEY, string(c"member"), WINDOW],
+};
+
 /// TSRANK.HISTORY key member [WINDOW dur]: `member`'s non-zero counts per slot, oldest
 /// first, read from the slot hashes of the window (or of its latest `dur`). A slot that
 /// has left the window is never listed, even while its expiry is still running.
@@ -207,6 +235,17 @@ pub(super) fn open_member(
     }))
 }
 
+pub const SCORE: Command = command! {
+    c"tsrank.score" => score, 3, c"readonly", &[first_key(READ)], c"read", &SCORE_DOC
+};
+
+const SCORE_DOC: Doc = Doc {
+    summary: c"Get a member's total over a leaderboard's window",
+    complexity:
+        c"O(1), plus O(P) for the P slots that left the window and are still being subtracted",
+    args: &[KEY, string(c"member")],
+};
+
 /// TSRANK.SCORE key member
 pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
@@ -224,7 +263,7 @@ pub fn score(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     })
 }
 
-/// TSRANK.RANK key member (with TIES: `around::rank`)
+/// TSRANK.RANK key member (with TIES: `standings::rank`)
 pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let [member] = rest else {
         return Err(Error::Arity("tsrank.rank".into()));
@@ -246,7 +285,7 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         }
     }
     // Slots that left the window are still being subtracted: with few pending members,
-    // the raw position corrected for them alone (`around`), else the raw order corrected
+    // the raw position corrected for them alone (`standings`), else the raw order corrected
     // member by member.
     if let Some(rank) = board.pending_rank(ctx, name, (total, member)) {
         return Ok(Reply::Int(i64::try_from(rank).unwrap_or(i64::MAX)));
@@ -262,6 +301,16 @@ pub fn rank(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         adjust,
     )))
 }
+
+pub const INFO: Command = command! {
+    c"tsrank.info" => info, 2, c"readonly", &[first_key(READ)], c"read", &INFO_DOC
+};
+
+const INFO_DOC: Doc = Doc {
+    summary: c"Show a leaderboard's window, slot, members and live slots",
+    complexity: c"O(S) where S is the number of slots in the window, plus O(C) in the counts of slots that left the window and are still being subtracted",
+    args: &[KEY],
+};
 
 /// TSRANK.INFO key
 pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -312,11 +361,22 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
             }
         }
     }
+    // A board with CAPACITY: the sum of its live slots' errors (see
+    // `crate::rank::model::capacity`), from their meta fields.
+    let mut errors = Vec::new();
+    if let (true, Some((start, end))) = (meta.is_bounded(), meta.live_range(now)) {
+        let meta_hash = acl.open(ctx, &meta_key(&board.base), false)?;
+        for index in start..=end {
+            errors.push(super::meta_hash::read_error(&meta_hash, index));
+        }
+    }
     Ok(Reply::Map(vec![
         ("window", Reply::Int(meta.window)),
         ("slot", Reply::Int(meta.slot)),
         ("members", Reply::Int(members)),
         ("slots", Reply::Int(live)),
         ("oldest", oldest.map_or(Reply::Nil, Reply::Int)),
+        ("capacity", Reply::Int(meta.capacity)),
+        ("error", Reply::Int(window_error(errors))),
     ]))
 }

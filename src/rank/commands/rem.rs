@@ -10,7 +10,9 @@ use std::collections::HashSet;
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
+use crate::cmddocs::{string, Doc, KEY};
 use crate::error::{Error, Result};
+use crate::host::cmdinfo::{command, first_key, Command, UPDATE};
 use crate::host::replicate::Effects;
 use crate::host::reply::Reply;
 use crate::host::server::{command_now_ms, selected_db};
@@ -23,9 +25,19 @@ use crate::rank::model::{
 use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
 use super::memory;
 use super::meta_hash;
-use super::recount;
+use super::repair;
 use super::slots::count_in;
 use super::transit::Transit;
+
+pub const REM: Command = command! {
+    c"tsrank.rem" => rem, -3, c"write deny-oom", &[first_key(UPDATE)], c"write", &REM_DOC
+};
+
+const REM_DOC: Doc = Doc {
+    summary: c"Remove members from a leaderboard: their totals and their counts in every slot",
+    complexity: c"O(M * S) where M is the number of members and S the number of live slots; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts",
+    args: &[KEY, string(c"member").multiple()],
+};
 
 /// TSRANK.REM key member [member ...]
 pub fn rem(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
@@ -57,7 +69,7 @@ fn parse(rest: &[&[u8]]) -> Result<Vec<RStr>> {
     let mut seen = HashSet::new();
     rest.iter()
         .filter(|member| seen.insert(**member))
-        .map(|member| RStr::new(member).ok_or(Error::WrongType))
+        .map(|member| RStr::try_new(member))
         .collect()
 }
 
@@ -142,7 +154,7 @@ fn open(
 
 /// Rebuilds a quarantined board with few slot fields first (saved and replicated at once,
 /// whatever follows): its totals become the sums of its live slot hashes, its pending
-/// slots go. A larger one is rebuilt in steps (see `recount`; true): this removal counts
+/// slots go. A larger one is rebuilt in steps (see `repair`; true): this removal counts
 /// its members from the slot hashes.
 fn check(
     ctx: &Context,
@@ -156,12 +168,12 @@ fn check(
     if !memory::quarantine(|q| q.contains(db, base)) {
         return Ok((target, false));
     }
-    if recount::begin_in_steps(ctx, acl, base, &target.meta, now)? {
+    if repair::begin_in_steps(ctx, acl, base, &target.meta, now)? {
         return Ok((target, true));
     }
     // The rebuild deletes the pending slot hashes: close our handles on them first.
     target.slots.clear();
-    recount::at_once(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
+    repair::at_once(ctx, acl, &target.zset, base, &mut target.meta, now, transit)?;
     let mut effects = Effects::new();
     meta_hash::write_range(
         &target.meta_hash,
@@ -260,10 +272,16 @@ fn remove(
     } = store;
     let mut any = started;
     zrem.emit(ctx);
-    for (slot_name, _, slot) in &target.slots {
+    // A board with CAPACITY: the order of its slot written last follows the removals.
+    let db = selected_db(ctx);
+    let mut order = memory::orders(|o| o.take(db, name.as_slice()));
+    for (slot_name, index, slot) in &target.slots {
         let mut hdel = Effects::new();
         let mut started = false;
         for member in members {
+            if let Some(order) = order.as_mut().filter(|o| o.index == *index) {
+                order.set(member.as_bytes(), count_in(slot, member), 0);
+            }
             if slot.hdel_str(member) {
                 if !started {
                     hdel.command(c"HDEL").arg(slot_name);
@@ -275,8 +293,10 @@ fn remove(
         any |= started;
         hdel.emit(ctx);
     }
+    if let Some(order) = order {
+        memory::orders(|o| o.put(db, name.as_slice(), order));
+    }
     // The board's next totals (see `next`), if it keeps them: the members are gone.
-    let db = selected_db(ctx);
     memory::nexts(|n| {
         if let Some(next) = n.get_mut(db, name.as_slice()) {
             for member in members {

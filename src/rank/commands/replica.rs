@@ -32,13 +32,12 @@
 //! Owns: announcements, the replica's watch of boards, its timer and the filter's
 //! registration. May not touch: keys (opens them read-only, untouched), replication.
 
-use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::time::Duration;
 
 use redis_module::{Context, ContextFlags};
 
-use crate::collections::due_queue::{DueQueue, Popped};
+use crate::collections::due_queue::Popped;
 use crate::expiry::{self, Visit};
 use crate::host::config;
 use crate::host::server::{
@@ -47,8 +46,7 @@ use crate::host::server::{
 };
 use crate::host::store::Key;
 use crate::rank::model::{
-    base_of_meta, base_of_part, base_of_slot, member_positions, meta_key, slot_key, Announcements,
-    Taken,
+    base_of_meta, base_of_part, base_of_slot, member_positions, meta_key, slot_key, Taken,
 };
 
 use super::memory::{self, MetaOrigin};
@@ -68,25 +66,9 @@ const STALE_PER_POP: usize = 1024;
 /// How soon a board is visited again while the primary subtracts its slot.
 const DRAINING_MS: i64 = 100;
 
-#[derive(Default)]
-struct Replica {
-    /// Boards to visit, by meta key name.
-    watch: DueQueue,
-    /// The armed replica timer: its generation and when it fires (a timer of an older
-    /// generation does nothing when it fires).
-    armed: Option<(u64, i64)>,
-    generation: u64,
-    /// What the filter announced (see the module doc).
-    announced: Announcements,
-}
-
-thread_local! {
-    // Filters, events and timers all run on the main thread.
-    static REPLICA: RefCell<Replica> = RefCell::new(Replica::default());
-}
-
-fn with<R>(f: impl FnOnce(&mut Replica) -> R) -> R {
-    REPLICA.with(|r| f(&mut r.borrow_mut()))
+/// The replica's part of the family's memory (see [`memory::Replica`]).
+fn with<R>(f: impl FnOnce(&mut memory::Replica) -> R) -> R {
+    memory::replica(f)
 }
 
 /// A keyspace event on a board's key on a server that is not an acting primary (a
@@ -228,7 +210,7 @@ fn tick(ctx: &Context, generation: u64) {
     }
     if is_acting_primary(ctx) {
         // Promoted (or never a replica): the primary's timer keeps the totals from now on.
-        with(|r| *r = Replica::default());
+        with(|r| *r = memory::Replica::default());
         set_command_filter(ctx, None);
         return;
     }

@@ -84,7 +84,7 @@ pub(super) fn open_range(
 /// The recount of the latest `slots` slots at once: their slot hashes summed into totals
 /// (values that are not positive integers, a user's edits, count as nothing), unordered
 /// until finished. The timer's recount of a large board sums the same way, in steps
-/// (`recount`).
+/// (`repair`).
 pub(super) fn live_totals(
     ctx: &Context,
     acl: &Acl,

@@ -4,7 +4,7 @@
 //!
 //! Owns: the timer's visit of a board and the resumable drain of expired slots. May not
 //! touch: quarantined boards (the timer writes none of their keys unless a write asked for
-//! their rebuild; `recount` computes a large one's totals in memory), a board whose
+//! their rebuild; `repair` computes a large one's totals in memory), a board whose
 //! cluster slot is moving, the meta hash's fields other than through `meta_hash`; replicates
 //! only through [`Effects`]. Opens keys for writing only when there is work (a write open
 //! invalidates WATCH).
@@ -20,12 +20,12 @@ use crate::host::store::scan::HashCursor;
 use crate::host::store::{Key, KeyKind, RStr};
 use crate::rank::model::{base_of_meta, drain_step, slot_key, DrainedSlot, Meta};
 
-use super::board_store::{KeyBoard, SlotCounts};
+use super::key_board::{KeyBoard, SlotCounts};
 use super::lifecycle::{broken_meta_found, has_jobs};
 use super::memory::{self, BoardId, MetaOrigin};
 use super::meta_hash::{self, is_marked_edited};
 use super::next;
-use super::recount;
+use super::repair;
 use super::slots::count_in;
 use super::transit::Transit;
 
@@ -157,14 +157,14 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         (q.contains(db, base), q.is_rebuilding(db, base))
     });
     if rebuilding {
-        // A write whose caller may write every part asked for the rebuild (see `recount`).
-        return recount::rebuild_step(ctx, db, base, &meta, now, deadline_us);
+        // A write whose caller may write every part asked for the rebuild (see `repair`).
+        return repair::rebuild_step(ctx, db, base, &meta, now, deadline_us);
     }
     if quarantined {
         // Edited by a native command, maybe by a user who may not touch the totals: the
         // timer writes none of its keys (the next write rebuilds the board), it only
         // computes the totals of a large one in memory for the reads.
-        return recount::view_step(ctx, db, base, &meta, now, deadline_us);
+        return repair::view_step(ctx, db, base, &meta, now, deadline_us);
     }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
@@ -212,6 +212,10 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         }
         let mut effects = Effects::new();
         meta_hash::write_range(&key, name, &meta, layout, &mut effects);
+        if meta.is_bounded() {
+            // The errors of the slots drained (boards with CAPACITY) go with them.
+            meta_hash::drop_errors(&key, name, before.lo..meta.lo, &mut effects);
+        }
         effects.emit(ctx);
         memory::known(|k| k.note(db, base, meta, MetaOrigin::Written));
     }

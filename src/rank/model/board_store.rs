@@ -1,6 +1,6 @@
 //! Where a leaderboard's data lives, as the pure algorithms see it: the [`BoardStore`]
 //! trait (the native sorted set and slot hashes in the command layer, maps in the unit
-//! tests), as the counter's logic sees its hash through `crate::counter::SlotStore`.
+//! tests), as the counter's logic sees its hash through `crate::counter::model::SlotStore`.
 //!
 //! Owns: that interface. May not touch: Redis (pure).
 

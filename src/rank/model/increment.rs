@@ -53,7 +53,9 @@ pub fn apply_increments<'a, T: Incremented>(
                 members.len() - 1
             }
         };
-        let member = members.get_mut(at).ok_or(Error::Syntax)?;
+        let member = members
+            .get_mut(at)
+            .ok_or(Error::Internal("a member just found or added is missing"))?;
         reply(member.counts().add(increment)?);
     }
     Ok(members)

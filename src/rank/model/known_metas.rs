@@ -149,6 +149,7 @@ mod tests {
             slot: 10,
             lo,
             hi,
+            capacity: 0,
         }
     }
 

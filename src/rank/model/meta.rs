@@ -8,6 +8,10 @@ use crate::window::{first_kept, leaves_at, slot_index};
 
 /// At most this many slots in a window.
 pub const MAX_SLOTS: i64 = 10_000;
+/// The largest `CAPACITY` of a board: members kept per slot. A write that finds the
+/// order of a full slot missing from memory (after a restart or a failover) reads the
+/// slot once, so the limit bounds that read.
+pub const MAX_CAPACITY: i64 = 100_000;
 /// A meta's `hi - lo` stays below this many windows. Every slot index in between may be
 /// probed by a read, so a span that does not fit its window is not a leaderboard (a forged
 /// `rank 10000 1 0 1000000` would make every TOP walk a million names). Tally never writes
@@ -32,6 +36,8 @@ pub struct Meta {
     /// Every existing slot hash has an index in `lo ..= hi` (none when `hi < lo`).
     pub lo: i64,
     pub hi: i64,
+    /// Members kept per slot (`CAPACITY`), 0 for an exact board (see `crate::rank::model::capacity`).
+    pub capacity: i64,
 }
 
 /// Checks `WINDOW`/`SLOT` settings. Both are durations (at most [`MAX_DURATION_MS`]);
@@ -61,7 +67,21 @@ impl Meta {
             slot,
             lo: 0,
             hi: -1,
+            capacity: 0,
         }
+    }
+
+    /// A new, empty board that keeps at most `capacity` members per slot (0: exact).
+    pub fn with_capacity(window: i64, slot: i64, capacity: i64) -> Meta {
+        Meta {
+            capacity,
+            ..Meta::new(window, slot)
+        }
+    }
+
+    /// True for a board created with `CAPACITY` (approximate once a slot overflows).
+    pub fn is_bounded(&self) -> bool {
+        self.capacity > 0
     }
 
     /// Number of slots in the window.
@@ -116,9 +136,14 @@ impl Meta {
         (!self.is_empty()).then(|| leaves_at(self.lo, self.slot, self.slots()))
     }
 
-    /// The `_tally` field's value: family and settings (never changes after CREATE).
+    /// The `_tally` field's value: family and settings (never changes after CREATE):
+    /// `rank <window> <slot>`, and ` <capacity>` for a board created with `CAPACITY`
+    /// (an exact board's text stays what earlier releases wrote and read).
     pub fn marker(&self) -> String {
-        let settings = format!("{} {}", self.window, self.slot);
+        let settings = match self.capacity {
+            0 => format!("{} {}", self.window, self.slot),
+            capacity => format!("{} {} {capacity}", self.window, self.slot),
+        };
         layout::marker(layout::RANK, &settings)
     }
 
@@ -134,7 +159,16 @@ impl Meta {
         let settings = layout::settings_of(marker, layout::RANK)?.as_bytes();
         let (meta, layout) = match slots {
             Some(slots) => {
-                let [window, slot] = numbers(settings)?;
+                let (window, slot, capacity) = match numbers(settings) {
+                    Some([window, slot]) => (window, slot, 0),
+                    None => {
+                        let [window, slot, capacity] = numbers(settings)?;
+                        if !(1..=MAX_CAPACITY).contains(&capacity) {
+                            return None;
+                        }
+                        (window, slot, capacity)
+                    }
+                };
                 let [lo, hi] = numbers(slots)?;
                 (
                     Meta {
@@ -142,6 +176,7 @@ impl Meta {
                         slot,
                         lo,
                         hi,
+                        capacity,
                     },
                     MetaLayout::Current,
                 )
@@ -153,6 +188,7 @@ impl Meta {
                     slot,
                     lo,
                     hi,
+                    capacity: 0,
                 };
                 (meta, MetaLayout::FourNumberMarker)
             }
@@ -184,6 +220,33 @@ impl Meta {
         }
         Ok(dur / self.slot)
     }
+}
+
+/// Prefix of the meta hash's field that holds a slot's error on a board with `CAPACITY`:
+/// `_error <slot index>` -> the largest count evicted from the slot (absent: 0).
+pub const ERROR_FIELD_PREFIX: &[u8] = b"_error ";
+
+/// The meta hash's field holding the error of slot `index` (see [`ERROR_FIELD_PREFIX`]).
+pub fn error_field(index: i64) -> Vec<u8> {
+    let mut name = ERROR_FIELD_PREFIX.to_vec();
+    name.extend_from_slice(index.to_string().as_bytes());
+    name
+}
+
+/// A slot's error as its meta field holds it: a value that is not a non-negative integer
+/// (a user's edit) counts as 0.
+pub fn parse_error(value: &[u8]) -> i64 {
+    parse_i64(value).unwrap_or(0).max(0)
+}
+
+/// Checks a `CAPACITY` argument: members kept per slot, 1 to [`MAX_CAPACITY`].
+pub fn validate_capacity(capacity: i64) -> Result<()> {
+    if !(1..=MAX_CAPACITY).contains(&capacity) {
+        return Err(Error::Invalid(format!(
+            "CAPACITY must be an integer from 1 to {MAX_CAPACITY}"
+        )));
+    }
+    Ok(())
 }
 
 /// Exactly `N` integers separated by single spaces.

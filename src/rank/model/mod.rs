@@ -1,6 +1,6 @@
 //! Pure leaderboard (TSRANK) logic. No Redis imports: settings and bookkeeping, names of
 //! derived keys, and the algorithms, over a [`BoardStore`] where they read and write the
-//! keys (as the counter's run over `crate::counter::SlotStore`): the drain of a slot that
+//! keys (as the counter's run over `crate::counter::model::SlotStore`): the drain of a slot that
 //! left the window, the recount of a quarantined board, an INCRBY's arithmetic, ranking
 //! while an expired slot is still being subtracted, the totals of a quarantined board and
 //! those without the oldest slot, the lifecycle jobs' queue, and a replica's announcements
@@ -40,6 +40,7 @@ mod announced;
 mod around;
 mod board_id;
 mod board_store;
+mod capacity;
 mod corrected;
 mod discarded;
 mod drain;
@@ -57,18 +58,25 @@ mod recount;
 mod removal;
 mod totals;
 
-pub use adjusted::*;
+pub use adjusted::{rank_adjusted, sort_totals, top_adjusted};
 pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use around::{above_adjusted, above_corrected, around_count, around_span, MAX_AROUND};
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
+pub use capacity::{plan_write, positive_only, window_error, Orders, Plan, SlotOrder, Target};
 pub use corrected::{corrected_around, corrected_rank, Pending, RawOrder};
 pub use drain::{drain_step, DrainScans};
 pub use increment::{apply_increments, Incremented, MemberCounts};
 pub use job_queue::{Job, JobQueue, LifecycleMemory, Resolution};
 pub use known_metas::{KnownMetas, MetaOrigin};
-pub use meta::*;
-pub use names::*;
+pub use meta::{
+    error_field, parse_error, validate_capacity, validate_settings, Meta, MetaLayout,
+    ERROR_FIELD_PREFIX, MAX_CAPACITY, MAX_SLOTS, SPAN_WINDOWS,
+};
+pub use names::{
+    base_of_meta, base_of_part, base_of_slot, has_hash_tag, may_be_part, meta_key, slot_key,
+    KeyName, META_SUFFIX, PART_BYTE, SLOT_INFIX,
+};
 pub use next_fill::{fill_step, next_value, value_after_write, NextSource};
 pub use next_totals::{Next, NextScan, NextTotals};
 pub use order::{ahead, score_to_total, MAX_TOTAL};
@@ -76,7 +84,7 @@ pub use quarantine::{Quarantine, Rebuild, View};
 pub use ranked::RankedSet;
 pub use recount::{recount_members, recount_missing, set_to_sum, sums_over_slots};
 pub use removal::{remove_totals, RemovalStore};
-pub use totals::*;
+pub use totals::{Member, SteppedSort, Totals, TotalsBuilder};
 
 #[cfg(test)]
 mod tests;

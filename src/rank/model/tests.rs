@@ -51,6 +51,7 @@ fn marker_and_slots_round_trip() {
         slot: 3_600_000,
         lo: 480_000,
         hi: 480_023,
+        capacity: 0,
     };
     assert_eq!(meta.marker(), "rank 86400000 3600000");
     assert_eq!(meta.slots_value(), "480000 480023");
@@ -73,6 +74,7 @@ fn the_four_number_marker_still_loads() {
         slot: 3_600_000,
         lo: 480_000,
         hi: 480_023,
+        capacity: 0,
     };
     assert_eq!(
         four_numbers("rank 86400000 3600000 480000 480023"),
@@ -331,6 +333,7 @@ fn recent_range_keeps_to_the_window_and_the_stored_slots() {
         slot: 10,
         lo: 3,
         hi: 9,
+        capacity: 0,
     };
     // At t = 95 the window is slots 6 ..= 9.
     assert_eq!(meta.recent_range(95, 4), Some((6, 9)));

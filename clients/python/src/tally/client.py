@@ -224,12 +224,22 @@ class Leaderboard(_Handle):
     """A sliding-window leaderboard (`TSRANK.*`). Members come back as redis-py gives
     them: `str` with `decode_responses=True`, `bytes` otherwise."""
 
-    def create(self, window: Duration | None = None, slot: Duration | None = None) -> None:
+    def create(
+        self,
+        window: Duration | None = None,
+        slot: Duration | None = None,
+        capacity: int | None = None,
+    ) -> None:
+        """Creates the board. `capacity=k` keeps at most `k` members per slot (a
+        Space-Saving summary: bounded memory for millions of members, totals within
+        `info()["error"]` of the truth; increments must then be positive)."""
         args: tuple = ()
         if window is not None:
             args += ("WINDOW", p.duration(window))
         if slot is not None:
             args += ("SLOT", p.duration(slot))
+        if capacity is not None:
+            args += ("CAPACITY", int(capacity))
         return self._call("TSRANK.CREATE", *args, parse=p.ok)
 
     def incrby(
@@ -284,7 +294,8 @@ class Leaderboard(_Handle):
         return self._call("TSRANK.HISTORY", member, *p.window(window), parse=p.int_pairs)
 
     def info(self) -> dict[str, Any] | None:
-        """`{"window", "slot", "members", "slots", "oldest"}` or `None`."""
+        """`{"window", "slot", "members", "slots", "oldest", "capacity", "error"}` or
+        `None` (`capacity` and `error` are 0 on an exact board)."""
         return self._call("TSRANK.INFO", parse=_board_info)
 
     def rem(self, *members: Member) -> int:
