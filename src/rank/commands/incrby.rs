@@ -9,7 +9,6 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::args::parse_i64;
 use crate::args::{set_once, Args};
 use crate::cmddocs::{block, integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
@@ -30,7 +29,7 @@ use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
 
 use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
-use super::memory::{self, MetaOrigin};
+use super::memory::{self, HeldOrder, MetaOrigin};
 use super::meta_hash;
 use super::next;
 use super::recount::{self, Stored};
@@ -72,15 +71,15 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     })?;
     let db = selected_db(ctx);
     // A board with CAPACITY: the slot's order (taken out of memory while the command
-    // works) plans the evictions; an error drops it, and the next write reads it again.
+    // works) plans the evictions; an error drops it, and the next write starts it again.
     let (order, plan) = match target.meta.is_bounded() {
         true => {
-            let mut order = slot_order(ctx, db, name.as_slice(), &target);
-            let before = order.error;
-            let plan = plan_write(&pairs, target.meta.capacity, &mut order, |member| {
+            let mut held = slot_order(ctx, db, name.as_slice(), &target);
+            let before = held.order.error;
+            let plan = plan_write(&pairs, target.meta.capacity, &mut held.order, |member| {
                 stored_count(&target, member)
             })?;
-            (Some((order, before)), Some(plan))
+            (Some((held, before)), Some(plan))
         }
         false => (None, None),
     };
@@ -94,11 +93,11 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     // Read handles on the slot hashes close before the write (it may empty one).
     target.stored = None;
     let mut meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
-    if let Some((order, before)) = order {
-        if order.error > before {
-            write_error(ctx, &target, order.error, &mut meta_effects);
+    if let Some((held, before)) = order {
+        if held.order.error > before {
+            write_error(ctx, &target, held.order.error, &mut meta_effects);
         }
-        memory::orders(|o| o.put(db, name.as_slice(), order));
+        memory::orders(|o| o.put(db, name.as_slice(), held));
     }
     replicate(ctx, name, &target, &changes, meta_effects);
     notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
@@ -403,35 +402,42 @@ fn stored_count(target: &Target, member: &[u8]) -> i64 {
 }
 
 /// The order of the written slot of a board with CAPACITY: the one held in memory if it is
-/// of this slot and agrees with it (as many members, the same smallest count), else built
-/// from the slot hash (a new slot: empty) with the error its meta field holds.
-fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> SlotOrder {
+/// of this slot and, once complete, agrees with it (as many members, the same smallest
+/// count); else an empty one with the error its meta field holds, complete for an empty
+/// slot, else filled by the timer from the slot hash (see `visit::fill_orders`: no command
+/// reads a whole slot). While an order is not complete the board is kept due, so the
+/// timer fills it.
+fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> HeldOrder {
     let len = match target.slot_is_leftover {
         true => 0,
         false => target.slot.len(),
     };
-    if let Some(order) = memory::orders(|o| o.take(db, base)) {
-        let agrees = order.index == target.index
-            && order.len() == len
-            && order
-                .min()
-                .is_none_or(|(count, member)| stored_count(target, member) == count);
+    if let Some(held) = memory::orders(|o| o.take(db, base, target.index)) {
+        let order = &held.order;
+        let agrees = match order.is_complete() {
+            true => {
+                order.len() == len
+                    && order
+                        .min()
+                        .is_none_or(|(count, member)| stored_count(target, member) == count)
+            }
+            // Being filled: the writes keep what it holds current (a leftover hash is not
+            // the slot it was filling).
+            false => !target.slot_is_leftover,
+        };
         if agrees {
-            return order;
+            if !order.is_complete() {
+                expiry::schedule(ctx, &target.meta_name, 0);
+            }
+            return held;
         }
     }
     let error = stored_error(ctx, target);
     if len == 0 {
-        return SlotOrder::new(target.index, error);
+        return HeldOrder::new(SlotOrder::new(target.index, error));
     }
-    let mut counts: Vec<(Vec<u8>, i64)> = Vec::with_capacity(len);
-    target.slot.hscan(|member, count| {
-        if let Ok(count @ 1..) = parse_i64(count) {
-            counts.push((member.to_vec(), count));
-        }
-    });
-    let counts = counts.iter().map(|(member, count)| (&member[..], *count));
-    SlotOrder::from_counts(target.index, error, counts)
+    expiry::schedule(ctx, &target.meta_name, 0);
+    HeldOrder::new(SlotOrder::building(target.index, error))
 }
 
 /// The written slot's error as its meta field holds it (0 when there is none).

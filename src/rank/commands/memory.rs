@@ -9,7 +9,8 @@
 //! * [`NextTotals`]: the totals without a large oldest slot, ready before it leaves
 //!   (`next`, `replica`);
 //! * [`LifecycleMemory`]: the lifecycle jobs queued by keyspace events (`lifecycle`);
-//! * [`Orders`]: the order of the slot each board with `CAPACITY` wrote last (`incrby`).
+//! * [`Orders`]: the orders of the slots each board with `CAPACITY` wrote last, and the
+//!   saved scans that fill them (`incrby`, `capacity`).
 //!
 //! A caller borrows the part it needs ([`known`], [`quarantine`], [`drains`], [`nexts`],
 //! [`lifecycle`]); what concerns a board or a database as a whole (it is gone, flushed,
@@ -30,6 +31,8 @@ pub(super) use crate::rank::model::{BoardId, MetaOrigin};
 
 /// A quarantined board's totals computed by the timer, over native keys.
 pub(super) type View = crate::rank::model::View<HashCursor>;
+/// A slot's order, with the saved scan of its slot hash while the timer fills it.
+pub(super) type HeldOrder = crate::rank::model::Held<HashCursor>;
 /// Where a rebuild in steps stands, over native keys.
 pub(super) type Rebuild = crate::rank::model::Rebuild<HashCursor>;
 /// A board's totals without its oldest slot, over native keys.
@@ -45,7 +48,7 @@ pub(super) struct State {
     drains: DrainScans<HashCursor>,
     nexts: NextTotals<HashCursor>,
     lifecycle: LifecycleMemory,
-    orders: Orders,
+    orders: Orders<HashCursor>,
 }
 
 thread_local! {
@@ -85,7 +88,7 @@ pub(super) fn lifecycle<R>(f: impl FnOnce(&mut LifecycleMemory) -> R) -> R {
 }
 
 /// The slot orders of boards with `CAPACITY`.
-pub(super) fn orders<R>(f: impl FnOnce(&mut Orders) -> R) -> R {
+pub(super) fn orders<R>(f: impl FnOnce(&mut Orders<HashCursor>) -> R) -> R {
     with(|s| f(&mut s.orders))
 }
 
