@@ -9,7 +9,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::args::{set_once, Args};
+use crate::args::{parse_i64, set_once, Args};
 use crate::cmddocs::{block, integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
 use crate::expiry;
@@ -23,7 +23,7 @@ use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::model::{
     apply_increments, meta_key, plan_write, positive_only, score_to_total, slot_key,
     validate_settings, Incremented, KeyName, MemberCounts, Meta, MetaLayout, Plan, SlotOrder,
-    Target as Planned, MAX_TOTAL,
+    Target as Planned, FILL_IN_WRITE, MAX_TOTAL,
 };
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
@@ -403,10 +403,10 @@ fn stored_count(target: &Target, member: &[u8]) -> i64 {
 
 /// The order of the written slot of a board with CAPACITY: the one held in memory if it is
 /// of this slot and, once complete, agrees with it (as many members, the same smallest
-/// count); else an empty one with the error its meta field holds, complete for an empty
-/// slot, else filled by the timer from the slot hash (see `visit::fill_orders`: no command
-/// reads a whole slot). While an order is not complete the board is kept due, so the
-/// timer fills it.
+/// count); else one with the error its meta field holds: read here from a slot of at most
+/// `FILL_IN_WRITE` fields, else empty and filled by the timer from the slot hash (see
+/// `visit::fill_orders`: no command reads a large slot). While an order is not complete
+/// the board is kept due, so the timer fills it.
 fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> HeldOrder {
     let len = match target.slot_is_leftover {
         true => 0,
@@ -435,6 +435,17 @@ fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Targ
     let error = stored_error(ctx, target);
     if len == 0 {
         return HeldOrder::new(SlotOrder::new(target.index, error));
+    }
+    if len <= FILL_IN_WRITE {
+        // Small: read here, so the slot evicts as it would have with its order held.
+        let mut counts: Vec<(Vec<u8>, i64)> = Vec::with_capacity(len);
+        target.slot.hscan(|member, count| {
+            if let Ok(count @ 1..) = parse_i64(count) {
+                counts.push((member.to_vec(), count));
+            }
+        });
+        let counts = counts.iter().map(|(member, count)| (&member[..], *count));
+        return HeldOrder::new(SlotOrder::from_counts(target.index, error, counts));
     }
     expiry::schedule(ctx, &target.meta_name, 0);
     HeldOrder::new(SlotOrder::building(target.index, error))

@@ -33,7 +33,8 @@
 //! every write, so a write costs O(log k).
 //!
 //! A slot that already has members and no order in memory (after a restart, a failover, a
-//! native edit, a write `AT` a slot whose order was let go) is never read whole inside a
+//! native edit, a write `AT` a slot whose order was let go) is read by the write only if
+//! it holds at most [`FILL_IN_WRITE`] fields; a larger one is never read whole inside a
 //! command: at ~3 us a field, a slot of 100,000 members takes ~300 ms. The write starts an
 //! empty order that is not complete ([`SlotOrder::building`]) and the timer fills it from
 //! a saved scan of the slot hash, a bounded step per tick ([`SlotOrder::scanned`]); the
@@ -89,6 +90,11 @@ use crate::error::{Error, Result};
 /// (a count and a boxed name, 24 bytes, in nodes about two thirds full) and the name's
 /// allocation header.
 const ENTRY_BYTES: usize = 48;
+
+/// Members a write may read from a slot hash to build its order itself (~3 us a field, so
+/// under half a millisecond; a hash this small is also read by one step of a scan): a
+/// small slot keeps the exact Space-Saving behaviour, a larger one is filled by the timer.
+pub const FILL_IN_WRITE: usize = 128;
 
 /// Orders kept per board: the slot written last and one more.
 pub const ORDERS_PER_BOARD: usize = 2;

@@ -64,7 +64,7 @@ pub use around::{above_adjusted, above_corrected, around_count, around_span, MAX
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
 pub use capacity::{
-    plan_write, positive_only, window_error, Held, Orders, Plan, SlotOrder, Target,
+    plan_write, positive_only, window_error, Held, Orders, Plan, SlotOrder, Target, FILL_IN_WRITE,
 };
 pub use corrected::{corrected_around, corrected_rank, Pending, RawOrder};
 pub use drain::{drain_step, DrainScans};

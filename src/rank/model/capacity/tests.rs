@@ -147,7 +147,10 @@ impl Slot {
             }
         }
         let capacity = capacity as usize;
-        assert!(self.hash.len() <= capacity + self.allowance, "held to k + the fill's newcomers");
+        assert!(
+            self.hash.len() <= capacity + self.allowance,
+            "held to k + the fill's newcomers"
+        );
         if !filling {
             // A complete order takes a slot above k back down, a few members a write.
             assert!(self.hash.len() <= capacity.max(capacity + excess - shrunk));
@@ -514,7 +517,10 @@ fn adversarial_streams(drops: Option<i64>) {
         let stream: Vec<(i64, Vec<u8>)> = (0..4000)
             .map(|i| (spread(i), name((i % (k as usize + 1)) as u64)))
             .collect();
-        worst.push(("ties at the minimum", run_window(k, slots, &stream, 37, seed)));
+        worst.push((
+            "ties at the minimum",
+            run_window(k, slots, &stream, 37, seed),
+        ));
         // Few members per slot: the board stays exact (checked at every write).
         let stream: Vec<(i64, Vec<u8>)> = (0..2000)
             .map(|i| (spread(i), name(rng.below(k) as u64)))
