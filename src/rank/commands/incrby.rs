@@ -76,9 +76,17 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         true => {
             let mut held = slot_order(ctx, db, name.as_slice(), &target);
             let before = held.order.error;
-            let plan = plan_write(&pairs, target.meta.capacity, &mut held.order, |member| {
+            let capacity = target.meta.capacity;
+            let planned = plan_write(&pairs, capacity, &mut held.order, |member| {
                 stored_count(&target, member)
-            })?;
+            });
+            let plan = match planned {
+                Ok(plan) => plan,
+                Err(e) => {
+                    memory::orders(|o| o.discard(held.order));
+                    return Err(e);
+                }
+            };
             (Some((held, before)), Some(plan))
         }
         false => (None, None),
@@ -431,6 +439,7 @@ fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Targ
             }
             return held;
         }
+        memory::orders(|o| o.discard(held.order));
     }
     let error = stored_error(ctx, target);
     if len == 0 {

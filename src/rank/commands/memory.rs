@@ -150,14 +150,16 @@ impl State {
         self.orders.retain_dbs(|_| false);
     }
 
-    /// Frees discarded totals (views first, then next totals), about `work` members'
-    /// worth; true while some are left.
+    /// Frees discarded totals (views first, then next totals, then slot orders), about
+    /// `work` members' worth; true while some are left.
     pub(super) fn free_discarded(&mut self, work: usize) -> bool {
         if self.quarantine.has_discarded() {
             self.quarantine.free_discarded(work);
-        } else {
+        } else if self.nexts.has_discarded() {
             self.nexts.free_discarded(work);
+        } else {
+            self.orders.free_discarded(work);
         }
-        self.quarantine.has_discarded() || self.nexts.has_discarded()
+        self.quarantine.has_discarded() || self.nexts.has_discarded() || self.orders.has_discarded()
     }
 }

@@ -251,10 +251,11 @@ fn fill_orders(
     if !meta.is_bounded() || memory::orders(|o| o.building(db, base)).is_none() {
         return None;
     }
-    let mut held = memory::orders(|o| o.take_all(db, base));
+    let held = memory::orders(|o| o.take_all(db, base));
     // An order of a slot that left the window is of no use any more (its drain empties it).
     let first_kept = meta.first_kept(now);
-    held.retain(|h| h.order.index >= first_kept);
+    let (mut held, gone): (Vec<_>, Vec<_>) =
+        held.into_iter().partition(|h| h.order.index >= first_kept);
     let mut unfinished = false;
     let mut batch = Vec::new();
     for h in held.iter_mut().filter(|h| !h.order.is_complete()) {
@@ -284,7 +285,10 @@ fn fill_orders(
             }
         }
     }
-    memory::orders(|o| o.put_all(db, base, held));
+    memory::orders(|o| {
+        o.put_all(db, base, held);
+        gone.into_iter().for_each(|h| o.discard(h.order));
+    });
     unfinished.then_some(Visit::Unfinished)
 }
 

@@ -86,6 +86,8 @@ use std::os::raw::c_int;
 
 use crate::error::{Error, Result};
 
+use super::discarded::{Discarded, FreedInSteps};
+
 /// Bytes an entry of a [`SlotOrder`] costs besides its name: its place in the B-tree
 /// (a count and a boxed name, 24 bytes, in nodes about two thirds full) and the name's
 /// allocation header.
@@ -215,6 +217,24 @@ impl SlotOrder {
     }
 }
 
+impl FreedInSteps for SlotOrder {
+    fn is_empty(&self) -> bool {
+        SlotOrder::is_empty(self)
+    }
+    fn bytes(&self) -> usize {
+        SlotOrder::bytes(self)
+    }
+    fn free_step(&mut self, work: usize) -> bool {
+        for _ in 0..work {
+            let Some((_, name)) = self.by_count.pop_last() else {
+                break;
+            };
+            self.names -= name.len();
+        }
+        self.by_count.is_empty()
+    }
+}
+
 /// Who an increment of a [`Plan`] is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -326,12 +346,13 @@ impl<C> Held<C> {
 
 /// The slot orders the server holds, up to [`ORDERS_PER_BOARD`] per board (the slots it
 /// wrote last), with their bytes. A command takes an order out while it works on it and
-/// puts it back after (nothing is borrowed across a call to the server).
-#[derive(Debug)]
+/// puts it back after (nothing is borrowed across a call to the server). An order let go
+/// is freed by the timer in steps (dropping 100,000 members at once takes 4-8 ms).
 pub struct Orders<C> {
     /// A board's orders, the one written last at the end.
     by_board: HashMap<(c_int, Box<[u8]>), Vec<Held<C>>>,
     bytes: usize,
+    discarded: Discarded<SlotOrder>,
 }
 
 impl<C> Default for Orders<C> {
@@ -339,6 +360,7 @@ impl<C> Default for Orders<C> {
         Orders {
             by_board: HashMap::new(),
             bytes: 0,
+            discarded: Discarded::default(),
         }
     }
 }
@@ -361,14 +383,32 @@ impl<C> Orders<C> {
     /// (replacing one of the same slot; the board's oldest goes beyond
     /// [`ORDERS_PER_BOARD`]).
     pub fn put(&mut self, db: c_int, base: &[u8], held: Held<C>) {
-        drop(self.take(db, base, held.order.index));
+        if let Some(replaced) = self.take(db, base, held.order.index) {
+            self.discard(replaced.order);
+        }
         let list = self.by_board.entry((db, base.into())).or_default();
         self.bytes += held.bytes(base);
         list.push(held);
         while list.len() > ORDERS_PER_BOARD {
             let oldest = list.remove(0);
             self.bytes = self.bytes.saturating_sub(oldest.bytes(base));
+            self.discarded.push(oldest.order);
         }
+    }
+
+    /// Lets `order` go: the timer frees it in steps.
+    pub fn discard(&mut self, order: SlotOrder) {
+        self.discarded.push(order);
+    }
+
+    /// Whether orders let go are still to be freed.
+    pub fn has_discarded(&self) -> bool {
+        !self.discarded.is_empty()
+    }
+
+    /// Frees orders let go, about `work` members' worth.
+    pub fn free_discarded(&mut self, work: usize) {
+        self.discarded.free_step(work);
     }
 
     /// Takes every order held for a board, the one written last at the end.
@@ -384,8 +424,7 @@ impl<C> Orders<C> {
 
     /// Puts back what [`Orders::take_all`] took, in the same order (before any put since).
     pub fn put_all(&mut self, db: c_int, base: &[u8], taken: Vec<Held<C>>) {
-        let mut since = self.take_all(db, base);
-        since.retain(|h| taken.iter().all(|t| t.order.index != h.order.index));
+        let since = self.take_all(db, base);
         for held in taken.into_iter().chain(since) {
             self.put(db, base, held);
         }
@@ -401,12 +440,19 @@ impl<C> Orders<C> {
 
     /// Drops the orders held for a board (its keys changed behind the orders' back).
     pub fn forget(&mut self, db: c_int, base: &[u8]) {
-        drop(self.take_all(db, base));
+        for held in self.take_all(db, base) {
+            self.discard(held.order);
+        }
     }
 
     /// Keeps the orders of the databases `keep` answers true for.
     pub fn retain_dbs(&mut self, keep: impl Fn(c_int) -> bool) {
-        self.by_board.retain(|(db, _), _| keep(*db));
+        for ((db, base), held) in std::mem::take(&mut self.by_board) {
+            match keep(db) {
+                true => drop(self.by_board.insert((db, base), held)),
+                false => held.into_iter().for_each(|h| self.discarded.push(h.order)),
+            }
+        }
         self.bytes = (self.by_board.iter())
             .flat_map(|((_, base), held)| held.iter().map(|h| h.bytes(base)))
             .sum();
@@ -421,9 +467,9 @@ impl<C> Orders<C> {
         self.by_board.is_empty()
     }
 
-    /// Estimated bytes held.
+    /// Estimated bytes held (orders let go included until freed).
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes + self.discarded.bytes()
     }
 }
 

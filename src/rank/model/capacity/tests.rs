@@ -615,6 +615,32 @@ fn a_board_keeps_the_orders_of_its_two_slots_written_last() {
     assert_eq!(orders.len(), 1);
     orders.forget(1, b"other");
     assert!(orders.is_empty());
+    // The order of slot 1 (one member) was let go: freed by the timer's steps.
+    assert!(orders.has_discarded() && orders.bytes() > 0);
+    orders.free_discarded(1);
+    assert!(!orders.has_discarded());
+    assert_eq!(orders.bytes(), 0);
+}
+
+#[test]
+fn an_order_let_go_is_freed_in_steps() {
+    let mut orders: Orders<u32> = Orders::default();
+    let mut order = SlotOrder::new(1, 0);
+    for i in 0..1000 {
+        order.set(&name(i), 0, 1 + i as i64 % 7);
+    }
+    let bytes = order.bytes();
+    orders.put(0, b"b", Held::new(order));
+    assert_eq!(orders.bytes(), bytes + std::mem::size_of::<u32>() + 1);
+    orders.forget(0, b"b");
+    assert_eq!(orders.bytes(), bytes);
+    let mut steps = 0;
+    while orders.has_discarded() {
+        orders.free_discarded(100);
+        steps += 1;
+        assert!(orders.bytes() < bytes);
+    }
+    assert_eq!(steps, 10);
     assert_eq!(orders.bytes(), 0);
 }
 
