@@ -45,7 +45,7 @@ pub const INCRBY: Command = command! {
 
 const INCRBY_DOC: Doc = Doc {
     summary: c"Add increments to members of a leaderboard in the slot of now or of a given time",
-    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, a write to a full slot whose order the server does not hold (after a restart or a failover) first reads the slot, O(k)",
+    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, O(M * log(k)) more, evictions included, and a write to a slot of at most 128 members whose order the server does not hold (after a restart or a failover) first reads it, O(128); a larger slot's order is read by the expiry timer in steps, the slot evicting nothing meanwhile",
     args: &[
         KEY,
         block(c"pair", &[integer(c"increment"), string(c"member")]).multiple(),

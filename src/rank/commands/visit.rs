@@ -1,8 +1,10 @@
 //! The expiry timer's visit of a leaderboard: slots that left the window are subtracted
 //! from the totals member by member and deleted, in steps bounded by the tick's deadline,
-//! resuming where the last visit stopped.
+//! resuming where the last visit stopped; the slot orders of a board with `CAPACITY` that
+//! a write could not read itself are filled from their slot hashes the same way.
 //!
-//! Owns: the timer's visit of a board and the resumable drain of expired slots. May not
+//! Owns: the timer's visit of a board, the resumable drain of expired slots and the fill
+//! of slot orders. May not
 //! touch: quarantined boards (the timer writes none of their keys unless a write asked for
 //! their rebuild; `recount` computes a large one's totals in memory), a board whose
 //! cluster slot is moving, the meta hash's fields other than through `meta_hash`; replicates
