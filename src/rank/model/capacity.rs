@@ -344,13 +344,16 @@ impl<C> Held<C> {
     }
 }
 
+/// A board: its database and its name.
+type BoardKey = (c_int, Box<[u8]>);
+
 /// The slot orders the server holds, up to [`ORDERS_PER_BOARD`] per board (the slots it
 /// wrote last), with their bytes. A command takes an order out while it works on it and
 /// puts it back after (nothing is borrowed across a call to the server). An order let go
 /// is freed by the timer in steps (dropping 100,000 members at once takes 4-8 ms).
 pub struct Orders<C> {
     /// A board's orders, the one written last at the end.
-    by_board: HashMap<(c_int, Box<[u8]>), Vec<Held<C>>>,
+    by_board: HashMap<BoardKey, Vec<Held<C>>>,
     bytes: usize,
     discarded: Discarded<SlotOrder>,
 }
