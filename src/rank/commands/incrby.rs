@@ -71,7 +71,8 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     })?;
     let db = selected_db(ctx);
     // A board with CAPACITY: the slot's order (taken out of memory while the command
-    // works) plans the evictions; an error drops it, and the next write starts it again.
+    // works) plans the evictions; an error lets it go (the plan changed it), and the next
+    // write starts it again.
     let (order, plan) = match target.meta.is_bounded() {
         true => {
             let mut held = slot_order(ctx, db, name.as_slice(), &target);
@@ -91,11 +92,20 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
         }
         false => (None, None),
     };
-    let (mut changes, replies) = match &plan {
-        None => compute_changes(&pairs, None, &target)?,
+    let computed = match &plan {
+        None => compute_changes(&pairs, None, &target),
         Some(plan) => {
             let (expanded, replied) = expand(&pairs, plan);
-            compute_changes(&expanded, Some(&replied), &target)?
+            compute_changes(&expanded, Some(&replied), &target)
+        }
+    };
+    let (mut changes, replies) = match computed {
+        Ok(computed) => computed,
+        Err(e) => {
+            if let Some((held, _)) = order {
+                memory::orders(|o| o.discard(held.order));
+            }
+            return Err(e);
         }
     };
     // Read handles on the slot hashes close before the write (it may empty one).
