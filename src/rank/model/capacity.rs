@@ -1,6 +1,6 @@
 //! Boards created with `CAPACITY k`: a Space-Saving summary per slot (Metwally, Agrawal and
 //! El Abbadi), so a slot hash holds at most `k` members whatever the number of distinct
-//! members written (a few more for a while after a restart, see below), and the board's
+//! members written (more for a while after a restart, see below), and the board's
 //! keys O(k x slots).
 //!
 //! A write of `inc` to member `m` in slot `s`:
@@ -37,7 +37,8 @@
 //! it holds at most [`FILL_IN_WRITE`] fields; a larger one is never read whole inside a
 //! command: at ~3 us a field, a slot of 100,000 members takes ~300 ms. The write starts an
 //! empty order that is not complete ([`SlotOrder::building`]) and the timer fills it from
-//! a saved scan of the slot hash, a bounded step per tick ([`SlotOrder::scanned`]); the
+//! a saved scan of the slot hash, a bounded step per tick ([`SlotOrder::scanned`]; only on
+//! a primary, which the timer alone acts on, and reading only, so nothing replicates); the
 //! writes meanwhile put the members they write into it with their new counts, so once the
 //! scan is done the order holds every member (a member present for the whole scan is
 //! returned by it, a member written during it is put there by the write) with its stored
@@ -46,7 +47,8 @@
 //! member that is not in it enters with `e_s + inc` whatever the number of members, so the
 //! slot may hold more than `k` members for a while. Once the order is complete, every
 //! write to a slot above `k` evicts up to [`SHRINK_PER_WRITE`] minimums more than it needs,
-//! so the slot comes back down to `k` within a few writes; a slot no one writes again
+//! so the slot comes back down to `k` within one write per [`SHRINK_PER_WRITE`] extra
+//! members (each eviction replicated as the write's effects); a slot no one writes again
 //! keeps its extra members until it leaves the window. The extra members are at most the
 //! distinct newcomers written before the scan completes: k = 100,000 takes ~300 ms of
 //! timer work, spread over ticks of `tally.expire-budget-us`.
@@ -70,12 +72,14 @@
 //! the classic summary. Entering with `inc` alone (keeping `S = N_s`) would not do: a
 //! member that had `e_s` while absent would be under by up to `e_s`, evicted later with
 //! its count it would be absent with a true count up to twice `e_s`, and each such round
-//! adds to the gap.
+//! adds to the gap (the brute-force test with orders dropped at random fails with it).
 //!
 //! The orders are kept per written slot, at most [`ORDERS_PER_BOARD`] per board (the
 //! slot of the moment and one more, so writes alternating between two slots, a backfill
 //! `AT` an older one, keep both): O(k) each, ~60 bytes a member besides its name, counted
-//! in `INFO tally`'s memory. They are state the family needs to evict in bounded time,
+//! in `INFO tally`'s memory: per board at most two times `k` plus a filling slot's extra
+//! members; an order let go is freed by the timer in steps, as discarded totals are.
+//! They are state the family needs to evict in bounded time,
 //! not a cache held to `tally.cache-max-memory`: a board with `CAPACITY k` needs them
 //! as its keys need their O(k) members per slot.
 //!
