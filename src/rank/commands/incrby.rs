@@ -434,7 +434,7 @@ fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Targ
         let order = &held.order;
         let agrees = match order.is_complete() {
             true => {
-                order.len() == len
+                order.fields() == len
                     && order
                         .min()
                         .is_none_or(|(count, member)| stored_count(target, member) == count)
@@ -464,7 +464,9 @@ fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Targ
             }
         });
         let counts = counts.iter().map(|(member, count)| (&member[..], *count));
-        return HeldOrder::new(SlotOrder::from_counts(target.index, error, counts));
+        let mut order = SlotOrder::from_counts(target.index, error, counts);
+        order.scan_done(len);
+        return HeldOrder::new(order);
     }
     expiry::schedule(ctx, &target.meta_name, 0);
     HeldOrder::new(SlotOrder::building(target.index, error))

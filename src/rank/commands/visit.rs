@@ -267,7 +267,7 @@ fn fill_orders(
         let slot = Key::open_bytes_untouched(ctx, &slot_key(base, h.order.index));
         let Some(slot) = slot.filter(|slot| slot.kind() == KeyKind::Hash) else {
             // No slot hash: every member the slot has came through the writes.
-            h.order.scan_done();
+            h.order.scan_done(0);
             h.scan = None;
             continue;
         };
@@ -277,7 +277,7 @@ fn fill_orders(
             let more = cursor.step(&slot, &mut batch);
             h.order.scanned(&batch);
             if !more {
-                h.order.scan_done();
+                h.order.scan_done(slot.len());
                 h.scan = None;
                 break;
             }

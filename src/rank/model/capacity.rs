@@ -126,6 +126,9 @@ pub struct SlotOrder {
     names: usize,
     /// Whether every member of the slot is here (else the timer's scan is filling it).
     complete: bool,
+    /// Fields of the slot hash that are not members (values that are not positive
+    /// integers, a user's edits), as counted when the order was completed.
+    others: usize,
 }
 
 impl SlotOrder {
@@ -137,6 +140,7 @@ impl SlotOrder {
             by_count: BTreeSet::new(),
             names: 0,
             complete: true,
+            others: 0,
         }
     }
 
@@ -183,9 +187,19 @@ impl SlotOrder {
         }
     }
 
-    /// The scan of the slot hash is done: the order holds every member.
-    pub fn scan_done(&mut self) {
+    /// The scan of the slot hash is done: the order holds every member, and the hash
+    /// holds `fields` fields now (those that are not members are noted, so that
+    /// [`SlotOrder::fields`] can be checked against the hash's length).
+    pub fn scan_done(&mut self, fields: usize) {
         self.complete = true;
+        self.others = fields.saturating_sub(self.len());
+    }
+
+    /// The fields the slot hash should hold: the members, and the fields that are not
+    /// members seen when the order was completed. A write that finds another length (a
+    /// change the order missed) lets the order go.
+    pub fn fields(&self) -> usize {
+        self.len().saturating_add(self.others)
     }
 
     /// Members in the order.

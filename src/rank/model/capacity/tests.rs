@@ -98,7 +98,8 @@ impl Slot {
         self.order.scanned(&batch);
         if left.is_empty() {
             self.fill = None;
-            self.order.scan_done();
+            self.order.scan_done(self.hash.len());
+            assert_eq!(self.order.fields(), self.hash.len());
             // The filled order is exactly the slot.
             let mut held: Vec<(i64, Vec<u8>)> = (self.order.by_count.iter())
                 .map(|(c, m)| (*c, m.to_vec()))
@@ -659,8 +660,10 @@ fn a_scan_adds_each_member_once_with_its_stored_count() {
     order.scanned(&batch(&[("b", "1")]));
     assert_eq!(order.len(), 2);
     assert_eq!(order.min(), Some((1, &b"b"[..])));
-    order.scan_done();
+    // The hash holds a, b and the two fields that are not members.
+    order.scan_done(4);
     assert!(order.is_complete());
+    assert_eq!(order.fields(), 4);
 }
 
 #[test]
