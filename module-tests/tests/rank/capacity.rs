@@ -490,6 +490,12 @@ fn a_slot_leaving_the_window_takes_its_error_with_it(kind: &ServerKind) {
     assert!(error <= 2, "{k}: {error}");
 }
 
+/// Exact totals of the members written.
+type Truth = BTreeMap<String, i64>;
+
+/// Writes `(increment, member)` pairs, `Truth` following.
+type Writes<'a> = dyn FnMut(Vec<(i64, String)>, &mut Truth) + 'a;
+
 /// The guarantees of `CAPACITY k` against `truth` (every member written, all in the
 /// window): `error <= N / k`, every estimate within `error` of its true total, every
 /// member whose true total exceeds `error` listed.
@@ -566,10 +572,7 @@ fn a_large_slot_without_its_order_is_filled_by_the_timer_and_comes_back_to_k(kin
     );
     check_guarantees(&srv, "big", 200, &truth, "while the order fills");
     let back_to =
-        |want: i64,
-         prefix: &str,
-         truth: &mut BTreeMap<String, i64>,
-         write: &mut dyn FnMut(Vec<(i64, String)>, &mut BTreeMap<String, i64>)| {
+        |want: i64, prefix: &str, truth: &mut BTreeMap<String, i64>, write: &mut Writes| {
             let mut i = 0;
             let back = wait_until(Duration::from_secs(30), || {
                 if srv.cmd_value(&["HLEN", &slot]) == v_int(want) {
