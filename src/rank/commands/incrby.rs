@@ -9,8 +9,7 @@
 
 use redis_module::{Context, NotifyEvent, RedisString};
 
-use crate::args::parse_i64;
-use crate::args::{set_once, Args};
+use crate::args::{parse_i64, set_once, Args};
 use crate::cmddocs::{block, integer, string, Doc, AT, KEY};
 use crate::error::{Error, Result};
 use crate::expiry;
@@ -24,13 +23,13 @@ use crate::host::store::{notify, Key, KeyKind, RStr};
 use crate::rank::model::{
     apply_increments, meta_key, plan_write, positive_only, score_to_total, slot_key,
     validate_settings, Incremented, KeyName, MemberCounts, Meta, MetaLayout, Plan, SlotOrder,
-    Target as Planned, MAX_TOTAL,
+    Target as Planned, FILL_IN_WRITE, MAX_TOTAL,
 };
 use crate::window::{effective_time, slot_index};
 use smallvec::SmallVec;
 
 use super::lifecycle::{broken_meta_found, has_jobs, open_for_write};
-use super::memory::{self, MetaOrigin};
+use super::memory::{self, HeldOrder, MetaOrigin};
 use super::meta_hash;
 use super::next;
 use super::repair::{self, Stored};
@@ -46,7 +45,7 @@ pub const INCRBY: Command = command! {
 
 const INCRBY_DOC: Doc = Doc {
     summary: c"Add increments to members of a leaderboard in the slot of now or of a given time",
-    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, a write to a full slot whose order the server does not hold (after a restart or a failover) first reads the slot, O(k)",
+    complexity: c"O(M * log(N)) where M is the number of increment/member pairs and N the number of members; a board whose keys were edited by other commands is first rebuilt, O(C) in its stored counts; on a board with CAPACITY k, O(M * log(k)) more, evictions included, and a write to a slot of at most 128 members whose order the server does not hold (after a restart or a failover) first reads it, O(128); a larger slot's order is read by the expiry timer in steps, the slot evicting nothing meanwhile",
     args: &[
         KEY,
         block(c"pair", &[integer(c"increment"), string(c"member")]).multiple(),
@@ -72,33 +71,51 @@ pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply
     })?;
     let db = selected_db(ctx);
     // A board with CAPACITY: the slot's order (taken out of memory while the command
-    // works) plans the evictions; an error drops it, and the next write reads it again.
+    // works) plans the evictions; an error lets it go (the plan changed it), and the next
+    // write starts it again.
     let (order, plan) = match target.meta.is_bounded() {
         true => {
-            let mut order = slot_order(ctx, db, name.as_slice(), &target);
-            let before = order.error;
-            let plan = plan_write(&pairs, target.meta.capacity, &mut order, |member| {
+            let mut held = slot_order(ctx, db, name.as_slice(), &target);
+            let before = held.order.error;
+            let capacity = target.meta.capacity;
+            let planned = plan_write(&pairs, capacity, &mut held.order, |member| {
                 stored_count(&target, member)
-            })?;
-            (Some((order, before)), Some(plan))
+            });
+            let plan = match planned {
+                Ok(plan) => plan,
+                Err(e) => {
+                    memory::orders(|o| o.discard(held.order));
+                    return Err(e);
+                }
+            };
+            (Some((held, before)), Some(plan))
         }
         false => (None, None),
     };
-    let (mut changes, replies) = match &plan {
-        None => compute_changes(&pairs, None, &target)?,
+    let computed = match &plan {
+        None => compute_changes(&pairs, None, &target),
         Some(plan) => {
             let (expanded, replied) = expand(&pairs, plan);
-            compute_changes(&expanded, Some(&replied), &target)?
+            compute_changes(&expanded, Some(&replied), &target)
+        }
+    };
+    let (mut changes, replies) = match computed {
+        Ok(computed) => computed,
+        Err(e) => {
+            if let Some((held, _)) = order {
+                memory::orders(|o| o.discard(held.order));
+            }
+            return Err(e);
         }
     };
     // Read handles on the slot hashes close before the write (it may empty one).
     target.stored = None;
     let mut meta_effects = write(ctx, name.as_slice(), &mut target, &mut changes);
-    if let Some((order, before)) = order {
-        if order.error > before {
-            write_error(ctx, &target, order.error, &mut meta_effects);
+    if let Some((held, before)) = order {
+        if held.order.error > before {
+            write_error(ctx, &target, held.order.error, &mut meta_effects);
         }
-        memory::orders(|o| o.put(db, name.as_slice(), order));
+        memory::orders(|o| o.put(db, name.as_slice(), held));
     }
     replicate(ctx, name, &target, &changes, meta_effects);
     notify(ctx, NotifyEvent::ZSET, c"tsrank.incrby", name);
@@ -403,35 +420,56 @@ fn stored_count(target: &Target, member: &[u8]) -> i64 {
 }
 
 /// The order of the written slot of a board with CAPACITY: the one held in memory if it is
-/// of this slot and agrees with it (as many members, the same smallest count), else built
-/// from the slot hash (a new slot: empty) with the error its meta field holds.
-fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> SlotOrder {
+/// of this slot and, once complete, agrees with it (as many members, the same smallest
+/// count); else one with the error its meta field holds: read here from a slot of at most
+/// `FILL_IN_WRITE` fields, else empty and filled by the timer from the slot hash (see
+/// `visit::fill_orders`: no command reads a large slot). While an order is not complete
+/// the board is kept due, so the timer fills it.
+fn slot_order(ctx: &Context, db: std::os::raw::c_int, base: &[u8], target: &Target) -> HeldOrder {
     let len = match target.slot_is_leftover {
         true => 0,
         false => target.slot.len(),
     };
-    if let Some(order) = memory::orders(|o| o.take(db, base)) {
-        let agrees = order.index == target.index
-            && order.len() == len
-            && order
-                .min()
-                .is_none_or(|(count, member)| stored_count(target, member) == count);
+    if let Some(held) = memory::orders(|o| o.take(db, base, target.index)) {
+        let order = &held.order;
+        let agrees = match order.is_complete() {
+            true => {
+                order.fields() == len
+                    && order
+                        .min()
+                        .is_none_or(|(count, member)| stored_count(target, member) == count)
+            }
+            // Being filled: the writes keep what it holds current (a leftover hash is not
+            // the slot it was filling).
+            false => !target.slot_is_leftover,
+        };
         if agrees {
-            return order;
+            if !order.is_complete() {
+                expiry::schedule(ctx, &target.meta_name, 0);
+            }
+            return held;
         }
+        memory::orders(|o| o.discard(held.order));
     }
     let error = stored_error(ctx, target);
     if len == 0 {
-        return SlotOrder::new(target.index, error);
+        return HeldOrder::new(SlotOrder::new(target.index, error));
     }
-    let mut counts: Vec<(Vec<u8>, i64)> = Vec::with_capacity(len);
-    target.slot.hscan(|member, count| {
-        if let Ok(count @ 1..) = parse_i64(count) {
-            counts.push((member.to_vec(), count));
-        }
-    });
-    let counts = counts.iter().map(|(member, count)| (&member[..], *count));
-    SlotOrder::from_counts(target.index, error, counts)
+    if len <= FILL_IN_WRITE {
+        // Small: read here, so the slot evicts as it would have with its order held.
+        let mut counts: Vec<(Vec<u8>, i64)> = Vec::with_capacity(len);
+        target.slot.hscan(|member, count| {
+            if let Ok(count @ 1..) = parse_i64(count) {
+                counts.push((member.to_vec(), count));
+            }
+        });
+        let counts = counts.iter().map(|(member, count)| (&member[..], *count));
+        let mut order = SlotOrder::from_counts(target.index, error, counts);
+        order.scan_done(len);
+        return HeldOrder::new(order);
+    }
+    expiry::schedule(ctx, &target.meta_name, 0);
+    HeldOrder::new(SlotOrder::building(target.index, error))
 }
 
 /// The written slot's error as its meta field holds it (0 when there is none).

@@ -59,7 +59,8 @@ pub fn on_keyspace_event(ctx: &Context, class: NotifyEvent, event: &str, key: &[
         memory::known(|k| k.unverify(db, base));
     }
     // A slot order (boards with `CAPACITY`) holds what tally wrote: any other change to
-    // the board's keys, or a move of them, and it is read again from the slot.
+    // the board's keys, or a move of them, and it is read again from the slot (by the
+    // next write for a small slot, by the timer in steps for a large one).
     memory::orders(|o| o.forget(db, base_of_part(key).unwrap_or(key)));
     // On a primary, next totals follow tally's own writes only.
     if acting {

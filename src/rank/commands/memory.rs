@@ -9,7 +9,10 @@
 //! * [`NextTotals`]: the totals without a large oldest slot, ready before it leaves
 //!   (`next`, `replica`);
 //! * [`LifecycleMemory`]: the lifecycle jobs queued by keyspace events (`lifecycle`);
-//! * [`Orders`]: the order of the slot each board with `CAPACITY` wrote last (`incrby`).
+//! * [`Orders`]: the orders of the slots each board with `CAPACITY` wrote last, and the
+//!   saved scans that fill them (`incrby`, `capacity`);
+//! * [`Replica`]: on a replica, the boards to visit and what the command filter announced
+//!   (`replica`).
 //!
 //! A caller borrows the part it needs ([`known`], [`quarantine`], [`drains`], [`nexts`],
 //! [`lifecycle`], [`replica`]); what concerns a board or a database as a whole (it is
@@ -34,6 +37,8 @@ pub(super) use crate::rank::model::{BoardId, MetaOrigin};
 
 /// A quarantined board's totals computed by the timer, over native keys.
 pub(super) type View = crate::rank::model::View<HashCursor>;
+/// A slot's order, with the saved scan of its slot hash while the timer fills it.
+pub(super) type HeldOrder = crate::rank::model::Held<HashCursor>;
 /// Where a rebuild in steps stands, over native keys.
 pub(super) type Rebuild = crate::rank::model::Rebuild<HashCursor>;
 /// A board's totals without its oldest slot, over native keys.
@@ -62,7 +67,7 @@ pub(super) struct State {
     drains: DrainScans<HashCursor>,
     nexts: NextTotals<HashCursor>,
     lifecycle: LifecycleMemory,
-    orders: Orders,
+    orders: Orders<HashCursor>,
     replica: Replica,
 }
 
@@ -103,7 +108,7 @@ pub(super) fn lifecycle<R>(f: impl FnOnce(&mut LifecycleMemory) -> R) -> R {
 }
 
 /// The slot orders of boards with `CAPACITY`.
-pub(super) fn orders<R>(f: impl FnOnce(&mut Orders) -> R) -> R {
+pub(super) fn orders<R>(f: impl FnOnce(&mut Orders<HashCursor>) -> R) -> R {
     with(|s| f(&mut s.orders))
 }
 
@@ -170,14 +175,16 @@ impl State {
         self.orders.retain_dbs(|_| false);
     }
 
-    /// Frees discarded totals (views first, then next totals), about `work` members'
-    /// worth; true while some are left.
+    /// Frees discarded totals (views first, then next totals, then slot orders), about
+    /// `work` members' worth; true while some are left.
     pub(super) fn free_discarded(&mut self, work: usize) -> bool {
         if self.quarantine.has_discarded() {
             self.quarantine.free_discarded(work);
-        } else {
+        } else if self.nexts.has_discarded() {
             self.nexts.free_discarded(work);
+        } else {
+            self.orders.free_discarded(work);
         }
-        self.quarantine.has_discarded() || self.nexts.has_discarded()
+        self.quarantine.has_discarded() || self.nexts.has_discarded() || self.orders.has_discarded()
     }
 }

@@ -272,15 +272,15 @@ fn remove(
     } = store;
     let mut any = started;
     zrem.emit(ctx);
-    // A board with CAPACITY: the order of its slot written last follows the removals.
+    // A board with CAPACITY: the orders of its slots written last follow the removals.
     let db = selected_db(ctx);
-    let mut order = memory::orders(|o| o.take(db, name.as_slice()));
+    let mut orders = memory::orders(|o| o.take_all(db, name.as_slice()));
     for (slot_name, index, slot) in &target.slots {
         let mut hdel = Effects::new();
         let mut started = false;
         for member in members {
-            if let Some(order) = order.as_mut().filter(|o| o.index == *index) {
-                order.set(member.as_bytes(), count_in(slot, member), 0);
+            if let Some(held) = orders.iter_mut().find(|h| h.order.index == *index) {
+                held.order.set(member.as_bytes(), count_in(slot, member), 0);
             }
             if slot.hdel_str(member) {
                 if !started {
@@ -293,8 +293,8 @@ fn remove(
         any |= started;
         hdel.emit(ctx);
     }
-    if let Some(order) = order {
-        memory::orders(|o| o.put(db, name.as_slice(), order));
+    if !orders.is_empty() {
+        memory::orders(|o| o.put_all(db, name.as_slice(), orders));
     }
     // The board's next totals (see `next`), if it keeps them: the members are gone.
     memory::nexts(|n| {

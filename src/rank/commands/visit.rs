@@ -1,8 +1,10 @@
 //! The expiry timer's visit of a leaderboard: slots that left the window are subtracted
 //! from the totals member by member and deleted, in steps bounded by the tick's deadline,
-//! resuming where the last visit stopped.
+//! resuming where the last visit stopped; the slot orders of a board with `CAPACITY` that
+//! a write could not read itself are filled from their slot hashes the same way.
 //!
-//! Owns: the timer's visit of a board and the resumable drain of expired slots. May not
+//! Owns: the timer's visit of a board, the resumable drain of expired slots and the fill
+//! of slot orders. May not
 //! touch: quarantined boards (the timer writes none of their keys unless a write asked for
 //! their rebuild; `repair` computes a large one's totals in memory), a board whose
 //! cluster slot is moving, the meta hash's fields other than through `meta_hash`; replicates
@@ -166,6 +168,9 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
         // computes the totals of a large one in memory for the reads.
         return repair::view_step(ctx, db, base, &meta, now, deadline_us);
     }
+    if let Some(visit) = fill_orders(ctx, db, base, &meta, now, deadline_us) {
+        return visit;
+    }
     if meta.pending_range(now).is_none() {
         // Nothing to expire yet: open nothing for writing (that would invalidate WATCH).
         if let Some(visit) = next::visit(ctx, db, base, &meta, deadline_us) {
@@ -229,6 +234,64 @@ fn visit(ctx: &Context, key: Key, name: &[u8], now: i64, deadline_us: u64) -> Vi
             None => meta.next_due().map_or(Visit::Done, Visit::DueAt),
         },
     }
+}
+
+/// Fills the slot orders of a board with CAPACITY that are not complete (see
+/// `crate::rank::model::capacity`: after a restart, a failover, a native edit, a write to a
+/// slot whose order was let go) from saved scans of their slot hashes, until the deadline.
+/// `Some(Unfinished)` while one is left (the rest of the visit waits: a fill takes at
+/// most ~300 ms of ticks at k = 100,000), `None` when every order is complete. It only
+/// reads: nothing to replicate, and the slot hashes are opened without touching them.
+fn fill_orders(
+    ctx: &Context,
+    db: c_int,
+    base: &[u8],
+    meta: &Meta,
+    now: i64,
+    deadline_us: u64,
+) -> Option<Visit> {
+    if !meta.is_bounded() || memory::orders(|o| o.building(db, base)).is_none() {
+        return None;
+    }
+    let held = memory::orders(|o| o.take_all(db, base));
+    // An order of a slot that left the window is of no use any more (its drain empties it).
+    let first_kept = meta.first_kept(now);
+    let (mut held, gone): (Vec<_>, Vec<_>) =
+        held.into_iter().partition(|h| h.order.index >= first_kept);
+    let mut unfinished = false;
+    let mut batch = Vec::new();
+    for h in held.iter_mut().filter(|h| !h.order.is_complete()) {
+        if unfinished {
+            break;
+        }
+        let slot = Key::open_bytes_untouched(ctx, &slot_key(base, h.order.index));
+        let Some(slot) = slot.filter(|slot| slot.kind() == KeyKind::Hash) else {
+            // No slot hash: every member the slot has came through the writes.
+            h.order.scan_done(0);
+            h.scan = None;
+            continue;
+        };
+        let cursor = h.scan.get_or_insert_with(HashCursor::new);
+        loop {
+            batch.clear();
+            let more = cursor.step(&slot, &mut batch);
+            h.order.scanned(&batch);
+            if !more {
+                h.order.scan_done(slot.len());
+                h.scan = None;
+                break;
+            }
+            if monotonic_us() >= deadline_us {
+                unfinished = true;
+                break;
+            }
+        }
+    }
+    memory::orders(|o| {
+        o.put_all(db, base, held);
+        gone.into_iter().for_each(|h| o.discard(h.order));
+    });
+    unfinished.then_some(Visit::Unfinished)
 }
 
 /// How far one visit got through the pending slots.

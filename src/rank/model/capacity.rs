@@ -1,6 +1,7 @@
 //! Boards created with `CAPACITY k`: a Space-Saving summary per slot (Metwally, Agrawal and
 //! El Abbadi), so a slot hash holds at most `k` members whatever the number of distinct
-//! members written, and the board's keys O(k x slots).
+//! members written (more for a while after a restart, see below), and the board's
+//! keys O(k x slots).
 //!
 //! A write of `inc` to member `m` in slot `s`:
 //! * `m` is in the slot: its count grows by `inc`, as on an exact board;
@@ -28,10 +29,59 @@
 //!
 //! Finding the minimum needs the slot's members in count order. A slot hash has no order,
 //! and a sorted set beside every slot hash would double what the board stores; the order
-//! lives in memory instead ([`SlotOrder`], one per board: the slot written last), built
-//! empty with a new slot and followed by every write, so a write costs O(log k). Only a
-//! write that finds no order for a slot that already has members (after a restart, a
-//! failover, a native edit, a write `AT` an older slot) reads the slot once to build it.
+//! lives in memory instead ([`SlotOrder`]), built empty with a new slot and followed by
+//! every write, so a write costs O(log k).
+//!
+//! A slot that already has members and no order in memory (after a restart, a failover, a
+//! native edit, a write `AT` a slot whose order was let go) is read by the write only if
+//! it holds at most [`FILL_IN_WRITE`] fields; a larger one is never read whole inside a
+//! command: at ~3 us a field, a slot of 100,000 members takes ~300 ms. The write starts an
+//! empty order that is not complete ([`SlotOrder::building`]) and the timer fills it from
+//! a saved scan of the slot hash, a bounded step per tick ([`SlotOrder::scanned`]; only on
+//! a primary, which the timer alone acts on, and reading only, so nothing replicates); the
+//! writes meanwhile put the members they write into it with their new counts, so once the
+//! scan is done the order holds every member (a member present for the whole scan is
+//! returned by it, a member written during it is put there by the write) with its stored
+//! count (the scan reads the count of the moment, and every later change goes through a
+//! write or a `REM`, which follow the order). Until then the slot evicts nothing: a
+//! member that is not in it enters with `e_s + inc` whatever the number of members, so the
+//! slot may hold more than `k` members for a while. Once the order is complete, every
+//! write to a slot above `k` evicts up to [`SHRINK_PER_WRITE`] minimums more than it needs,
+//! so the slot comes back down to `k` within one write per [`SHRINK_PER_WRITE`] extra
+//! members (each eviction replicated as the write's effects); a slot no one writes again
+//! keeps its extra members until it leaves the window. The extra members are at most the
+//! distinct newcomers written before the scan completes: k = 100,000 takes ~300 ms of
+//! timer work, spread over ticks of `tally.expire-budget-us`.
+//!
+//! The guarantees hold through that phase. Let `m` be the slot's members, `S` the sum of
+//! their counts, `N_s` the increments written into the slot. Every count present is at
+//! least `e_s` (an entering member gets more, and `e_s` only rises to a minimum), and
+//! `S <= N_s + (m - k) * e_s` (`m - k` may be negative; while `e_s = 0`, `S <= N_s`):
+//! * an increment of a present member adds `inc` to `S` and to `N_s`;
+//! * a member entering without eviction adds `e_s + inc` to `S`, `inc` to `N_s` and one to
+//!   `m`, so `e_s` to the right side;
+//! * an eviction, only while `m >= k`, removes the minimum `c >= e_s` and `e_s` becomes
+//!   `c`: `S - c <= N_s + (m - k) * c - c = N_s + (m - 1 - k) * c`;
+//! * a `REM` removes a count of at least `e_s` and one member.
+//!
+//! So the minimum evicted is at most `S / m <= (N_s + (m - k) * e_s) / m`, which is at most
+//! `N_s / k` when `e_s <= N_s / k`: `e_s <= N_s / k` always. An entering member's count is
+//! `e_s + inc` and its true count at most `e_s + inc` (it had at most `e_s` while absent:
+//! evicted with a count at least its true count, which then became `e_s`), so a present
+//! member has `true_s <= count <= true_s + e_s` and an absent one `true_s <= e_s`, as in
+//! the classic summary. Entering with `inc` alone (keeping `S = N_s`) would not do: a
+//! member that had `e_s` while absent would be under by up to `e_s`, evicted later with
+//! its count it would be absent with a true count up to twice `e_s`, and each such round
+//! adds to the gap (the brute-force test with orders dropped at random fails with it).
+//!
+//! The orders are kept per written slot, at most [`ORDERS_PER_BOARD`] per board (the
+//! slot of the moment and one more, so writes alternating between two slots, a backfill
+//! `AT` an older one, keep both): O(k) each, ~60 bytes a member besides its name, counted
+//! in `INFO tally`'s memory: per board at most two times `k` plus a filling slot's extra
+//! members; an order let go is freed by the timer in steps, as discarded totals are.
+//! They are state the family needs to evict in bounded time,
+//! not a cache held to `tally.cache-max-memory`: a board with `CAPACITY k` needs them
+//! as its keys need their O(k) members per slot.
 //!
 //! Owns: the summary's arithmetic and its order. May not touch: Redis (pure).
 
@@ -40,10 +90,24 @@ use std::os::raw::c_int;
 
 use crate::error::{Error, Result};
 
+use super::discarded::{Discarded, FreedInSteps};
+
 /// Bytes an entry of a [`SlotOrder`] costs besides its name: its place in the B-tree
 /// (a count and a boxed name, 24 bytes, in nodes about two thirds full) and the name's
 /// allocation header.
 const ENTRY_BYTES: usize = 48;
+
+/// Members a write may read from a slot hash to build its order itself (~3 us a field, so
+/// under half a millisecond; a hash this small is also read by one step of a scan): a
+/// small slot keeps the exact Space-Saving behaviour, a larger one is filled by the timer.
+pub const FILL_IN_WRITE: usize = 128;
+
+/// Orders kept per board: the slot written last and one more.
+pub const ORDERS_PER_BOARD: usize = 2;
+
+/// Minimums a write evicts beyond the ones it needs from a slot above `k` (see the module
+/// doc), each a few microseconds.
+pub const SHRINK_PER_WRITE: usize = 4;
 
 /// The error a write with a negative increment gets on a board with `CAPACITY`.
 pub fn positive_only() -> Error {
@@ -52,7 +116,7 @@ pub fn positive_only() -> Error {
 
 /// The members of one slot in count order, for Space-Saving's eviction, and the slot's
 /// error (the largest count evicted from it).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SlotOrder {
     /// The slot's index.
     pub index: i64,
@@ -60,6 +124,11 @@ pub struct SlotOrder {
     pub error: i64,
     by_count: BTreeSet<(i64, Box<[u8]>)>,
     names: usize,
+    /// Whether every member of the slot is here (else the timer's scan is filling it).
+    complete: bool,
+    /// Fields of the slot hash that are not members (values that are not positive
+    /// integers, a user's edits), as counted when the order was completed.
+    others: usize,
 }
 
 impl SlotOrder {
@@ -68,7 +137,20 @@ impl SlotOrder {
         SlotOrder {
             index,
             error,
-            ..SlotOrder::default()
+            by_count: BTreeSet::new(),
+            names: 0,
+            complete: true,
+            others: 0,
+        }
+    }
+
+    /// The order of a slot that has members none of which it holds yet: writes put theirs
+    /// in, the timer's scan the others ([`SlotOrder::scanned`]); until the scan is done
+    /// ([`SlotOrder::scan_done`]) the slot evicts nothing.
+    pub fn building(index: i64, error: i64) -> SlotOrder {
+        SlotOrder {
+            complete: false,
+            ..SlotOrder::new(index, error)
         }
     }
 
@@ -84,6 +166,40 @@ impl SlotOrder {
             order.set(member, 0, count);
         }
         order
+    }
+
+    /// Whether the order holds every member of its slot.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Fields of the slot hash a scan step returned (`(member, value)`, the values of the
+    /// moment). A member the order holds already has the same count (writes keep it
+    /// current), so it is not added twice; values that are not positive integers are left
+    /// out as reads leave them out.
+    pub fn scanned(&mut self, batch: &[(Vec<u8>, Vec<u8>)]) {
+        for (member, value) in batch {
+            if let Ok(count @ 1..) = crate::args::parse_i64(value) {
+                if self.by_count.insert((count, member[..].into())) {
+                    self.names += member.len();
+                }
+            }
+        }
+    }
+
+    /// The scan of the slot hash is done: the order holds every member, and the hash
+    /// holds `fields` fields now (those that are not members are noted, so that
+    /// [`SlotOrder::fields`] can be checked against the hash's length).
+    pub fn scan_done(&mut self, fields: usize) {
+        self.complete = true;
+        self.others = fields.saturating_sub(self.len());
+    }
+
+    /// The fields the slot hash should hold: the members, and the fields that are not
+    /// members seen when the order was completed. A write that finds another length (a
+    /// change the order missed) lets the order go.
+    pub fn fields(&self) -> usize {
+        self.len().saturating_add(self.others)
     }
 
     /// Members in the order.
@@ -119,6 +235,24 @@ impl SlotOrder {
     }
 }
 
+impl FreedInSteps for SlotOrder {
+    fn is_empty(&self) -> bool {
+        SlotOrder::is_empty(self)
+    }
+    fn bytes(&self) -> usize {
+        SlotOrder::bytes(self)
+    }
+    fn free_step(&mut self, work: usize) -> bool {
+        for _ in 0..work {
+            let Some((_, name)) = self.by_count.pop_last() else {
+                break;
+            };
+            self.names -= name.len();
+        }
+        self.by_count.is_empty()
+    }
+}
+
 /// Who an increment of a [`Plan`] is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -139,11 +273,14 @@ pub struct Plan {
 
 /// Plans the write of `pairs` (`(increment, member)`, increments positive) into the slot
 /// whose members `order` holds in count order (it follows the plan), keeping at most
-/// `capacity` members. `stored` answers a member's count in the slot before the write (0:
-/// not there); it is asked once per member, and the counts it gives (not the order's) are
-/// what an evicted member loses, so the slot hash and the totals stay consistent even
-/// with an order that a user's edit made stale. `Err` (a non-positive increment, an
-/// overflow) leaves `order` changed: the caller drops it.
+/// `capacity` members once the order is complete: a slot above `capacity` first loses up
+/// to [`SHRINK_PER_WRITE`] minimums, then each member entering a slot of `capacity` or
+/// more evicts one. With an order not complete nothing is evicted (see the module doc).
+/// `stored` answers a member's count in the slot before the write (0: not there); it is
+/// asked once per member, and the counts it gives (not the order's) are what an evicted
+/// member loses, so the slot hash and the totals stay consistent even with an order that
+/// a user's edit made stale. `Err` (a non-positive increment, an overflow) leaves `order`
+/// changed: the caller drops it.
 pub fn plan_write(
     pairs: &[(i64, &[u8])],
     capacity: i64,
@@ -155,10 +292,16 @@ pub fn plan_write(
     let mut counts: HashMap<Box<[u8]>, i64> = HashMap::new();
     let mut increments = Vec::with_capacity(pairs.len());
     let mut error = order.error;
-    for (position, &(increment, member)) in pairs.iter().enumerate() {
-        if increment <= 0 {
-            return Err(positive_only());
+    if pairs.iter().any(|&(increment, _)| increment <= 0) {
+        return Err(positive_only());
+    }
+    if order.complete {
+        let extra = order.len().saturating_sub(capacity).min(SHRINK_PER_WRITE);
+        for _ in 0..extra {
+            evict_min(order, &mut counts, &mut stored, &mut error, &mut increments);
         }
+    }
+    for (position, &(increment, member)) in pairs.iter().enumerate() {
         let count = count_of(&mut counts, member, &mut stored);
         if count > 0 {
             let new = count.checked_add(increment).ok_or(Error::Overflow)?;
@@ -167,18 +310,8 @@ pub fn plan_write(
             increments.push((increment, Target::Pair(position)));
             continue;
         }
-        while order.len() >= capacity {
-            let Some((listed, victim)) = order.min() else {
-                break;
-            };
-            let victim: Box<[u8]> = victim.into();
-            order.set(&victim, listed, 0);
-            let evicted = count_of(&mut counts, &victim, &mut stored);
-            counts.insert(victim.clone(), 0);
-            error = error.max(evicted);
-            if evicted > 0 {
-                increments.push((-evicted, Target::Evicted(victim)));
-            }
+        if order.complete && order.len() >= capacity {
+            evict_min(order, &mut counts, &mut stored, &mut error, &mut increments);
         }
         let new = error.checked_add(increment).ok_or(Error::Overflow)?;
         order.set(member, 0, new);
@@ -189,49 +322,175 @@ pub fn plan_write(
     Ok(Plan { increments, error })
 }
 
-/// The slot orders the server holds, one per board (the slot it wrote last), with their
-/// bytes. A command takes a board's order out while it works on it and puts it back after
-/// (nothing is borrowed across a call to the server).
-#[derive(Debug, Default)]
-pub struct Orders {
-    by_board: HashMap<(c_int, Box<[u8]>), SlotOrder>,
-    bytes: usize,
+/// Evicts the order's minimum (if any): it loses its stored count, which becomes the
+/// error if larger.
+fn evict_min(
+    order: &mut SlotOrder,
+    counts: &mut HashMap<Box<[u8]>, i64>,
+    stored: &mut impl FnMut(&[u8]) -> i64,
+    error: &mut i64,
+    increments: &mut Vec<(i64, Target)>,
+) {
+    let Some((listed, victim)) = order.min() else {
+        return;
+    };
+    let victim: Box<[u8]> = victim.into();
+    order.set(&victim, listed, 0);
+    let evicted = count_of(counts, &victim, stored);
+    counts.insert(victim.clone(), 0);
+    *error = (*error).max(evicted);
+    if evicted > 0 {
+        increments.push((-evicted, Target::Evicted(victim)));
+    }
 }
 
-impl Orders {
-    /// Takes the order held for board `base` of database `db`, if any.
-    pub fn take(&mut self, db: c_int, base: &[u8]) -> Option<SlotOrder> {
+/// A slot's order as the server holds it, with the saved scan `C` of its slot hash while
+/// the timer fills it.
+#[derive(Debug)]
+pub struct Held<C> {
+    pub order: SlotOrder,
+    pub scan: Option<C>,
+}
+
+impl<C> Held<C> {
+    pub fn new(order: SlotOrder) -> Held<C> {
+        Held { order, scan: None }
+    }
+
+    fn bytes(&self, base: &[u8]) -> usize {
+        self.order.bytes() + std::mem::size_of::<C>() + base.len()
+    }
+}
+
+/// A board: its database and its name.
+type BoardKey = (c_int, Box<[u8]>);
+
+/// The slot orders the server holds, up to [`ORDERS_PER_BOARD`] per board (the slots it
+/// wrote last), with their bytes. A command takes an order out while it works on it and
+/// puts it back after (nothing is borrowed across a call to the server). An order let go
+/// is freed by the timer in steps (dropping 100,000 members at once takes 4-8 ms).
+pub struct Orders<C> {
+    /// A board's orders, the one written last at the end.
+    by_board: HashMap<BoardKey, Vec<Held<C>>>,
+    bytes: usize,
+    discarded: Discarded<SlotOrder>,
+}
+
+impl<C> Default for Orders<C> {
+    fn default() -> Self {
+        Orders {
+            by_board: HashMap::new(),
+            bytes: 0,
+            discarded: Discarded::default(),
+        }
+    }
+}
+
+impl<C> Orders<C> {
+    /// Takes the order held for slot `index` of board `base` of database `db`, if any.
+    pub fn take(&mut self, db: c_int, base: &[u8], index: i64) -> Option<Held<C>> {
         let key = (db, Box::<[u8]>::from(base));
-        let order = self.by_board.remove(&key)?;
-        self.bytes = self.bytes.saturating_sub(order.bytes() + base.len());
-        Some(order)
+        let held = self.by_board.get_mut(&key)?;
+        let at = held.iter().position(|h| h.order.index == index)?;
+        let taken = held.remove(at);
+        if held.is_empty() {
+            self.by_board.remove(&key);
+        }
+        self.bytes = self.bytes.saturating_sub(taken.bytes(base));
+        Some(taken)
     }
 
-    /// Holds `order` for board `base` of database `db` (replacing any other).
-    pub fn put(&mut self, db: c_int, base: &[u8], order: SlotOrder) {
-        self.forget(db, base);
-        self.bytes += order.bytes() + base.len();
-        self.by_board.insert((db, base.into()), order);
+    /// Holds `held` for its slot of board `base` of database `db`, as the one written last
+    /// (replacing one of the same slot; the board's oldest goes beyond
+    /// [`ORDERS_PER_BOARD`]).
+    pub fn put(&mut self, db: c_int, base: &[u8], held: Held<C>) {
+        if let Some(replaced) = self.take(db, base, held.order.index) {
+            self.discard(replaced.order);
+        }
+        let list = self.by_board.entry((db, base.into())).or_default();
+        self.bytes += held.bytes(base);
+        list.push(held);
+        while list.len() > ORDERS_PER_BOARD {
+            let oldest = list.remove(0);
+            self.bytes = self.bytes.saturating_sub(oldest.bytes(base));
+            self.discarded.push(oldest.order);
+        }
     }
 
-    /// Drops the order held for a board (its keys changed behind the order's back).
+    /// Lets `order` go: the timer frees it in steps.
+    pub fn discard(&mut self, order: SlotOrder) {
+        self.discarded.push(order);
+    }
+
+    /// Whether orders let go are still to be freed.
+    pub fn has_discarded(&self) -> bool {
+        !self.discarded.is_empty()
+    }
+
+    /// Frees orders let go, about `work` members' worth.
+    pub fn free_discarded(&mut self, work: usize) {
+        self.discarded.free_step(work);
+    }
+
+    /// Takes every order held for a board, the one written last at the end.
+    pub fn take_all(&mut self, db: c_int, base: &[u8]) -> Vec<Held<C>> {
+        if self.by_board.is_empty() {
+            return Vec::new();
+        }
+        let taken = (self.by_board.remove(&(db, Box::<[u8]>::from(base)))).unwrap_or_default();
+        let bytes: usize = taken.iter().map(|h| h.bytes(base)).sum();
+        self.bytes = self.bytes.saturating_sub(bytes);
+        taken
+    }
+
+    /// Puts back what [`Orders::take_all`] took, in the same order (before any put since).
+    pub fn put_all(&mut self, db: c_int, base: &[u8], taken: Vec<Held<C>>) {
+        let since = self.take_all(db, base);
+        for held in taken.into_iter().chain(since) {
+            self.put(db, base, held);
+        }
+    }
+
+    /// The slot index of an order of the board that the timer is filling, if any.
+    pub fn building(&self, db: c_int, base: &[u8]) -> Option<i64> {
+        let held = self.by_board.get(&(db, Box::<[u8]>::from(base)))?;
+        (held.iter())
+            .find(|h| !h.order.is_complete())
+            .map(|h| h.order.index)
+    }
+
+    /// Drops the orders held for a board (its keys changed behind the orders' back).
     pub fn forget(&mut self, db: c_int, base: &[u8]) {
-        if !self.by_board.is_empty() {
-            drop(self.take(db, base));
+        for held in self.take_all(db, base) {
+            self.discard(held.order);
         }
     }
 
     /// Keeps the orders of the databases `keep` answers true for.
     pub fn retain_dbs(&mut self, keep: impl Fn(c_int) -> bool) {
-        self.by_board.retain(|(db, _), _| keep(*db));
+        for ((db, base), held) in std::mem::take(&mut self.by_board) {
+            match keep(db) {
+                true => drop(self.by_board.insert((db, base), held)),
+                false => held.into_iter().for_each(|h| self.discarded.push(h.order)),
+            }
+        }
         self.bytes = (self.by_board.iter())
-            .map(|((_, base), order)| order.bytes() + base.len())
+            .flat_map(|((_, base), held)| held.iter().map(|h| h.bytes(base)))
             .sum();
     }
 
-    /// Estimated bytes held.
+    /// Orders held (all boards).
+    pub fn len(&self) -> usize {
+        self.by_board.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_board.is_empty()
+    }
+
+    /// Estimated bytes held (orders let go included until freed).
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes + self.discarded.bytes()
     }
 }
 

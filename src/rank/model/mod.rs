@@ -63,7 +63,9 @@ pub use announced::{member_positions, Announcements, Taken, MAX_ANNOUNCED};
 pub use around::{above_adjusted, above_corrected, around_count, around_span, MAX_AROUND};
 pub use board_id::BoardId;
 pub use board_store::{BoardStore, DrainedSlot};
-pub use capacity::{plan_write, positive_only, window_error, Orders, Plan, SlotOrder, Target};
+pub use capacity::{
+    plan_write, positive_only, window_error, Held, Orders, Plan, SlotOrder, Target, FILL_IN_WRITE,
+};
 pub use corrected::{corrected_around, corrected_rank, Pending, RawOrder};
 pub use drain::{drain_step, DrainScans};
 pub use increment::{apply_increments, Incremented, MemberCounts};

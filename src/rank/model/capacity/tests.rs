@@ -36,10 +36,17 @@ impl Brute {
     }
 }
 
-/// A slot as the command layer keeps it: its hash (member -> count) and its order.
+/// A slot as the command layer keeps it: its hash (member -> count) and its order, and,
+/// while the order is being filled, what the timer's scan has left to return.
 struct Slot {
     hash: HashMap<Vec<u8>, i64>,
     order: SlotOrder,
+    /// The members present when the order was dropped that the scan has not returned yet
+    /// (HSCAN returns every member present for the whole scan).
+    fill: Option<Vec<Vec<u8>>>,
+    /// Members the slot may hold beyond its capacity: those that entered while its order
+    /// was being filled.
+    allowance: usize,
 }
 
 impl Slot {
@@ -47,6 +54,61 @@ impl Slot {
         Slot {
             hash: HashMap::new(),
             order: SlotOrder::new(index, 0),
+            fill: None,
+            allowance: 0,
+        }
+    }
+
+    /// The order is gone (a restart, a failover): a write starts an empty one that the
+    /// scan fills.
+    fn drop_order(&mut self, rng: &mut Rng) {
+        let mut members: Vec<Vec<u8>> = self.hash.keys().cloned().collect();
+        members.sort();
+        for i in (1..members.len()).rev() {
+            members.swap(i, rng.below(i as i64 + 1) as usize);
+        }
+        self.order = match members.is_empty() {
+            true => SlotOrder::new(self.order.index, self.order.error),
+            false => SlotOrder::building(self.order.index, self.order.error),
+        };
+        self.fill = (!members.is_empty()).then_some(members);
+    }
+
+    /// One step of the timer's scan: a few fields with their values of the moment, and
+    /// now and then a member written since (HSCAN may return those, and return a member
+    /// twice).
+    fn scan_step(&mut self, rng: &mut Rng) {
+        let Some(left) = self.fill.as_mut() else {
+            return;
+        };
+        let mut batch = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let Some(member) = left.pop() else {
+                break;
+            };
+            if let Some(count) = self.hash.get(&member) {
+                batch.push((member, count.to_string().into_bytes()));
+            }
+        }
+        if rng.below(3) == 0 {
+            if let Some((member, count)) = self.hash.iter().next() {
+                batch.push((member.clone(), count.to_string().into_bytes()));
+            }
+        }
+        self.order.scanned(&batch);
+        if left.is_empty() {
+            self.fill = None;
+            self.order.scan_done(self.hash.len());
+            assert_eq!(self.order.fields(), self.hash.len());
+            // The filled order is exactly the slot.
+            let mut held: Vec<(i64, Vec<u8>)> = (self.order.by_count.iter())
+                .map(|(c, m)| (*c, m.to_vec()))
+                .collect();
+            let mut hash: Vec<(i64, Vec<u8>)> =
+                self.hash.iter().map(|(m, c)| (*c, m.clone())).collect();
+            held.sort();
+            hash.sort();
+            assert_eq!(held, hash, "a filled order holds the slot");
         }
     }
 
@@ -54,9 +116,25 @@ impl Slot {
     /// plan and each pair's new count in the slot.
     fn write(&mut self, capacity: i64, pairs: &[(i64, &[u8])]) -> Result<Plan> {
         let hash = &self.hash;
+        let filling = !self.order.is_complete();
+        let excess = hash.len().saturating_sub(capacity as usize);
         let plan = plan_write(pairs, capacity, &mut self.order, |m| {
             hash.get(m).copied().unwrap_or(0)
         })?;
+        if filling {
+            let entering = (plan.increments.iter())
+                .filter(|(_, t)| matches!(t, Target::Pair(at) if !hash.contains_key(pairs[*at].1)))
+                .count();
+            assert!(
+                !(plan.increments.iter()).any(|(_, t)| matches!(t, Target::Evicted(_))),
+                "nothing is evicted while the order is being filled"
+            );
+            self.allowance += entering;
+        }
+        let shrunk = match filling {
+            true => 0,
+            false => excess.min(SHRINK_PER_WRITE),
+        };
         for (increment, target) in &plan.increments {
             let member: &[u8] = match target {
                 Target::Pair(at) => pairs[*at].1,
@@ -68,6 +146,15 @@ impl Slot {
             if *count == 0 {
                 self.hash.remove(member);
             }
+        }
+        let capacity = capacity as usize;
+        assert!(
+            self.hash.len() <= capacity + self.allowance,
+            "held to k + the fill's newcomers"
+        );
+        if !filling {
+            // A complete order takes a slot above k back down, a few members a write.
+            assert!(self.hash.len() <= capacity.max(capacity + excess - shrunk));
         }
         Ok(plan)
     }
@@ -265,6 +352,9 @@ struct Window {
     written: BTreeMap<i64, i64>,
     /// The largest |estimate - true| seen, and the bound N / k at that time.
     worst: f64,
+    /// Drops orders at random (one write in `n`), as restarts and failovers do, and steps
+    /// the scans that fill them between writes.
+    drops: Option<(Rng, i64)>,
 }
 
 impl Window {
@@ -276,7 +366,13 @@ impl Window {
             exact: BTreeMap::new(),
             written: BTreeMap::new(),
             worst: 0.0,
+            drops: None,
         }
+    }
+
+    fn dropping_orders(mut self, seed: u64, one_in: i64) -> Window {
+        self.drops = Some((Rng(seed), one_in));
+        self
     }
 
     fn write(&mut self, index: i64, increment: i64, member: &[u8]) {
@@ -285,6 +381,24 @@ impl Window {
         self.slots.retain(|&i, _| i >= first);
         self.exact.retain(|&i, _| i >= first);
         self.written.retain(|&i, _| i >= first);
+        if let Some((rng, one_in)) = self.drops.as_mut() {
+            // Every slot's order may go (a restart forgets them all), the written one's more
+            // often (a write `AT` a slot whose order was let go).
+            if rng.below(*one_in) == 0 {
+                let all = rng.below(2) == 0;
+                for (&i, slot) in self.slots.iter_mut() {
+                    if all || i == index {
+                        slot.drop_order(rng);
+                    }
+                }
+            }
+            // The timer's ticks between two writes: none to a few scan steps each.
+            for slot in self.slots.values_mut() {
+                for _ in 0..rng.below(3) {
+                    slot.scan_step(rng);
+                }
+            }
+        }
         let slot = self.slots.entry(index).or_insert_with(|| Slot::new(index));
         slot.write(self.capacity, &[(increment, member)]).unwrap();
         *(self.exact.entry(index).or_default())
@@ -340,10 +454,9 @@ impl Window {
     }
 }
 
-/// Runs `stream` (`(slot index, member)`) through a window, checking every `every`
+/// Runs `stream` (`(slot index, member)`) through `window`, checking every `every`
 /// writes; answers the largest error seen as a share of the bound N / k.
-fn run_window(capacity: i64, slots: i64, stream: &[(i64, Vec<u8>)], every: usize) -> f64 {
-    let mut window = Window::new(capacity, slots);
+fn run(mut window: Window, stream: &[(i64, Vec<u8>)], every: usize) -> f64 {
     for (at, (index, member)) in stream.iter().enumerate() {
         window.write(*index, 1, member);
         if at % every == 0 {
@@ -356,6 +469,27 @@ fn run_window(capacity: i64, slots: i64, stream: &[(i64, Vec<u8>)], every: usize
 
 #[test]
 fn a_window_of_bounded_slots_keeps_every_guarantee_on_adversarial_streams() {
+    adversarial_streams(None);
+}
+
+#[test]
+fn a_window_whose_orders_are_dropped_and_filled_in_steps_keeps_every_guarantee() {
+    // Orders dropped often (one write in 20) or now and then (one in 300): slots go above
+    // k while their orders fill, and come back down after.
+    adversarial_streams(Some(20));
+    adversarial_streams(Some(300));
+}
+
+/// The guarantees on seeded streams (Zipf, all distinct, one heavy member hidden, ties at
+/// the minimum, few members), with orders dropped one write in `drops` if given.
+fn adversarial_streams(drops: Option<i64>) {
+    let window = |k: i64, slots: i64, seed: u64| match drops {
+        None => Window::new(k, slots),
+        Some(one_in) => Window::new(k, slots).dropping_orders(seed, one_in),
+    };
+    let run_window = |k, slots, stream: &[(i64, Vec<u8>)], every, seed| {
+        run(window(k, slots, seed), stream, every)
+    };
     let mut worst: Vec<(&str, f64)> = Vec::new();
     for seed in 0..4u64 {
         let mut rng = Rng(seed);
@@ -367,11 +501,11 @@ fn a_window_of_bounded_slots_keeps_every_guarantee_on_adversarial_streams() {
             let stream: Vec<(i64, Vec<u8>)> = (0..4000)
                 .map(|i| (spread(i), name(zipf.sample(&mut rng))))
                 .collect();
-            worst.push((label, run_window(k, slots, &stream, 37)));
+            worst.push((label, run_window(k, slots, &stream, 37, seed)));
         }
         // All distinct.
         let stream: Vec<(i64, Vec<u8>)> = (0..4000).map(|i| (spread(i), name(i as u64))).collect();
-        worst.push(("all distinct", run_window(k, slots, &stream, 37)));
+        worst.push(("all distinct", run_window(k, slots, &stream, 37, seed)));
         // One heavy member hidden among many: every 8th write, spread over every slot.
         let stream: Vec<(i64, Vec<u8>)> = (0..4000)
             .map(|i| match i % 8 {
@@ -379,17 +513,20 @@ fn a_window_of_bounded_slots_keeps_every_guarantee_on_adversarial_streams() {
                 _ => (spread(i), name(1000 + rng.below(100_000) as u64)),
             })
             .collect();
-        worst.push(("one heavy hidden", run_window(k, slots, &stream, 37)));
+        worst.push(("one heavy hidden", run_window(k, slots, &stream, 37, seed)));
         // Ties at the minimum: round robin over k + 1 members, so every write evicts.
         let stream: Vec<(i64, Vec<u8>)> = (0..4000)
             .map(|i| (spread(i), name((i % (k as usize + 1)) as u64)))
             .collect();
-        worst.push(("ties at the minimum", run_window(k, slots, &stream, 37)));
+        worst.push((
+            "ties at the minimum",
+            run_window(k, slots, &stream, 37, seed),
+        ));
         // Few members per slot: the board stays exact (checked at every write).
         let stream: Vec<(i64, Vec<u8>)> = (0..2000)
             .map(|i| (spread(i), name(rng.below(k) as u64)))
             .collect();
-        assert_eq!(run_window(k, slots, &stream, 1), 0.0);
+        assert_eq!(run_window(k, slots, &stream, 1, seed), 0.0);
     }
     for (label, share) in &worst {
         assert!(*share <= 1.0, "{label}: {share}");
@@ -403,6 +540,130 @@ fn a_window_of_bounded_slots_keeps_every_guarantee_on_adversarial_streams() {
     for (label, share) in by_label {
         println!("largest error / (N/k), {label}: {share:.3}");
     }
+}
+
+#[test]
+fn a_slot_whose_order_is_being_filled_evicts_nothing_then_shrinks_back_to_k() {
+    let mut rng = Rng(7);
+    let mut slot = Slot::new(0);
+    for i in 0..4 {
+        slot.write(4, &[(i + 1, &name(i as u64))]).unwrap();
+    }
+    slot.write(4, &[(1, b"x")]).unwrap();
+    assert_eq!(slot.order.error, 1);
+    // The order is gone: newcomers enter with e_s + inc and evict nothing.
+    slot.drop_order(&mut rng);
+    for i in 10..20 {
+        let plan = slot.write(4, &[(1, &name(i))]).unwrap();
+        assert_eq!(plan.increments, vec![(2, Target::Pair(0))]);
+    }
+    assert_eq!(slot.hash.len(), 14);
+    // A member it already has counts as on an exact slot (the order takes it in).
+    assert_eq!(
+        slot.write(4, &[(5, b"x")]).unwrap().increments,
+        vec![(5, Target::Pair(0))]
+    );
+    while slot.fill.is_some() {
+        slot.scan_step(&mut rng);
+    }
+    assert_eq!(slot.order.len(), 14);
+    // Complete: each write takes SHRINK_PER_WRITE minimums more than it needs.
+    let plan = slot.write(4, &[(1, b"y")]).unwrap();
+    let evicted = (plan.increments.iter())
+        .filter(|(_, t)| matches!(t, Target::Evicted(_)))
+        .count();
+    assert_eq!(evicted, SHRINK_PER_WRITE + 1);
+    assert_eq!(slot.hash.len(), 14 - SHRINK_PER_WRITE);
+    for i in 0..3 {
+        slot.write(4, &[(1, &name(100 + i))]).unwrap();
+    }
+    assert_eq!(slot.hash.len(), 4);
+    // The minimums left first: the error is the largest of them, at most N_s / k.
+    let n: i64 = 1 + 2 + 3 + 4 + 1 + 10 + 5 + 1 + 3;
+    assert!(slot.order.error * 4 <= n, "{} > {n}/4", slot.order.error);
+}
+
+#[test]
+fn a_board_keeps_the_orders_of_its_two_slots_written_last() {
+    let mut orders: Orders<u32> = Orders::default();
+    assert_eq!(orders.bytes(), 0);
+    let mut order = SlotOrder::new(1, 0);
+    order.set(b"a", 0, 3);
+    orders.put(0, b"b", Held::new(order));
+    orders.put(0, b"b", Held::new(SlotOrder::building(2, 0)));
+    assert_eq!(orders.len(), 2);
+    assert_eq!(orders.building(0, b"b"), Some(2));
+    // Writes alternating between slots 1 and 2 find both.
+    let one = orders.take(0, b"b", 1).unwrap();
+    assert_eq!(one.order.min(), Some((3, &b"a"[..])));
+    orders.put(0, b"b", one);
+    assert!(orders.take(0, b"b", 3).is_none());
+    // A third slot lets the one written longest ago go (2, taken less recently than 1).
+    orders.put(0, b"b", Held::new(SlotOrder::new(3, 0)));
+    assert!(orders.take(0, b"b", 2).is_none());
+    assert_eq!(orders.len(), 2);
+    assert_eq!(orders.building(0, b"b"), None);
+    // Taking all and putting back keeps which was written last.
+    let all = orders.take_all(0, b"b");
+    assert_eq!(orders.bytes(), 0);
+    let indexes: Vec<i64> = all.iter().map(|h| h.order.index).collect();
+    assert_eq!(indexes, vec![1, 3]);
+    orders.put_all(0, b"b", all);
+    orders.put(0, b"b", Held::new(SlotOrder::new(4, 0)));
+    assert!(orders.take(0, b"b", 1).is_none());
+    orders.put(1, b"other", Held::new(SlotOrder::new(1, 0)));
+    orders.retain_dbs(|db| db == 1);
+    assert_eq!(orders.len(), 1);
+    orders.forget(1, b"other");
+    assert!(orders.is_empty());
+    // The order of slot 1 (one member) was let go: freed by the timer's steps.
+    assert!(orders.has_discarded() && orders.bytes() > 0);
+    orders.free_discarded(1);
+    assert!(!orders.has_discarded());
+    assert_eq!(orders.bytes(), 0);
+}
+
+#[test]
+fn an_order_let_go_is_freed_in_steps() {
+    let mut orders: Orders<u32> = Orders::default();
+    let mut order = SlotOrder::new(1, 0);
+    for i in 0..1000 {
+        order.set(&name(i), 0, 1 + i as i64 % 7);
+    }
+    let bytes = order.bytes();
+    orders.put(0, b"b", Held::new(order));
+    assert_eq!(orders.bytes(), bytes + std::mem::size_of::<u32>() + 1);
+    orders.forget(0, b"b");
+    assert_eq!(orders.bytes(), bytes);
+    let mut steps = 0;
+    while orders.has_discarded() {
+        orders.free_discarded(100);
+        steps += 1;
+        assert!(orders.bytes() < bytes);
+    }
+    assert_eq!(steps, 10);
+    assert_eq!(orders.bytes(), 0);
+}
+
+#[test]
+fn a_scan_adds_each_member_once_with_its_stored_count() {
+    let mut order = SlotOrder::building(0, 0);
+    assert!(!order.is_complete());
+    // A write put "a" in with its new count; the scan returns it with the same one.
+    order.set(b"a", 2, 5);
+    let batch = |fields: &[(&str, &str)]| -> Vec<(Vec<u8>, Vec<u8>)> {
+        (fields.iter())
+            .map(|(m, c)| (m.as_bytes().to_vec(), c.as_bytes().to_vec()))
+            .collect()
+    };
+    order.scanned(&batch(&[("a", "5"), ("b", "1"), ("c", "junk"), ("d", "0")]));
+    order.scanned(&batch(&[("b", "1")]));
+    assert_eq!(order.len(), 2);
+    assert_eq!(order.min(), Some((1, &b"b"[..])));
+    // The hash holds a, b and the two fields that are not members.
+    order.scan_done(4);
+    assert!(order.is_complete());
+    assert_eq!(order.fields(), 4);
 }
 
 #[test]
