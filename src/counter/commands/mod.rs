@@ -10,7 +10,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use crate::args::{parse_duration, set_once, Args};
 use crate::cmddocs::{integer, pure_token, string, Doc, AT, FROM, KEY, TO};
 use crate::counter::model::{
-    finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
+    finest_covering, packed_slots, parse_resolutions, Counter, Extent, STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
@@ -339,10 +339,10 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         .flatten();
     let Extent { slots, first, last } = probed.unwrap_or_else(|| {
         let mut extent = Extent::default();
-        key.hscan(|field, _| {
-            if let Some((res_ms, index)) = parse_slot_field(field) {
+        key.hscan(|field, value| {
+            packed_slots::each_in_field(field, value, now, &mut |res_ms, index, _| {
                 extent.add_slot(res_ms, index);
-            }
+            });
         });
         extent
     });

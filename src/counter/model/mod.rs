@@ -148,6 +148,7 @@ pub mod limit;
 pub mod mirrors;
 mod ordered;
 pub mod packed;
+pub mod packed_slots;
 mod reads;
 mod recent_writes;
 mod slot_store;

@@ -83,7 +83,12 @@ pub fn collect_ordered(
                 slots.push((index, count));
             }
         });
-        out.iter_mut().for_each(|slots| slots.sort_unstable());
+        // A slot stored in both forms (a user's edit of a packed run) is listed once, with
+        // the two counts added.
+        out.iter_mut().for_each(|slots| {
+            slots.sort_unstable();
+            super::packed_slots::merge_duplicates(slots);
+        });
     }
     out
 }
