@@ -36,6 +36,7 @@ mod errors;
 mod in_place;
 mod keyspace;
 mod model;
+mod packed;
 mod replies;
 mod trimming;
 

@@ -338,12 +338,19 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         })
         .flatten();
     let Extent { slots, first, last } = probed.unwrap_or_else(|| {
-        let mut extent = Extent::default();
+        // A slot stored in both forms (a user's edit of a packed run) counts once.
+        let mut stored = Vec::new();
         key.hscan(|field, value| {
             packed_slots::each_in_field(field, value, now, &mut |res_ms, index, _| {
-                extent.add_slot(res_ms, index);
+                stored.push((res_ms, index));
             });
         });
+        stored.sort_unstable();
+        stored.dedup();
+        let mut extent = Extent::default();
+        for (res_ms, index) in stored {
+            extent.add_slot(res_ms, index);
+        }
         extent
     });
     drop(key);
