@@ -568,6 +568,15 @@ impl SlotStore for HashSlots<'_> {
         }
     }
 
+    fn seal_run(&mut self, res_ms: i64, first: i64) -> bool {
+        // The mirror holds every slot by its count, whichever form: it stays as it is.
+        let packed = packed_slots::seal(&mut self.raw(), res_ms, first);
+        if packed {
+            self.missing = false;
+        }
+        packed
+    }
+
     fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
         let mirror = self.mirror()?;
         Some(mirror.slots.range_sum(res_ms, lo, hi))

@@ -394,10 +394,11 @@ pub fn expire(
     else {
         return Visit::Done;
     };
-    let has_work = counter.has_trim_work(
-        &mut HashSlots::open(ctx, &read_key, name, Build::Never),
-        now,
-    );
+    let has_work = counter.has_seal_work(now)
+        || counter.has_trim_work(
+            &mut HashSlots::open(ctx, &read_key, name, Build::Never),
+            now,
+        );
     if !has_work && !state_rebuilt {
         return due_visit(&counter);
     }
@@ -408,8 +409,13 @@ pub fn expire(
     let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
     let mut slots = HashSlots::open(ctx, &key, name, Build::Never);
     let mut within_budget = || monotonic_us() < deadline_us;
-    let trimmed = counter.trim_within(&mut slots, now, &mut within_budget);
+    let mut trimmed = counter.trim_within(&mut slots, now, &mut within_budget);
     expiry::count_expired(trimmed.removed as u64);
+    // Old runs are packed once trimming is done (the runs trimming removes are not).
+    if trimmed.finished && counter.has_seal_work(now) {
+        counter.seal_within(&mut slots, now, &mut within_budget);
+        trimmed.finished = !counter.has_seal_work(now);
+    }
     let changed =
         !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
     let deleted = changed

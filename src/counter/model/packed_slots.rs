@@ -213,6 +213,57 @@ pub fn ordered_in_run(
     }
 }
 
+/// Packs the run of resolution `res_ms` starting at `first` (a multiple of [`RUN`]): the
+/// slots' own fields are added into the run's packed field (made, or replacing one that is
+/// not valid) and deleted. A field that is not an integer holds nothing and goes too. When
+/// the run's total would leave i64 the run stays as it is. True if a field was packed.
+pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
+    if first.rem_euclid(RUN) != 0 || first.checked_add(RUN - 1).is_none() {
+        return false;
+    }
+    let mut own = Vec::new();
+    for index in first..first + RUN {
+        let name = slot_name(res_ms, index);
+        if let Some(value) = fields.read(&name) {
+            own.push((index, parse_i64(&value).unwrap_or(0), name));
+        }
+    }
+    if own.is_empty() {
+        return false;
+    }
+    let name = packed::packed_field(res_ms, first);
+    let mut counts = fields
+        .read(&name)
+        .and_then(|value| run_slots(first, &value))
+        .unwrap_or_default();
+    for &(index, count, _) in &own {
+        match counts.binary_search_by_key(&index, |&(i, _)| i) {
+            Ok(at) => match counts.get_mut(at).and_then(|slot| slot.1.checked_add(count)) {
+                Some(sum) => {
+                    if let Some(slot) = counts.get_mut(at) {
+                        slot.1 = sum;
+                    }
+                }
+                None => return false,
+            },
+            Err(at) => counts.insert(at, (index, count)),
+        }
+    }
+    counts.retain(|&(_, count)| count != 0);
+    if counts.is_empty() {
+        fields.delete(&name);
+    } else {
+        match packed::encode(first, RUN, &counts) {
+            Ok(value) => fields.write(&name, &value),
+            Err(_) => return false,
+        }
+    }
+    for (_, _, own_name) in own {
+        fields.delete(&own_name);
+    }
+    true
+}
+
 /// Calls `f(res_ms, index, count)` for the slots one field of a counter's hash stores at
 /// `now`: a slot field's one slot, a packed field's non-zero slots (none when it is not
 /// valid, or its run is among the two newest). Other fields store none. A slot stored in

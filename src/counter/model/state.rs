@@ -65,6 +65,11 @@ impl Counter {
             push_i64(text, offset);
             text.push(b':');
             push_i64(text, t.n);
+            let runs = t.sealed_runs();
+            if t.n > 0 && runs > 0 {
+                text.push(b':');
+                push_i64(text, runs);
+            }
         }
     }
 
@@ -101,11 +106,23 @@ impl Counter {
         for r in resolutions {
             let item = items.next()?;
             let colon = item.iter().position(|&b| b == b':')?;
-            let (offset, n) = (item.get(..colon)?, item.get(colon + 1..)?);
-            let track = Track {
+            let (offset, rest) = (item.get(..colon)?, item.get(colon + 1..)?);
+            // `n`, or `n:s` once runs are packed.
+            let (n, runs) = match rest.iter().position(|&b| b == b':') {
+                Some(at) => (rest.get(..at)?, Some(parse_i64(rest.get(at + 1..)?).ok()?)),
+                None => (rest, None),
+            };
+            let mut track = Track {
                 lo: slot_index(reference, r.ms).checked_sub(parse_i64(offset).ok()?)?,
                 n: parse_i64(n).ok()?,
+                sealed: 0,
             };
+            if let Some(runs) = runs {
+                if !(1..=r.samples).contains(&runs) {
+                    return None;
+                }
+                track.set_sealed_runs(runs);
+            }
             // More stored slots than a resolution keeps is not a counter's state.
             if !(0..=r.samples).contains(&track.n) {
                 return None;

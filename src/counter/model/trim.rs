@@ -235,13 +235,20 @@ impl Counter {
         })
     }
 
-    /// When the oldest stored slot stops being kept: the next time trimming has work.
+    /// When the oldest stored slot stops being kept, or a run of recent slots becomes old
+    /// enough to pack: the next time a timer visit has work.
     pub fn next_due(&self) -> Option<i64> {
         self.resolutions
             .iter()
             .zip(&self.tracks)
             .filter(|(_, t)| t.n > 0)
-            .map(|(r, t)| leaves_at(t.lo, r.ms, r.samples))
+            .map(|(r, t)| {
+                let leaves = leaves_at(t.lo, r.ms, r.samples);
+                match t.seal_due(r) {
+                    Some(due) => leaves.min(due),
+                    None => leaves,
+                }
+            })
             .min()
     }
 }

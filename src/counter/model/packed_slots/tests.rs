@@ -55,6 +55,9 @@ impl SlotStore for FieldHash {
     fn stored_slots(&mut self) -> usize {
         self.fields.len()
     }
+    fn seal_run(&mut self, res_ms: i64, first: i64) -> bool {
+        seal(self, res_ms, first)
+    }
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
         for (name, value) in self.fields.iter().rev() {
             each_in_field(name, value, self.now, f);
@@ -110,7 +113,7 @@ fn pack_by_hand(h: &mut FieldHash, res_ms: i64, first: i64, keep_some: bool, rng
 fn replies_are_the_same_however_old_slots_are_stored() {
     let resolutions = parse_resolution_text("1m:2000 1h:100 1d:30").unwrap();
     // How often the workload packed a run, wrote into a packed one, and read garbage.
-    let (mut packs, mut writes_into_packed, mut garbage) = (0, 0, 0);
+    let (mut packs, mut writes_into_packed, mut garbage, mut seals) = (0, 0, 0, 0);
     for seed in 0..24u64 {
         let mut rng = Rng(seed);
         let mut now = 1_700_000_000_000i64;
@@ -190,9 +193,28 @@ fn replies_are_the_same_however_old_slots_are_stored() {
                     }
                 }
                 _ => {
-                    let trimmed_a = packed_counter.trim(&mut h, now);
-                    let _ = trimmed_a;
+                    // The timer's visit: trim, then pack what is old enough.
+                    packed_counter.trim(&mut h, now);
                     plain_counter.trim(&mut plain, now);
+                    if rng.below(2) == 0 {
+                        seals += packed_counter.seal_within(&mut h, now, &mut || true);
+                        assert!(!packed_counter.has_seal_work(now));
+                        // Every run old enough is now one packed field, or none.
+                        for name in h.fields.keys() {
+                            if let Some((res_ms, index)) = parse_slot_field(name) {
+                                if res_ms == MINUTE && index >= first_kept(now, MINUTE, 2000) {
+                                    assert!(
+                                        !may_be_packed(MINUTE, index, now),
+                                        "seed {seed} step {step}: {name:?} left unpacked"
+                                    );
+                                }
+                            }
+                        }
+                        // Its text round-trips.
+                        let text = packed_counter.state(now);
+                        let back = Counter::with_state(resolutions.clone(), Some(text.as_bytes()));
+                        assert_eq!(back.as_ref(), Some(&packed_counter), "{text}");
+                    }
                 }
             }
             let windows = [5 * MINUTE, 300 * MINUTE, 1000 * MINUTE, 2000 * MINUTE, 24 * 3_600_000];
@@ -230,8 +252,8 @@ fn replies_are_the_same_however_old_slots_are_stored() {
         }
     }
     assert!(
-        packs > 200 && writes_into_packed > 200 && garbage > 20,
-        "{packs} {writes_into_packed} {garbage}"
+        packs > 200 && writes_into_packed > 200 && garbage > 20 && seals > 100,
+        "{packs} {writes_into_packed} {garbage} {seals}"
     );
 }
 
