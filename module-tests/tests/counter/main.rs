@@ -39,6 +39,7 @@ mod model;
 mod packed;
 mod replies;
 mod trimming;
+mod upgrade;
 
 // ================================================================= helpers
 
