@@ -93,11 +93,36 @@ fn reads_once(srv: &Server, key: &str, t0: i64) -> Vec<Value> {
     let mid = (t0 - 1500 * MINUTE).to_string();
     let mut out = vec![
         srv.cmd_value(&[
-            "TSCOUNTER.SUM", key, "5m", "1h", "6h", "1d", "2d", "47h", "3000m", "AT", &at,
+            "TSCOUNTER.SUM",
+            key,
+            "5m",
+            "1h",
+            "6h",
+            "1d",
+            "2d",
+            "47h",
+            "3000m",
+            "AT",
+            &at,
         ]),
-        srv.cmd_value(&["TSCOUNTER.SUM", key, "1d", "AT", &(t0 - 700 * MINUTE).to_string()]),
+        srv.cmd_value(&[
+            "TSCOUNTER.SUM",
+            key,
+            "1d",
+            "AT",
+            &(t0 - 700 * MINUTE).to_string(),
+        ]),
         srv.cmd_value(&["TSCOUNTER.RANGE", key, "1m", "FROM", &from, "TO", &at]),
-        srv.cmd_value(&["TSCOUNTER.RANGE", key, "1m", "FROM", &mid, "TO", &at, "EMPTY"]),
+        srv.cmd_value(&[
+            "TSCOUNTER.RANGE",
+            key,
+            "1m",
+            "FROM",
+            &mid,
+            "TO",
+            &at,
+            "EMPTY",
+        ]),
         srv.cmd_value(&["TSCOUNTER.RANGE", key, "1h", "FROM", &from, "TO", &at]),
         srv.cmd_value(&["TSCOUNTER.MSUM", "1", key, "1d", "2d", "AT", &at]),
     ];
@@ -151,7 +176,13 @@ fn hand_packed_runs_answer_like_slot_fields(kind: &ServerKind) {
         writes
             .iter()
             .map(|(ts, by)| {
-                strings(&["TSCOUNTER.INCRBY", key, &by.to_string(), "AT", &ts.to_string()])
+                strings(&[
+                    "TSCOUNTER.INCRBY",
+                    key,
+                    &by.to_string(),
+                    "AT",
+                    &ts.to_string(),
+                ])
             })
             .collect()
     };
@@ -199,14 +230,23 @@ fn hand_packed_runs_answer_like_slot_fields(kind: &ServerKind) {
         if i < 2 {
             pipe.cmd("HDEL").arg("packed").arg(format!("1m:p{first}"));
             for (index, count) in &slots {
-                pipe.cmd("HSET").arg("packed").arg(format!("1m:{index}")).arg(count);
+                pipe.cmd("HSET")
+                    .arg("packed")
+                    .arg(format!("1m:{index}"))
+                    .arg(count);
             }
         } else {
             let mut slots = slots.clone();
             let (&index, &count) = slots.iter().find(|(_, &c)| c > 1).unwrap();
             slots.insert(index, count - 1);
-            pipe.cmd("HSET").arg("packed").arg(format!("1m:{index}")).arg(1);
-            pipe.cmd("HSET").arg("packed").arg(format!("1m:p{first}")).arg(dense_run(first, &slots));
+            pipe.cmd("HSET")
+                .arg("packed")
+                .arg(format!("1m:{index}"))
+                .arg(1);
+            pipe.cmd("HSET")
+                .arg("packed")
+                .arg(format!("1m:p{first}"))
+                .arg(dense_run(first, &slots));
         }
         let _: () = pipe.query(&mut conn).unwrap();
     }
@@ -291,7 +331,10 @@ fn hand_packed_runs_answer_like_slot_fields(kind: &ServerKind) {
         .get(&format!("1m:p{garbage_run}"))
         .cloned()
         .unwrap_or_default();
-    assert!(replaced.starts_with('s') || replaced.starts_with('d'), "{k}: {replaced:?}");
+    assert!(
+        replaced.starts_with('s') || replaced.starts_with('d'),
+        "{k}: {replaced:?}"
+    );
     assert_eq!(
         reads(&srv, "plain", t0),
         reads(&srv, "packed", t0),
@@ -304,8 +347,24 @@ fn hand_packed_runs_answer_like_slot_fields(kind: &ServerKind) {
         srv.cmd_value(&["TSCOUNTER.INCRBY", key, "3", "AT", &now]);
     }
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.LIMIT", "plain", "1", "2d", "999999999", "AT", &now]),
-        srv.cmd_value(&["TSCOUNTER.LIMIT", "packed", "1", "2d", "999999999", "AT", &now]),
+        srv.cmd_value(&[
+            "TSCOUNTER.LIMIT",
+            "plain",
+            "1",
+            "2d",
+            "999999999",
+            "AT",
+            &now
+        ]),
+        srv.cmd_value(&[
+            "TSCOUNTER.LIMIT",
+            "packed",
+            "1",
+            "2d",
+            "999999999",
+            "AT",
+            &now
+        ]),
         "{k}"
     );
     let expected = reads(&srv, "plain", t0);
@@ -328,12 +387,20 @@ fn hand_packed_runs_answer_like_slot_fields(kind: &ServerKind) {
     assert_replica_equal(&srv, &replica, "hand-packed counters");
     let packed_before = reads(&srv, "packed", t0);
     assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
-    assert_eq!(reads(&srv, "packed", t0), packed_before, "{k}: after DEBUG RELOAD");
+    assert_eq!(
+        reads(&srv, "packed", t0),
+        packed_before,
+        "{k}: after DEBUG RELOAD"
+    );
     let dump_before = srv.dump_keyspace();
     drop(replica);
     srv.restart();
     assert_eq!(srv.dump_keyspace(), dump_before, "{k}: AOF reload");
-    assert_eq!(reads(&srv, "packed", t0), packed_before, "{k}: reads after the AOF reload");
+    assert_eq!(
+        reads(&srv, "packed", t0),
+        packed_before,
+        "{k}: reads after the AOF reload"
+    );
     assert_eq!(reads(&srv, "plain", t0), packed_before, "{k}");
     srv.assert_alive();
 }

@@ -177,7 +177,11 @@ fn counters_of_the_previous_release_load_and_answer_the_same(kind: &ServerKind) 
     wait_until(Duration::from_secs(30), all_answer);
     let now = quiet_now(&srv);
     for (key, _) in COUNTERS {
-        assert_eq!(answered(&srv, key, now), expected(key, now), "{k}: {key} as loaded");
+        assert_eq!(
+            answered(&srv, key, now),
+            expected(key, now),
+            "{k}: {key} as loaded"
+        );
     }
     // The timer packs the old runs of the counter of hours (and trims what has left);
     // every reply stays the same.
@@ -194,7 +198,11 @@ fn counters_of_the_previous_release_load_and_answer_the_same(kind: &ServerKind) 
     );
     let now = quiet_now(&srv);
     for (key, _) in COUNTERS {
-        assert_eq!(answered(&srv, key, now), expected(key, now), "{k}: {key} once packed");
+        assert_eq!(
+            answered(&srv, key, now),
+            expected(key, now),
+            "{k}: {key} once packed"
+        );
     }
     // They keep working: a write now, and one into a packed run of hours.
     let now = quiet_now(&srv);
@@ -211,16 +219,31 @@ fn counters_of_the_previous_release_load_and_answer_the_same(kind: &ServerKind) 
         .find(|&&(r, i)| r == HOUR && i >= first_kept(now, &res_list("1h:9000")[0]) + 10)
         .map(|&(_, i)| i)
         .unwrap();
-    let before = srv.cmd_value(&["TSCOUNTER.SUM", "v1:hours", "1h", "AT", &(old * HOUR).to_string()]);
+    let before = srv.cmd_value(&[
+        "TSCOUNTER.SUM",
+        "v1:hours",
+        "1h",
+        "AT",
+        &(old * HOUR).to_string(),
+    ]);
     let Value::Int(before) = before else {
         panic!("{before:?}")
     };
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.INCRBY", "v1:hours", "5", "AT", &(old * HOUR).to_string()]),
+        srv.cmd_value(&[
+            "TSCOUNTER.INCRBY",
+            "v1:hours",
+            "5",
+            "AT",
+            &(old * HOUR).to_string()
+        ]),
         v_int(before + 5),
         "{k}"
     );
-    assert!(!hgetall(&srv, "v1:hours").contains_key(&format!("1h:{old}")), "{k}");
+    assert!(
+        !hgetall(&srv, "v1:hours").contains_key(&format!("1h:{old}")),
+        "{k}"
+    );
     assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
     srv.assert_alive();
 }

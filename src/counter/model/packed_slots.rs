@@ -207,7 +207,9 @@ pub fn ordered_in_run(
         let in_run = packed.next_if(|&(i, _)| i == index).map(|(_, count)| count);
         match (own, in_run) {
             (None, None) => {}
-            (own, in_run) => out.push((index, own.unwrap_or(0).saturating_add(in_run.unwrap_or(0)))),
+            (own, in_run) => {
+                out.push((index, own.unwrap_or(0).saturating_add(in_run.unwrap_or(0))))
+            }
         }
         index += 1;
     }
@@ -238,7 +240,10 @@ pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
         .unwrap_or_default();
     for &(index, count, _) in &own {
         match counts.binary_search_by_key(&index, |&(i, _)| i) {
-            Ok(at) => match counts.get_mut(at).and_then(|slot| slot.1.checked_add(count)) {
+            Ok(at) => match counts
+                .get_mut(at)
+                .and_then(|slot| slot.1.checked_add(count))
+            {
                 Some(sum) => {
                     if let Some(slot) = counts.get_mut(at) {
                         slot.1 = sum;

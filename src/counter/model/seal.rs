@@ -49,9 +49,7 @@ impl Track {
             return None;
         }
         // A run starting at `first` may be packed once `now`'s slot is 2 runs past it.
-        self.unsealed_from()
-            .checked_add(2 * RUN)?
-            .checked_mul(r.ms)
+        self.unsealed_from().checked_add(2 * RUN)?.checked_mul(r.ms)
     }
 }
 
@@ -75,7 +73,7 @@ impl Counter {
     ) -> usize {
         let mut packed = 0;
         for (r, t) in self.resolutions.iter().zip(self.tracks.iter_mut()) {
-            if !t.seal_due(r).is_some_and(|due| due <= now) {
+            if t.seal_due(r).is_none_or(|due| due > now) {
                 continue;
             }
             let Some(now_run) = run_first(slot_index(now, r.ms)) else {

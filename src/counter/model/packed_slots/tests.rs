@@ -183,8 +183,7 @@ fn replies_are_the_same_however_old_slots_are_stored() {
                         for (index, _) in run_slots(first, &h.fields[name]).unwrap_or_default() {
                             plain.0.remove(&(res_ms, index));
                             // What the user's edit left in the slot's own field stays.
-                            if let Some(own) = h.fields.get(slot_field(res_ms, index).as_bytes())
-                            {
+                            if let Some(own) = h.fields.get(slot_field(res_ms, index).as_bytes()) {
                                 plain.0.insert((res_ms, index), parse_i64(own).unwrap_or(0));
                             }
                         }
@@ -217,7 +216,13 @@ fn replies_are_the_same_however_old_slots_are_stored() {
                     }
                 }
             }
-            let windows = [5 * MINUTE, 300 * MINUTE, 1000 * MINUTE, 2000 * MINUTE, 24 * 3_600_000];
+            let windows = [
+                5 * MINUTE,
+                300 * MINUTE,
+                1000 * MINUTE,
+                2000 * MINUTE,
+                24 * 3_600_000,
+            ];
             let t = now - rng.below(100 * MINUTE);
             assert_eq!(
                 packed_counter.sum(&mut h, now, t, &windows),
@@ -291,7 +296,10 @@ fn garbage_holds_nothing_and_the_next_write_replaces_it() {
         assert_eq!(out, vec![]);
         h.put(MINUTE, first + 3, 7);
         assert_eq!(h.get(MINUTE, first + 3), Some(7));
-        assert_eq!(run_slots(first, &h.fields[&name]), Some(vec![(first + 3, 7)]));
+        assert_eq!(
+            run_slots(first, &h.fields[&name]),
+            Some(vec![(first + 3, 7)])
+        );
         assert_eq!(h.fields.len(), 1);
         // A removal in a garbage run deletes it.
         h.fields.insert(name.clone(), garbage.to_vec());
@@ -314,7 +322,9 @@ fn a_run_whose_total_would_overflow_lets_the_slot_out() {
     h.put(MINUTE, first + 1, 100);
     assert_eq!(h.get(MINUTE, first), Some(i64::MAX - 10));
     assert_eq!(h.get(MINUTE, first + 1), Some(100));
-    assert!(h.fields.contains_key(slot_field(MINUTE, first + 1).as_bytes()));
+    assert!(h
+        .fields
+        .contains_key(slot_field(MINUTE, first + 1).as_bytes()));
     // Removing both leaves nothing.
     assert!(h.remove(MINUTE, first));
     assert!(h.remove(MINUTE, first + 1));
