@@ -676,15 +676,29 @@ fn build_mirror(
         return None;
     }
     // Packed runs are mirrored slot by slot; a counter whose slots would pass what one
-    // mirror holds is read from its hash.
+    // mirror holds is read from its hash. Its `_state` tells, before any walk (a hot
+    // counter with a long history would otherwise walk its hash and decode every packed
+    // run on each write, to find it too large again).
+    let state_slots = memory()
+        .field_names()
+        .and_then(|(_, state_field)| key.hget_with(state_field, Counter::state_slots))
+        .flatten();
+    if state_slots.is_some_and(|n| n > MAX_SLOTS_PER_MIRROR as i64) {
+        return None;
+    }
     let mut slots = Vec::with_capacity(fields);
     let now = now_ms();
+    let mut too_many = false;
     key.hscan(|field, value| {
+        if too_many {
+            return;
+        }
         packed_slots::each_in_field(field, value, now, &mut |res_ms, index, count| {
             slots.push(((res_ms, index), count));
         });
+        too_many = slots.len() > MAX_SLOTS_PER_MIRROR;
     });
-    if slots.len() > MAX_SLOTS_PER_MIRROR {
+    if too_many {
         return None;
     }
     slots.sort_unstable();

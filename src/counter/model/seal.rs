@@ -35,6 +35,19 @@ impl Track {
         self.sealed = lo_run.saturating_add(runs.saturating_mul(RUN));
     }
 
+    /// The most slots of this resolution that packed fields may hold: those below the
+    /// sealing bound (at most `n`).
+    pub(super) fn packed_at_most(&self) -> i64 {
+        if self.n <= 0 {
+            return 0;
+        }
+        // (Never `clamp`: it panics on bounds out of order.)
+        self.unsealed_from()
+            .saturating_sub(self.lo)
+            .max(0)
+            .min(self.n)
+    }
+
     /// A slot field was made at `index`: its run is no longer sealed.
     pub(super) fn unsealed(&mut self, index: i64) {
         if let Some(first) = run_first(index) {

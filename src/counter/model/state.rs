@@ -96,6 +96,18 @@ impl Counter {
         })
     }
 
+    /// The slots a state field counts, all resolutions together, read without the
+    /// resolutions (to decide whether a counter is worth mirroring before walking its
+    /// hash); `None` when the text is not a state.
+    pub fn state_slots(state: &[u8]) -> Option<i64> {
+        let mut items = state.split(|&b| b == b' ').filter(|item| !item.is_empty());
+        parse_i64(items.next()?).ok()?;
+        items.try_fold(0i64, |total, item| {
+            let n = item.split(|&b| b == b':').nth(1)?;
+            Some(total.saturating_add(parse_i64(n).ok()?))
+        })
+    }
+
     /// The reference time and tracks of a state field for these resolutions.
     pub fn parse_state(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, Vec<Track>)> {
         // `reference offset:n offset:n ...`, one item per resolution, separated by spaces
