@@ -8,11 +8,24 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 
+/// Up to this many names, repeats are found by comparing each with those before it: no
+/// hash map to build (`MSUM` of 10 keys took 0.3 us more of server time with one).
+const FEW_NAMES: usize = 32;
+
 /// The distinct names of `names`, in the order each first appears, with how many times
 /// each is named: a key named twice is read once and counted twice.
 pub fn distinct_names<'a>(names: &[&'a [u8]]) -> Vec<(&'a [u8], i64)> {
-    let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(names.len());
     let mut out: Vec<(&[u8], i64)> = Vec::with_capacity(names.len());
+    if names.len() <= FEW_NAMES {
+        for &name in names {
+            match out.iter_mut().find(|(seen, _)| *seen == name) {
+                Some((_, times)) => *times += 1,
+                None => out.push((name, 1)),
+            }
+        }
+        return out;
+    }
+    let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(names.len());
     for &name in names {
         match at.get(name).and_then(|&i| out.get_mut(i)) {
             Some((_, times)) => *times += 1,
@@ -105,5 +118,26 @@ mod tests {
             distinct_names(&names),
             vec![(&b"b"[..], 3), (&b"a"[..], 1), (&b"c"[..], 1)]
         );
+    }
+
+    #[test]
+    fn many_names_count_as_few_do() {
+        let owned: Vec<Vec<u8>> = (0..1000)
+            .map(|i| format!("k{}", i % 37).into_bytes())
+            .collect();
+        let names: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let many = distinct_names(&names);
+        assert_eq!(many.len(), 37);
+        assert_eq!(many.iter().map(|(_, n)| n).sum::<i64>(), 1000);
+        for (i, (name, times)) in many.iter().enumerate() {
+            assert_eq!(*name, format!("k{i}").as_bytes());
+            let few = distinct_names(&names[..FEW_NAMES]);
+            let in_few = few.iter().find(|(n, _)| n == name).map_or(0, |(_, t)| *t);
+            assert_eq!(*times, names.iter().filter(|n| *n == name).count() as i64);
+            assert_eq!(
+                in_few,
+                names[..FEW_NAMES].iter().filter(|n| *n == name).count() as i64
+            );
+        }
     }
 }
