@@ -36,10 +36,8 @@ mod errors;
 mod in_place;
 mod keyspace;
 mod model;
-mod packed;
 mod replies;
 mod trimming;
-mod upgrade;
 
 // ================================================================= helpers
 

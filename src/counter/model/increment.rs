@@ -96,7 +96,6 @@ impl Counter {
                         track.lo.min(change.index)
                     };
                     track.n += 1;
-                    track.unsealed(change.index);
                 }
             }
         }
