@@ -36,8 +36,10 @@ mod errors;
 mod in_place;
 mod keyspace;
 mod model;
+mod packed;
 mod replies;
 mod trimming;
+mod upgrade;
 
 // ================================================================= helpers
 

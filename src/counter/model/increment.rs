@@ -96,6 +96,7 @@ impl Counter {
                         track.lo.min(change.index)
                     };
                     track.n += 1;
+                    track.unsealed(change.index);
                 }
             }
         }

@@ -10,6 +10,10 @@
 //!   encoding only while every value is at most 64 bytes. Invariant: every stored slot of
 //!   a resolution lies in `lo .. lo + samples`. It lets trimming find old slots without
 //!   scanning the hash: at most `samples` probes, and usually one;
+//!   A resolution that has packed runs adds `:<s>`, `s` the runs from the one holding
+//!   `lo` to the first whose slots may still be fields of their own (`d:n:s`); without it
+//!   that is the run holding `lo` (what a counter of 0.1.0 stores);
+//! * `<res>:p<first index>`: a packed run of old slots (see `packed.rs`, `packed_slots.rs`);
 //! * `<res>:<slot index>`: the count of one slot, e.g. `1m:29396160` for the minute that
 //!   starts at 29396160 × 60000 ms. Only non-zero counts are stored. The index, not the
 //!   start in ms, keeps fields short: a sparse ring counter fits in under 400 bytes.
@@ -54,6 +58,10 @@ impl Resolution {
 pub struct Track {
     pub lo: i64,
     pub n: i64,
+    /// The first slot index whose run may still hold slots in fields of their own: every
+    /// run before `max(sealed, run_first(lo))` that may be packed has been packed (see
+    /// `seal.rs`).
+    pub sealed: i64,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -148,8 +156,10 @@ pub mod limit;
 pub mod mirrors;
 mod ordered;
 pub mod packed;
+pub mod packed_slots;
 mod reads;
 mod recent_writes;
+mod seal;
 mod slot_store;
 mod state;
 mod trim;

@@ -52,6 +52,12 @@ pub trait SlotStore {
     fn walk_is_cheaper(&mut self, probes: i64) -> bool {
         !self.probes_are_cheap(probes)
     }
+    /// Packs the run of resolution `res_ms` starting at `first`: its slots' own fields
+    /// merged into its packed field (see `packed_slots::seal`). True if it packed any.
+    /// Stores that keep no packed runs (a plain map) leave every slot as it is.
+    fn seal_run(&mut self, _res_ms: i64, _first: i64) -> bool {
+        false
+    }
     /// The sum of the stored slots `lo ..= hi` of one resolution, if the store can give it
     /// without listing them (an ordered in-memory copy); `None` otherwise.
     fn range_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {
@@ -83,7 +89,12 @@ pub fn collect_ordered(
                 slots.push((index, count));
             }
         });
-        out.iter_mut().for_each(|slots| slots.sort_unstable());
+        // A slot stored in both forms (a user's edit of a packed run) is listed once, with
+        // the two counts added.
+        out.iter_mut().for_each(|slots| {
+            slots.sort_unstable();
+            super::packed_slots::merge_duplicates(slots);
+        });
     }
     out
 }

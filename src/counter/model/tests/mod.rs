@@ -148,7 +148,11 @@ fn fields_round_trip() {
 #[test]
 fn stored_form_round_trips_and_rejects_garbage() {
     let mut c = Counter::new(res("1s:10 1m:5"));
-    c.tracks[0] = Track { lo: 17, n: 3 };
+    c.tracks[0] = Track {
+        lo: 17,
+        n: 3,
+        sealed: 0,
+    };
     let state = c.state(20_000);
     assert_eq!(state, "0 -17:3 0:0");
     let back = Counter::from_stored(c.marker().as_bytes(), Some(state.as_bytes()));

@@ -1,0 +1,309 @@
+//! Where a slot lives once its run may be packed, as the slot stores read and write it: in
+//! its own field (`<res>:<index>`), inside its run's packed field (`<res>:p<first>`, see
+//! [`super::packed`]), or, after a user's edit, in both, when reads add the two.
+//!
+//! Which runs may be packed: every run older than the two newest of its resolution (the
+//! one holding the slot of `now` and the one before it), see [`may_be_packed`]. Slots of
+//! the two newest runs are always fields of their own: the usual increment (the current
+//! slot) never looks for a packed field, and a packed field a user writes over one of
+//! those runs is not read until its run is old enough.
+//!
+//! A packed field that is not a valid run of [`RUN`] slots starting at its name's first
+//! index (a user's `HSET` of other bytes) holds nothing: reads count it as empty, and the
+//! next write or removal of a slot in its run replaces it (a write) or deletes it (a
+//! removal, as trimming makes when the run leaves). It never makes a command fail.
+//!
+//! Writes keep each slot in one form: a write into a run whose packed field exists goes
+//! into that field (and deletes the slot's own field if a user left one); a run with no
+//! packed field takes the slot as a field of its own.
+//!
+//! Owns: the routing of one slot between its two forms. May not touch: Redis (pure; the
+//! command layer gives it the hash through [`RawFields`]).
+
+use super::fields::{parse_slot_field, push_slot_field};
+use super::packed::{self, Edit, RUN};
+use crate::args::{parse_i64, push_i64};
+use crate::window::slot_index;
+
+/// A counter's hash, field by field (the command layer's key, recording effects; a map in
+/// the unit tests).
+pub trait RawFields {
+    fn read(&mut self, name: &[u8]) -> Option<Vec<u8>>;
+    fn write(&mut self, name: &[u8], value: &[u8]);
+    /// True if the field existed.
+    fn delete(&mut self, name: &[u8]) -> bool;
+}
+
+/// True if the run holding slot `index` of resolution `res_ms` is older, at `now`, than
+/// the two newest runs of the resolution: only such a run may be packed.
+#[inline]
+pub fn may_be_packed(res_ms: i64, index: i64, now: i64) -> bool {
+    // A slot starting less than RUN slots before `now` lies in one of the two newest runs:
+    // the usual case, decided without a division.
+    let run_span = RUN.saturating_mul(res_ms);
+    if index.saturating_mul(res_ms) > now.saturating_sub(run_span) {
+        return false;
+    }
+    let (Some(first), Some(now_first)) = (
+        packed::run_first(index),
+        packed::run_first(slot_index(now, res_ms)),
+    ) else {
+        return false;
+    };
+    first <= now_first.saturating_sub(2 * RUN)
+}
+
+/// The non-zero slots of a packed field of the run starting at `first`, oldest first;
+/// `None` when the value is not a valid run of [`RUN`] slots there (it then holds nothing).
+pub fn run_slots(first: i64, value: &[u8]) -> Option<Vec<(i64, i64)>> {
+    if first.rem_euclid(RUN) != 0 || packed::header(value).ok()?.run != RUN {
+        return None;
+    }
+    packed::decode(first, value).ok()
+}
+
+/// The count slot `index` holds in a packed field of the run starting at `first` (0 when
+/// the field holds nothing there, or is not valid).
+fn count_in(first: i64, value: &[u8], index: i64) -> i64 {
+    run_slots(first, value)
+        .and_then(|slots| {
+            let at = slots.binary_search_by_key(&index, |&(i, _)| i).ok()?;
+            slots.get(at).map(|&(_, count)| count)
+        })
+        .unwrap_or(0)
+}
+
+fn slot_name(res_ms: i64, index: i64) -> Vec<u8> {
+    let mut name = Vec::with_capacity(24);
+    push_slot_field(&mut name, res_ms, index);
+    name
+}
+
+/// The count of slot `index` of a run that may be packed: its own field (a value that is
+/// not an integer counts 0 but is stored) plus its count in the run's packed field.
+/// `None` when neither form stores it.
+pub fn get(fields: &mut dyn RawFields, res_ms: i64, index: i64) -> Option<i64> {
+    let own = fields
+        .read(&slot_name(res_ms, index))
+        .map(|value| parse_i64(&value).unwrap_or(0));
+    let packed = packed::run_first(index)
+        .and_then(|first| {
+            let value = fields.read(&packed::packed_field(res_ms, first))?;
+            Some(count_in(first, &value, index))
+        })
+        .filter(|&count| count != 0);
+    match (own, packed) {
+        (None, None) => None,
+        // Both forms only after a user's edit; a sum beyond i64 stays at its bound.
+        (own, packed) => Some(own.unwrap_or(0).saturating_add(packed.unwrap_or(0))),
+    }
+}
+
+/// Stores `count` (not 0) as the count of slot `index` of a run that may be packed: in the
+/// run's packed field when it has one (replacing a field that is not valid), else in the
+/// slot's own field. Either way the slot ends in one form.
+pub fn put(fields: &mut dyn RawFields, res_ms: i64, index: i64, count: i64) {
+    let own = slot_name(res_ms, index);
+    let own_value = |count: i64| {
+        let mut value = Vec::with_capacity(20);
+        push_i64(&mut value, count);
+        value
+    };
+    let Some(first) = packed::run_first(index) else {
+        return fields.write(&own, &own_value(count));
+    };
+    let name = packed::packed_field(res_ms, first);
+    let Some(value) = fields.read(&name) else {
+        return fields.write(&own, &own_value(count));
+    };
+    let edit = match run_slots(first, &value) {
+        Some(_) => packed::set(first, &value, index, count),
+        None => packed::encode(first, RUN, &[(index, count)]).map(|value| Edit {
+            count,
+            value: Some(value),
+        }),
+    };
+    match edit {
+        Ok(Edit { value, .. }) => {
+            match value {
+                Some(value) => fields.write(&name, &value),
+                None => {
+                    fields.delete(&name);
+                }
+            }
+            fields.delete(&own);
+        }
+        // The run's total would leave i64: the slot leaves the run and is a field of its
+        // own (its count in the run set to 0 first, so it is still in one form).
+        Err(_) => {
+            match packed::set(first, &value, index, 0) {
+                Ok(Edit { value: Some(v), .. }) => fields.write(&name, &v),
+                Ok(Edit { value: None, .. }) => {
+                    fields.delete(&name);
+                }
+                Err(_) => {}
+            }
+            fields.write(&own, &own_value(count));
+        }
+    }
+}
+
+/// Removes slot `index` of a run that may be packed, in both forms; true if either stored
+/// it. A packed field that is not valid is deleted (it held nothing).
+pub fn remove(fields: &mut dyn RawFields, res_ms: i64, index: i64) -> bool {
+    let mut existed = fields.delete(&slot_name(res_ms, index));
+    let Some(first) = packed::run_first(index) else {
+        return existed;
+    };
+    let name = packed::packed_field(res_ms, first);
+    let Some(value) = fields.read(&name) else {
+        return existed;
+    };
+    if run_slots(first, &value).is_none() {
+        fields.delete(&name);
+        return existed;
+    }
+    if count_in(first, &value, index) != 0 {
+        existed = true;
+        match packed::set(first, &value, index, 0) {
+            Ok(Edit { value: Some(v), .. }) => fields.write(&name, &v),
+            Ok(Edit { value: None, .. }) => {
+                fields.delete(&name);
+            }
+            // Setting a slot to 0 only fails when the rest of the run's total leaves i64:
+            // the whole run goes rather than keeping a slot that was removed.
+            Err(_) => {
+                fields.delete(&name);
+            }
+        }
+    }
+    existed
+}
+
+/// Appends the stored slots `lo ..= hi` of resolution `res_ms` (all in one run that may be
+/// packed) to `out`, oldest first, each form added to the other.
+pub fn ordered_in_run(
+    fields: &mut dyn RawFields,
+    res_ms: i64,
+    lo: i64,
+    hi: i64,
+    out: &mut Vec<(i64, i64)>,
+) {
+    let packed = packed::run_first(lo)
+        .and_then(|first| {
+            let value = fields.read(&packed::packed_field(res_ms, first))?;
+            run_slots(first, &value)
+        })
+        .unwrap_or_default();
+    let mut packed = packed
+        .into_iter()
+        .filter(|&(index, _)| (lo..=hi).contains(&index))
+        .peekable();
+    let mut index = lo;
+    while index <= hi {
+        let own = fields
+            .read(&slot_name(res_ms, index))
+            .map(|value| parse_i64(&value).unwrap_or(0));
+        let in_run = packed.next_if(|&(i, _)| i == index).map(|(_, count)| count);
+        match (own, in_run) {
+            (None, None) => {}
+            (own, in_run) => {
+                out.push((index, own.unwrap_or(0).saturating_add(in_run.unwrap_or(0))))
+            }
+        }
+        index += 1;
+    }
+}
+
+/// Packs the run of resolution `res_ms` starting at `first` (a multiple of [`RUN`]): the
+/// slots' own fields are added into the run's packed field (made, or replacing one that is
+/// not valid) and deleted. A field that is not an integer holds nothing and goes too. When
+/// the run's total would leave i64 the run stays as it is. True if a field was packed.
+pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
+    if first.rem_euclid(RUN) != 0 || first.checked_add(RUN - 1).is_none() {
+        return false;
+    }
+    let mut own = Vec::new();
+    for index in first..first + RUN {
+        let name = slot_name(res_ms, index);
+        if let Some(value) = fields.read(&name) {
+            own.push((index, parse_i64(&value).unwrap_or(0), name));
+        }
+    }
+    if own.is_empty() {
+        return false;
+    }
+    let name = packed::packed_field(res_ms, first);
+    let mut counts = fields
+        .read(&name)
+        .and_then(|value| run_slots(first, &value))
+        .unwrap_or_default();
+    for &(index, count, _) in &own {
+        match counts.binary_search_by_key(&index, |&(i, _)| i) {
+            Ok(at) => match counts
+                .get_mut(at)
+                .and_then(|slot| slot.1.checked_add(count))
+            {
+                Some(sum) => {
+                    if let Some(slot) = counts.get_mut(at) {
+                        slot.1 = sum;
+                    }
+                }
+                None => return false,
+            },
+            Err(at) => counts.insert(at, (index, count)),
+        }
+    }
+    counts.retain(|&(_, count)| count != 0);
+    if counts.is_empty() {
+        fields.delete(&name);
+    } else {
+        match packed::encode(first, RUN, &counts) {
+            Ok(value) => fields.write(&name, &value),
+            Err(_) => return false,
+        }
+    }
+    for (_, _, own_name) in own {
+        fields.delete(&own_name);
+    }
+    true
+}
+
+/// Calls `f(res_ms, index, count)` for the slots one field of a counter's hash stores at
+/// `now`: a slot field's one slot, a packed field's non-zero slots (none when it is not
+/// valid, or its run is among the two newest). Other fields store none. A slot stored in
+/// both forms is given twice (see [`merge_duplicates`]).
+pub fn each_in_field(name: &[u8], value: &[u8], now: i64, f: &mut dyn FnMut(i64, i64, i64)) {
+    if let Some((res_ms, index)) = parse_slot_field(name) {
+        return f(res_ms, index, parse_i64(value).unwrap_or(0));
+    }
+    let Some((res_ms, first)) = packed::parse_packed_field(name) else {
+        return;
+    };
+    if !may_be_packed(res_ms, first, now) {
+        return;
+    }
+    for (index, count) in run_slots(first, value).unwrap_or_default() {
+        f(res_ms, index, count);
+    }
+}
+
+/// True if the field is a packed field (whatever its value).
+pub fn is_packed_field(name: &[u8]) -> bool {
+    packed::parse_packed_field(name).is_some()
+}
+
+/// Sums adjacent entries of the same slot in a sorted list (a slot stored in both forms).
+pub fn merge_duplicates<K: PartialEq + Copy>(slots: &mut Vec<(K, i64)>) {
+    slots.dedup_by(|later, kept| {
+        if later.0 == kept.0 {
+            kept.1 = kept.1.saturating_add(later.1);
+            true
+        } else {
+            false
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests;
