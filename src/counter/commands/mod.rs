@@ -338,20 +338,10 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         })
         .flatten();
     let Extent { slots, first, last } = probed.unwrap_or_else(|| {
-        // A slot stored in both forms (a user's edit of a packed run) counts once.
-        let mut stored = Vec::new();
-        key.hscan(|field, value| {
-            packed_slots::each_in_field(field, value, now, &mut |res_ms, index, _| {
-                stored.push((res_ms, index));
-            });
-        });
-        stored.sort_unstable();
-        stored.dedup();
-        let mut extent = Extent::default();
-        for (res_ms, index) in stored {
-            extent.add_slot(res_ms, index);
-        }
-        extent
+        // Packed fields count by their headers; a few are decoded (see `InfoWalk`).
+        let mut walk = packed_slots::InfoWalk::default();
+        key.hscan(|field, value| walk.field(field, value, now));
+        walk.finish(&mut |name| key.hget(name))
     });
     drop(key);
     let opt = |v: Option<i64>| v.map_or(Reply::Nil, Reply::Int);

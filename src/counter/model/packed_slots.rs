@@ -22,8 +22,9 @@
 
 use super::fields::{parse_slot_field, push_slot_field};
 use super::packed::{self, Edit, RUN};
+use super::Extent;
 use crate::args::{parse_i64, push_i64};
-use crate::window::slot_index;
+use crate::window::{slot_index, slot_start};
 
 /// A counter's hash, field by field (the command layer's key, recording effects; a map in
 /// the unit tests).
@@ -285,6 +286,84 @@ pub fn each_in_field(name: &[u8], value: &[u8], now: i64, f: &mut dyn FnMut(i64,
     }
     for (index, count) in run_slots(first, value).unwrap_or_default() {
         f(res_ms, index, count);
+    }
+}
+
+/// INFO's count of the stored slots from one walk of a counter's hash, without decoding
+/// every packed field: a packed field counts the `stored` of its header, only the oldest
+/// and the newest packed field of each resolution are decoded (for `first` and `last`),
+/// and a slot field inside a packed run is checked against that run (a slot in both forms
+/// counts once). Feed it every field with [`InfoWalk::field`], then [`InfoWalk::finish`].
+#[derive(Default)]
+pub struct InfoWalk {
+    own: Vec<(i64, i64)>,
+    /// `(res_ms, first, stored)` of each packed field read.
+    packed: Vec<(i64, i64, i64)>,
+}
+
+impl InfoWalk {
+    pub fn field(&mut self, name: &[u8], value: &[u8], now: i64) {
+        if let Some(slot) = parse_slot_field(name) {
+            return self.own.push(slot);
+        }
+        let Some((res_ms, first)) = packed::parse_packed_field(name) else {
+            return;
+        };
+        if first.rem_euclid(RUN) != 0 || !may_be_packed(res_ms, first, now) {
+            return;
+        }
+        if let Ok(h) = packed::header(value) {
+            if h.run == RUN && h.stored > 0 {
+                self.packed.push((res_ms, first, h.stored));
+            }
+        }
+    }
+
+    /// The extent, reading the few packed fields it decodes with `read`.
+    pub fn finish(mut self, read: &mut dyn FnMut(&[u8]) -> Option<Vec<u8>>) -> Extent {
+        let mut decoded = |res_ms: i64, first: i64| {
+            read(&packed::packed_field(res_ms, first))
+                .and_then(|value| run_slots(first, &value))
+                .unwrap_or_default()
+        };
+        self.own.sort_unstable();
+        self.own.dedup();
+        self.packed.sort_unstable();
+        let mut extent = Extent::default();
+        for &(res_ms, index) in &self.own {
+            let in_run = packed::run_first(index).is_some_and(|first| {
+                self.packed
+                    .binary_search_by(|&(r, f, _)| (r, f).cmp(&(res_ms, first)))
+                    .is_ok()
+                    && decoded(res_ms, first).iter().any(|&(i, _)| i == index)
+            });
+            if !in_run {
+                extent.add_slot(res_ms, index);
+            }
+        }
+        // Each resolution's packed fields are consecutive, oldest first.
+        let mut at = 0;
+        while let Some(&(res_ms, oldest, _)) = self.packed.get(at) {
+            let runs = self.packed.get(at..).unwrap_or_default();
+            let len = runs
+                .iter()
+                .take_while(|&&(r, _, _)| r == res_ms)
+                .count()
+                .max(1);
+            let runs = runs.get(..len).unwrap_or_default();
+            let newest = runs.last().map_or(oldest, |&(_, f, _)| f);
+            let stored: i64 = runs.iter().map(|&(_, _, n)| n).sum();
+            let ends = [
+                decoded(res_ms, oldest).first().map(|&(i, _)| i),
+                decoded(res_ms, newest).last().map(|&(i, _)| i),
+            ];
+            for index in ends.into_iter().flatten() {
+                extent.include(slot_start(index, res_ms));
+            }
+            extent.slots = extent.slots.saturating_add(stored);
+            at += len;
+        }
+        extent
     }
 }
 

@@ -18,7 +18,7 @@ pub struct Extent {
 
 impl Extent {
     /// Widens `first ..= last` to include a slot starting at `start`.
-    fn include(&mut self, start: i64) {
+    pub(super) fn include(&mut self, start: i64) {
         self.first = Some(self.first.map_or(start, |f| f.min(start)));
         self.last = Some(self.last.map_or(start, |l| l.max(start)));
     }
