@@ -1,7 +1,9 @@
 //! Sealing: which runs of old slots get packed, and when. A run is packed once it is older
 //! than the two newest runs of its resolution (see `packed_slots::may_be_packed`), by the
-//! timer's visit of the counter (the one that trims it), never by a write: the increment of
-//! the current slot costs what it cost before packing existed. The visit is due when the
+//! timer's visit of the counter (the one that trims it): the increment of the current slot
+//! costs what it cost before packing existed. The one write that packs is a backfill that
+//! makes a new slot in a run already sealed: it packs that run again at once (see
+//! [`Track::sealed_run_of`]), which also folds in any slot field a user wrote there. The visit is due when the
 //! oldest run not yet sealed becomes old enough ([`Track::seal_due`]), so a counter written
 //! every minute has one run packed every 240 minutes, and a counter loaded from a release
 //! without packing has its old runs packed at its first visit, a few runs per timer tick.
@@ -48,11 +50,12 @@ impl Track {
             .min(self.n)
     }
 
-    /// A slot field was made at `index`: its run is no longer sealed.
-    pub(super) fn unsealed(&mut self, index: i64) {
-        if let Some(first) = run_first(index) {
-            self.sealed = self.sealed.min(first);
-        }
+    /// The first slot of the run holding `index` if the timer has sealed that run: a slot
+    /// made there by a write is packed into it at once ([`Counter::incrby`]), so the run
+    /// needs no second visit (and a backfill into a year-old run never sends the timer
+    /// back over every run after it).
+    pub(super) fn sealed_run_of(&self, index: i64) -> Option<i64> {
+        run_first(index).filter(|&first| first < self.sealed)
     }
 
     /// When the first run not yet sealed becomes old enough to pack: `None` for a
