@@ -577,6 +577,16 @@ impl SlotStore for HashSlots<'_> {
         packed
     }
 
+    fn sealed_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
+        if self.has_mirror() {
+            return None;
+        }
+        if self.missing {
+            return Some(0);
+        }
+        Some(packed_slots::sealed_sum(&mut self.raw(), res_ms, lo, hi))
+    }
+
     fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
         let mirror = self.mirror()?;
         Some(mirror.slots.range_sum(res_ms, lo, hi))

@@ -72,8 +72,6 @@ impl Counter {
         // The new counts, written together (one slot per resolution: all distinct).
         let mut puts = [(0i64, 0i64, 0i64); MAX_RESOLUTIONS];
         let mut put_len = 0;
-        let mut seals = [(0i64, 0i64); MAX_RESOLUTIONS];
-        let mut seal_len = 0;
         for &change in changes {
             let Some((res, track)) = self
                 .resolutions
@@ -98,21 +96,10 @@ impl Counter {
                         track.lo.min(change.index)
                     };
                     track.n += 1;
-                    if let Some(first) = track.sealed_run_of(change.index) {
-                        if let Some(seal) = seals.get_mut(seal_len) {
-                            *seal = (res.ms, first);
-                            seal_len += 1;
-                        }
-                    }
                 }
             }
         }
         store.put_many(puts.get(..put_len).unwrap_or_default());
-        // A new slot in a sealed run is a field of its own for a moment: packed with the
-        // rest of its run now, as the timer will not visit that run again.
-        for &(res_ms, first) in seals.get(..seal_len).unwrap_or_default() {
-            store.seal_run(res_ms, first);
-        }
         Ok(reply)
     }
 

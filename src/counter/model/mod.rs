@@ -32,13 +32,11 @@ pub use crate::layout::COUNTER_STATE_FIELD as STATE_FIELD;
 
 pub const MAX_RESOLUTIONS: usize = 16;
 
-/// Most slots a counter keeps: the samples of its resolutions added up. Every read that
-/// cannot use a mirror (a counter too large for one, or just after a native edit) probes
-/// or walks at most this many slot fields, a few milliseconds at most: the long windows
-/// of a full counter answer within the 10 ms every command keeps to without stored
-/// running totals (which every write would pay for and a native edit of a slot would
-/// make wrong).
-pub const MAX_SAMPLES: i64 = 10_000;
+/// Most slots a counter keeps: the samples of its resolutions added up (2^20: a day of
+/// seconds, a year of minutes and ten years of hours fit together). Old slots are packed
+/// 240 to a field (`packed`), so a full counter is a few thousand fields, and a window's
+/// whole runs are summed from their headers.
+pub const MAX_SAMPLES: i64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resolution {

@@ -13,9 +13,12 @@
 //! next write or removal of a slot in its run replaces it (a write) or deletes it (a
 //! removal, as trimming makes when the run leaves). It never makes a command fail.
 //!
-//! Writes keep each slot in one form: a write into a run whose packed field exists goes
-//! into that field (and deletes the slot's own field if a user left one); a run with no
-//! packed field takes the slot as a field of its own.
+//! Writes keep each slot in one form: a write into a run that may be packed goes into the
+//! run's packed field, made if the run has none (with every slot field of the run folded
+//! in), and deletes the slot's own field if one is left (a user's edit). So a backfill of old
+//! slots (an import of a year of minutes with `AT`) keeps the hash as compact as the
+//! timer would, instead of making a field per slot first. Only a run whose total would
+//! leave i64 is unpacked again, a field per slot.
 //!
 //! Owns: the routing of one slot between its two forms. May not touch: Redis (pure; the
 //! command layer gives it the hash through [`RawFields`]).
@@ -101,8 +104,9 @@ pub fn get(fields: &mut dyn RawFields, res_ms: i64, index: i64) -> Option<i64> {
 }
 
 /// Stores `count` (not 0) as the count of slot `index` of a run that may be packed: in the
-/// run's packed field when it has one (replacing a field that is not valid), else in the
-/// slot's own field. Either way the slot ends in one form.
+/// run's packed field, made when the run has none (or replacing one that is not valid).
+/// When the run's total would leave i64 the run is unpacked: each of its slots a field of
+/// its own. Either way the slot ends in one form.
 pub fn put(fields: &mut dyn RawFields, res_ms: i64, index: i64, count: i64) {
     let own = slot_name(res_ms, index);
     let own_value = |count: i64| {
@@ -114,11 +118,20 @@ pub fn put(fields: &mut dyn RawFields, res_ms: i64, index: i64, count: i64) {
         return fields.write(&own, &own_value(count));
     };
     let name = packed::packed_field(res_ms, first);
-    let Some(value) = fields.read(&name) else {
-        return fields.write(&own, &own_value(count));
-    };
-    let edit = match run_slots(first, &value) {
-        Some(_) => packed::set(first, &value, index, count),
+    let mut value = fields.read(&name);
+    if value
+        .as_deref()
+        .is_none_or(|v| run_slots(first, v).is_none())
+    {
+        // The run's first packed field: the slots it holds as fields of their own (not
+        // packed by the timer yet, or a user's edit) go into it first, so a sealed run is
+        // only ever its packed field (what a window's sum reads, `sealed_sum`).
+        if seal(fields, res_ms, first) {
+            value = fields.read(&name);
+        }
+    }
+    let edit = match value.as_deref().filter(|v| run_slots(first, v).is_some()) {
+        Some(value) => packed::set(first, value, index, count),
         None => packed::encode(first, RUN, &[(index, count)]).map(|value| Edit {
             count,
             value: Some(value),
@@ -136,13 +149,20 @@ pub fn put(fields: &mut dyn RawFields, res_ms: i64, index: i64, count: i64) {
         }
         // The run's total would leave i64: the slot leaves the run and is a field of its
         // own (its count in the run set to 0 first, so it is still in one form).
+        // The run's total would leave i64: the whole run goes back to a field per slot (a
+        // run with no packed field is read slot by slot, so sums stay exact).
         Err(_) => {
-            match packed::set(first, &value, index, 0) {
-                Ok(Edit { value: Some(v), .. }) => fields.write(&name, &v),
-                Ok(Edit { value: None, .. }) => {
-                    fields.delete(&name);
+            let slots = value
+                .as_deref()
+                .and_then(|value| run_slots(first, value))
+                .unwrap_or_default();
+            for (at, at_count) in slots {
+                if at != index {
+                    fields.write(&slot_name(res_ms, at), &own_value(at_count));
                 }
-                Err(_) => {}
+            }
+            if value.is_some() {
+                fields.delete(&name);
             }
             fields.write(&own, &own_value(count));
         }
@@ -216,10 +236,53 @@ pub fn ordered_in_run(
     }
 }
 
+/// The sum of slots `lo ..= hi` of resolution `res_ms`, all in runs the timer has sealed:
+/// each run's packed field alone (a whole run from its header's total, an edge run by
+/// decoding part of it), one field read per run. In a sealed run the packed field is the
+/// only form tally writes, so a slot field there is a user's edit and a sum does not read
+/// it; a run without a valid packed field (a user's `HDEL` or `HSET` of other bytes) has
+/// its slots' own fields probed instead, so it still sums what `RANGE` lists.
+pub fn sealed_sum(fields: &mut dyn RawFields, res_ms: i64, lo: i64, hi: i64) -> i128 {
+    let mut sum = 0i128;
+    let Some(mut first) = packed::run_first(lo) else {
+        return sum;
+    };
+    while first <= hi {
+        let Some(last) = first.checked_add(RUN - 1) else {
+            break;
+        };
+        let (from, to) = (lo.max(first), hi.min(last));
+        let value = fields.read(&packed::packed_field(res_ms, first));
+        match value.and_then(|value| {
+            packed::header(&value)
+                .ok()
+                .filter(|h| h.run == RUN)
+                .and_then(|_| packed::range_sum(first, &value, from, to).ok())
+        }) {
+            Some(part) => sum += part,
+            None => {
+                let mut index = from;
+                while index <= to {
+                    if let Some(value) = fields.read(&slot_name(res_ms, index)) {
+                        sum += i128::from(parse_i64(&value).unwrap_or(0));
+                    }
+                    index += 1;
+                }
+            }
+        }
+        first = last.saturating_add(1);
+        if last == i64::MAX {
+            break;
+        }
+    }
+    sum
+}
+
 /// Packs the run of resolution `res_ms` starting at `first` (a multiple of [`RUN`]): the
 /// slots' own fields are added into the run's packed field (made, or replacing one that is
 /// not valid) and deleted. A field that is not an integer holds nothing and goes too. When
-/// the run's total would leave i64 the run stays as it is. True if a field was packed.
+/// the run's total would leave i64 the run is unpacked instead (see [`unpack`]). True if
+/// the hash changed.
 pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
     if first.rem_euclid(RUN) != 0 || first.checked_add(RUN - 1).is_none() {
         return false;
@@ -239,6 +302,7 @@ pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
         .read(&name)
         .and_then(|value| run_slots(first, &value))
         .unwrap_or_default();
+    let packed_before = counts.clone();
     for &(index, count, _) in &own {
         match counts.binary_search_by_key(&index, |&(i, _)| i) {
             Ok(at) => match counts
@@ -250,7 +314,7 @@ pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
                         slot.1 = sum;
                     }
                 }
-                None => return false,
+                None => return unpack(fields, res_ms, first, &packed_before),
             },
             Err(at) => counts.insert(at, (index, count)),
         }
@@ -261,12 +325,28 @@ pub fn seal(fields: &mut dyn RawFields, res_ms: i64, first: i64) -> bool {
     } else {
         match packed::encode(first, RUN, &counts) {
             Ok(value) => fields.write(&name, &value),
-            Err(_) => return false,
+            Err(_) => return unpack(fields, res_ms, first, &packed_before),
         }
     }
     for (_, _, own_name) in own {
         fields.delete(&own_name);
     }
+    true
+}
+
+/// A run whose total leaves i64 cannot be packed: its packed field's slots become fields
+/// of their own (a slot that already has one, a user's edit, keeps that one) and the packed
+/// field goes, so the run is read slot by slot, exactly. True (the hash changed).
+fn unpack(fields: &mut dyn RawFields, res_ms: i64, first: i64, packed: &[(i64, i64)]) -> bool {
+    for &(index, count) in packed {
+        let name = slot_name(res_ms, index);
+        if fields.read(&name).is_none() {
+            let mut value = Vec::with_capacity(20);
+            push_i64(&mut value, count);
+            fields.write(&name, &value);
+        }
+    }
+    fields.delete(&packed::packed_field(res_ms, first));
     true
 }
 

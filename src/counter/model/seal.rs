@@ -1,9 +1,9 @@
 //! Sealing: which runs of old slots get packed, and when. A run is packed once it is older
 //! than the two newest runs of its resolution (see `packed_slots::may_be_packed`), by the
 //! timer's visit of the counter (the one that trims it): the increment of the current slot
-//! costs what it cost before packing existed. The one write that packs is a backfill that
-//! makes a new slot in a run already sealed: it packs that run again at once (see
-//! [`Track::sealed_run_of`]), which also folds in any slot field a user wrote there. The visit is due when the
+//! costs what it cost before packing existed. A write into an old run goes into its packed
+//! field, made (with the run's slot fields folded in) when the run has none
+//! (`packed_slots::put`), so a sealed run stays one packed field. The visit is due when the
 //! oldest run not yet sealed becomes old enough ([`Track::seal_due`]), so a counter written
 //! every minute has one run packed every 240 minutes, and a counter loaded from a release
 //! without packing has its old runs packed at its first visit, a few runs per timer tick.
@@ -19,8 +19,9 @@ use super::{Counter, Resolution, SlotStore, Track};
 use crate::window::slot_index;
 
 impl Track {
-    /// The first run that may still hold slots in fields of their own.
-    fn unsealed_from(&self) -> i64 {
+    /// The first run that may still hold slots in fields of their own: slots before it
+    /// are in sealed runs ([`super::SlotStore::sealed_sum`]).
+    pub(super) fn unsealed_from(&self) -> i64 {
         let lo_run = run_first(self.lo).unwrap_or(self.lo);
         self.sealed.max(lo_run)
     }
@@ -48,14 +49,6 @@ impl Track {
             .saturating_sub(self.lo)
             .max(0)
             .min(self.n)
-    }
-
-    /// The first slot of the run holding `index` if the timer has sealed that run: a slot
-    /// made there by a write is packed into it at once ([`Counter::incrby`]), so the run
-    /// needs no second visit (and a backfill into a year-old run never sends the timer
-    /// back over every run after it).
-    pub(super) fn sealed_run_of(&self, index: i64) -> Option<i64> {
-        run_first(index).filter(|&first| first < self.sealed)
     }
 
     /// When the first run not yet sealed becomes old enough to pack: `None` for a

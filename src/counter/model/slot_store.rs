@@ -58,6 +58,12 @@ pub trait SlotStore {
     fn seal_run(&mut self, _res_ms: i64, _first: i64) -> bool {
         false
     }
+    /// The sum of slots `lo ..= hi` of one resolution, all in runs the timer has sealed,
+    /// from the runs' packed fields (see `packed_slots::sealed_sum`); `None` for a store
+    /// that keeps no packed runs (or answers ranges from memory).
+    fn sealed_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {
+        None
+    }
     /// The sum of the stored slots `lo ..= hi` of one resolution, if the store can give it
     /// without listing them (an ordered in-memory copy); `None` otherwise.
     fn range_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {

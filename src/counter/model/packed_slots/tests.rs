@@ -58,6 +58,9 @@ impl SlotStore for FieldHash {
     fn seal_run(&mut self, res_ms: i64, first: i64) -> bool {
         seal(self, res_ms, first)
     }
+    fn sealed_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
+        Some(sealed_sum(self, res_ms, lo, hi))
+    }
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
         for (name, value) in self.fields.iter().rev() {
             each_in_field(name, value, self.now, f);
@@ -164,7 +167,10 @@ fn replies_are_the_same_however_old_slots_are_stored() {
                     if may_be_packed(MINUTE, first, now)
                         && !h.fields.contains_key(&packed::packed_field(MINUTE, first))
                     {
-                        let keep_some = rng.below(2) == 0;
+                        // Both forms of a slot only in runs not sealed yet: in a sealed
+                        // run a sum reads the packed field alone (`sealed_sum`).
+                        let keep_some =
+                            rng.below(2) == 0 && first >= packed_counter.tracks[0].unsealed_from();
                         packs += 1;
                         pack_by_hand(&mut h, MINUTE, first, keep_some, &mut rng);
                     }
@@ -273,8 +279,10 @@ fn replies_are_the_same_however_old_slots_are_stored() {
             }
         }
     }
+    // (Writes into old runs pack them too, so fewer runs are left for packing by hand or
+    // by the timer.)
     assert!(
-        packs > 200 && writes_into_packed > 200 && garbage > 20 && seals > 100,
+        packs > 100 && writes_into_packed > 200 && garbage > 20 && seals > 20,
         "{packs} {writes_into_packed} {garbage} {seals}"
     );
 }
