@@ -584,7 +584,37 @@ impl SlotStore for HashSlots<'_> {
         if self.missing {
             return Some(0);
         }
-        Some(packed_slots::sealed_sum(&mut self.raw(), res_ms, lo, hi))
+        let mut unpacked = Vec::new();
+        let mut sum = packed_slots::sealed_sum(&mut self.raw(), res_ms, lo, hi, &mut unpacked);
+        // Runs without a packed field are usually empty (a sparse counter): their slot
+        // fields are probed while that costs less than one walk of the hash, and found by
+        // the walk otherwise.
+        let probes = unpacked
+            .iter()
+            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
+        if probes <= self.key.len() as i64 {
+            sum += packed_slots::probed_sum(&mut self.raw(), res_ms, &unpacked);
+        } else {
+            self.key.hscan(|field, value| {
+                if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
+                    let inside = unpacked
+                        .binary_search_by(|&(from, to)| {
+                            if to < index {
+                                std::cmp::Ordering::Less
+                            } else if from > index {
+                                std::cmp::Ordering::Greater
+                            } else {
+                                std::cmp::Ordering::Equal
+                            }
+                        })
+                        .is_ok();
+                    if ms == res_ms && inside {
+                        sum += i128::from(crate::args::parse_i64(value).unwrap_or(0));
+                    }
+                }
+            });
+        }
+        Some(sum)
     }
 
     fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {

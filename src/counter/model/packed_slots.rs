@@ -240,9 +240,16 @@ pub fn ordered_in_run(
 /// each run's packed field alone (a whole run from its header's total, an edge run by
 /// decoding part of it), one field read per run. In a sealed run the packed field is the
 /// only form tally writes, so a slot field there is a user's edit and a sum does not read
-/// it; a run without a valid packed field (a user's `HDEL` or `HSET` of other bytes) has
-/// its slots' own fields probed instead, so it still sums what `RANGE` lists.
-pub fn sealed_sum(fields: &mut dyn RawFields, res_ms: i64, lo: i64, hi: i64) -> i128 {
+/// it. A run without a valid packed field (empty, or a user's `HDEL` or `HSET` of other
+/// bytes) is returned in `unpacked` as `(from, to)`: its slot fields, if any, are found by
+/// the caller (probes, or one walk of the hash when that is cheaper).
+pub fn sealed_sum(
+    fields: &mut dyn RawFields,
+    res_ms: i64,
+    lo: i64,
+    hi: i64,
+    unpacked: &mut Vec<(i64, i64)>,
+) -> i128 {
     let mut sum = 0i128;
     let Some(mut first) = packed::run_first(lo) else {
         return sum;
@@ -260,19 +267,27 @@ pub fn sealed_sum(fields: &mut dyn RawFields, res_ms: i64, lo: i64, hi: i64) -> 
                 .and_then(|_| packed::range_sum(first, &value, from, to).ok())
         }) {
             Some(part) => sum += part,
-            None => {
-                let mut index = from;
-                while index <= to {
-                    if let Some(value) = fields.read(&slot_name(res_ms, index)) {
-                        sum += i128::from(parse_i64(&value).unwrap_or(0));
-                    }
-                    index += 1;
-                }
-            }
+            None => unpacked.push((from, to)),
         }
         first = last.saturating_add(1);
         if last == i64::MAX {
             break;
+        }
+    }
+    sum
+}
+
+/// The sum of the slot fields of resolution `res_ms` in `spans` (`(from, to)`, oldest
+/// first), probed one by one.
+pub fn probed_sum(fields: &mut dyn RawFields, res_ms: i64, spans: &[(i64, i64)]) -> i128 {
+    let mut sum = 0i128;
+    for &(from, to) in spans {
+        let mut index = from;
+        while index <= to {
+            if let Some(value) = fields.read(&slot_name(res_ms, index)) {
+                sum += i128::from(parse_i64(&value).unwrap_or(0));
+            }
+            index += 1;
         }
     }
     sum

@@ -189,7 +189,8 @@ impl Counter {
                 .iter()
                 .enumerate()
                 .filter(|(_, &(ms, lo, hi))| ms == r.ms && lo <= hi && lo < sealed_end)
-                .map(|(i, &(_, lo, hi))| (lo, hi.min(sealed_end - 1), i))
+                // Nothing is stored before the track's oldest slot.
+                .map(|(i, &(_, lo, hi))| (lo.max(t.lo), hi.min(sealed_end - 1), i))
                 .collect();
             at.sort_unstable_by(|a, b| b.cmp(a));
             // From the narrowest window's start backwards, each step adding the runs

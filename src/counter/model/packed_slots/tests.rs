@@ -59,7 +59,9 @@ impl SlotStore for FieldHash {
         seal(self, res_ms, first)
     }
     fn sealed_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
-        Some(sealed_sum(self, res_ms, lo, hi))
+        let mut unpacked = Vec::new();
+        let sum = sealed_sum(self, res_ms, lo, hi, &mut unpacked);
+        Some(sum + probed_sum(self, res_ms, &unpacked))
     }
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
         for (name, value) in self.fields.iter().rev() {
