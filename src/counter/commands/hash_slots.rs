@@ -597,24 +597,47 @@ impl SlotStore for HashSlots<'_> {
         } else {
             self.key.hscan(|field, value| {
                 if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
-                    let inside = unpacked
-                        .binary_search_by(|&(from, to)| {
-                            if to < index {
-                                std::cmp::Ordering::Less
-                            } else if from > index {
-                                std::cmp::Ordering::Greater
-                            } else {
-                                std::cmp::Ordering::Equal
-                            }
-                        })
-                        .is_ok();
-                    if ms == res_ms && inside {
+                    if ms == res_ms && in_spans(&unpacked, index) {
                         sum += i128::from(crate::args::parse_i64(value).unwrap_or(0));
                     }
                 }
             });
         }
         Some(sum)
+    }
+
+    fn sealed_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) -> bool {
+        if self.has_mirror() {
+            return false;
+        }
+        if self.missing {
+            return true;
+        }
+        let mut unpacked = Vec::new();
+        let from = out.len();
+        packed_slots::sealed_slots(&mut self.raw(), res_ms, lo, hi, out, &mut unpacked);
+        if unpacked.is_empty() {
+            return true;
+        }
+        // As for sums: probed while cheaper than one walk of the hash.
+        let probes = unpacked
+            .iter()
+            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
+        if probes <= self.key.len() as i64 {
+            packed_slots::probed_slots(&mut self.raw(), res_ms, &unpacked, out);
+        } else {
+            self.key.hscan(|field, value| {
+                if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
+                    if ms == res_ms && in_spans(&unpacked, index) {
+                        out.push((index, crate::args::parse_i64(value).unwrap_or(0)));
+                    }
+                }
+            });
+        }
+        if let Some(added) = out.get_mut(from..) {
+            added.sort_unstable();
+        }
+        true
     }
 
     fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
@@ -751,4 +774,19 @@ fn build_mirror(
 /// What the mirrors may hold now: the counters' share of the read caches' budget.
 fn budget() -> usize {
     crate::family::cache_budget::budget_of(crate::layout::COUNTER)
+}
+
+/// True if `index` lies in one of `spans` (`(from, to)`, sorted, not overlapping).
+fn in_spans(spans: &[(i64, i64)], index: i64) -> bool {
+    spans
+        .binary_search_by(|&(from, to)| {
+            if to < index {
+                std::cmp::Ordering::Less
+            } else if from > index {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }

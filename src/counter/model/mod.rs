@@ -169,7 +169,7 @@ pub use fields::{
 pub use ordered::OrderedSlots;
 pub use reads::Extent;
 pub use recent_writes::{HotWrites, RecentWrites, HOT_WRITES_PER_SECOND};
-pub use slot_store::{collect_ordered, SlotStore};
+pub use slot_store::{collect_ordered, collect_ordered_sealed, SlotStore};
 pub use trim::Trimmed;
 
 #[cfg(test)]

@@ -277,6 +277,63 @@ pub fn sealed_sum(
     sum
 }
 
+/// Appends the slots `lo ..= hi` of resolution `res_ms`, all in runs the timer has sealed,
+/// to `out`, oldest first, from each run's packed field alone (as [`sealed_sum`] sums
+/// them). A run without a valid packed field is left to the caller in `unpacked`, as
+/// `(from, to)`; its slot fields belong between the runs around it.
+pub fn sealed_slots(
+    fields: &mut dyn RawFields,
+    res_ms: i64,
+    lo: i64,
+    hi: i64,
+    out: &mut Vec<(i64, i64)>,
+    unpacked: &mut Vec<(i64, i64)>,
+) {
+    let Some(mut first) = packed::run_first(lo) else {
+        return;
+    };
+    while first <= hi {
+        let Some(last) = first.checked_add(RUN - 1) else {
+            break;
+        };
+        let (from, to) = (lo.max(first), hi.min(last));
+        match fields
+            .read(&packed::packed_field(res_ms, first))
+            .and_then(|value| run_slots(first, &value))
+        {
+            Some(slots) => out.extend(
+                slots
+                    .into_iter()
+                    .filter(|&(index, _)| (from..=to).contains(&index)),
+            ),
+            None => unpacked.push((from, to)),
+        }
+        first = last.saturating_add(1);
+        if last == i64::MAX {
+            break;
+        }
+    }
+}
+
+/// The slot fields of resolution `res_ms` in `spans` (`(from, to)`, oldest first), probed
+/// one by one, appended to `out` oldest first.
+pub fn probed_slots(
+    fields: &mut dyn RawFields,
+    res_ms: i64,
+    spans: &[(i64, i64)],
+    out: &mut Vec<(i64, i64)>,
+) {
+    for &(from, to) in spans {
+        let mut index = from;
+        while index <= to {
+            if let Some(value) = fields.read(&slot_name(res_ms, index)) {
+                out.push((index, parse_i64(&value).unwrap_or(0)));
+            }
+            index += 1;
+        }
+    }
+}
+
 /// The sum of the slot fields of resolution `res_ms` in `spans` (`(from, to)`, oldest
 /// first), probed one by one.
 pub fn probed_sum(fields: &mut dyn RawFields, res_ms: i64, spans: &[(i64, i64)]) -> i128 {

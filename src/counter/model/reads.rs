@@ -2,7 +2,7 @@
 //!
 //! Owns: the read arithmetic. May not touch: Redis (pure).
 
-use super::{collect_ordered, Counter, SlotStore};
+use super::{collect_ordered, collect_ordered_sealed, Counter, SlotStore};
 use crate::args::format_duration;
 use crate::error::{Error, Result};
 use crate::window::{first_kept, slot_index, slot_start, slots_covering};
@@ -250,11 +250,12 @@ impl Counter {
         if lo > hi {
             return Ok(Vec::new());
         }
-        let counts: Vec<(i64, i64)> = collect_ordered(store, &[(res.ms, lo, hi)])
-            .into_iter()
-            .flatten()
-            .filter(|&(_, count)| count != 0)
-            .collect();
+        let counts: Vec<(i64, i64)> =
+            collect_ordered_sealed(store, &[(res.ms, lo, hi)], &self.sealed_bounds())
+                .into_iter()
+                .flatten()
+                .filter(|&(_, count)| count != 0)
+                .collect();
         let start = |index: i64| slot_start(index, res.ms);
         if !empty {
             return Ok(counts.into_iter().map(|(i, c)| (start(i), c)).collect());

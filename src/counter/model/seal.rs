@@ -63,6 +63,17 @@ impl Track {
 }
 
 impl Counter {
+    /// Per resolution with slots, `(res_ms, oldest stored slot, first slot not sealed)`:
+    /// what [`super::collect_ordered_sealed`] reads from packed fields alone.
+    pub fn sealed_bounds(&self) -> Vec<(i64, i64, i64)> {
+        self.resolutions
+            .iter()
+            .zip(&self.tracks)
+            .filter(|(_, t)| t.n > 0)
+            .map(|(r, t)| (r.ms, t.lo, t.unsealed_from()))
+            .collect()
+    }
+
     /// True if a run is old enough to pack at `now` and not sealed yet.
     pub fn has_seal_work(&self, now: i64) -> bool {
         self.resolutions

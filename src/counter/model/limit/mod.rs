@@ -14,7 +14,7 @@
 //! largest of the keys' own waits is not the answer: a key that passes at `at` may fail
 //! later, when a slot written after `at` enters its window.)
 
-use crate::counter::model::{collect_ordered, Counter, SlotStore};
+use crate::counter::model::{collect_ordered_sealed, Counter, SlotStore};
 use crate::error::{Error, Result};
 use crate::window::{first_kept, slot_index, slots_covering};
 
@@ -152,7 +152,7 @@ pub fn check(
             None => spans.push((w.res_ms, w.first, slot_index(now, w.res_ms))),
         }
     }
-    let stored = collect_ordered(store, &spans);
+    let stored = collect_ordered_sealed(store, &spans, &counter.sealed_bounds());
     // Per resolution, the running totals of its slots (`prefix[k]`: the first `k` slots),
     // and whether no count is negative: every window's sum is then two lookups, and a
     // refused window's wait a binary search (a walk of 99000 slots per window otherwise).

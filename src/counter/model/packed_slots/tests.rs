@@ -58,6 +58,14 @@ impl SlotStore for FieldHash {
     fn seal_run(&mut self, res_ms: i64, first: i64) -> bool {
         seal(self, res_ms, first)
     }
+    fn sealed_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) -> bool {
+        let mut unpacked = Vec::new();
+        let from = out.len();
+        sealed_slots(self, res_ms, lo, hi, out, &mut unpacked);
+        probed_slots(self, res_ms, &unpacked, out);
+        out[from..].sort_unstable();
+        true
+    }
     fn sealed_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
         let mut unpacked = Vec::new();
         let sum = sealed_sum(self, res_ms, lo, hi, &mut unpacked);
