@@ -12,7 +12,8 @@
 //!   (hours) equal a model of the writes; a `SUM` of 7 days takes at most 1 ms at the
 //!   server.
 //! * An `AT` into an old, packed minute is exact; `LIMIT`, `RANGE` of a day and `INFO`
-//!   answer; `DEBUG RELOAD` answers the same.
+//!   answer; the replica holds the same, and `DEBUG RELOAD` and an AOF reload answer the
+//!   same.
 
 use module_tests::*;
 
@@ -86,7 +87,10 @@ fn model_sum(writes: &[(i64, i64)], res_ms: i64, samples: i64, n: i64, at: i64, 
 per_server!(a_year_of_minutes_is_packed_read_and_reloaded_without_a_stall);
 fn a_year_of_minutes_is_packed_read_and_reloaded_without_a_stall(kind: &ServerKind) {
     let k = kind.name.clone();
-    let srv = Server::start(kind);
+    let mut srv = Server::start_with(kind, ServerOptions::new().config("appendonly", "yes"));
+    let replica = Server::start(kind);
+    replica.replicate_from(&srv);
+    wait_replica_synced(&srv, &replica);
     assert_eq!(
         srv.cmd_value(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]),
         v_ok()
@@ -284,7 +288,11 @@ fn a_year_of_minutes_is_packed_read_and_reloaded_without_a_stall(kind: &ServerKi
     srv.cmd_value(&["TSCOUNTER.INFO", "year"]);
     watch.check(&srv, "LIMIT, RANGE and INFO");
 
-    // DEBUG RELOAD answers the same; DEL is quick.
+    // The replica holds the same (effects, not re-executed writes); DEBUG RELOAD and an
+    // AOF reload answer the same; DEL is quick.
+    drop(conn);
+    assert_replica_equal(&srv, &replica, "a long counter");
+    drop(replica);
     assert_eq!(srv.cmd_value(&["DEBUG", "RELOAD"]), v_ok(), "{k}");
     watch = StallWatch::start(&srv, STALL_LIMIT_US);
     assert_sums(
@@ -293,6 +301,20 @@ fn a_year_of_minutes_is_packed_read_and_reloaded_without_a_stall(kind: &ServerKi
         &format!("{k}: sums after DEBUG RELOAD"),
     );
     watch.check(&srv, "reads after DEBUG RELOAD");
+    let before = srv.dump_keyspace();
+    srv.restart();
+    assert_eq!(srv.dump_keyspace(), before, "{k}: AOF reload");
+    assert_eq!(
+        srv.cmd_value(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]),
+        v_ok()
+    );
+    watch = StallWatch::start(&srv, STALL_LIMIT_US);
+    assert_sums(
+        sums(&srv, at),
+        |now| expected(&writes, now),
+        &format!("{k}: sums after the AOF reload"),
+    );
+    watch.check(&srv, "reads after the AOF reload");
     assert_eq!(srv.cmd_value(&["DEL", "year"]), v_int(1), "{k}");
     watch.check(&srv, "DEL");
     srv.assert_alive();
