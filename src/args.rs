@@ -153,14 +153,11 @@ pub fn parse_i64_in(
 /// many keys' own reads, like a pipeline of that many.
 pub const MAX_READ_KEYS: usize = 1000;
 
-/// What `numkeys` is, said when it is not an integer.
-pub const NUMKEYS_FORM: &str = "numkeys is the number of keys that follow it";
-
 /// Parses `numkeys` of a command over a counted list of keys: an integer (else
 /// `ERR value is not an integer or out of range`) from 1 to `max` (else `ERR syntax
 /// error`, as MLIMIT answers).
 pub fn parse_key_count(bytes: &[u8], max: usize) -> Result<usize> {
-    usize::try_from(parse_i64(bytes).map_err(|_| Error::IntegerArg(NUMKEYS_FORM))?)
+    usize::try_from(parse_i64(bytes)?)
         .ok()
         .filter(|n| (1..=max).contains(n))
         .ok_or(Error::Syntax)
@@ -175,13 +172,10 @@ pub const TIMESTAMP_LIMIT: i64 = 1 << 53;
 /// far inside `i64`, so slot arithmetic never saturates or wraps.
 pub const MAX_DURATION_MS: i64 = 315_576_000_000_000;
 
-/// What a timestamp is, said when one is not an integer.
-pub const TIMESTAMP_FORM: &str = "a timestamp (AT, FROM, TO) is an integer of Unix milliseconds";
-
 /// Parses a timestamp: an integer (Redis rules) in `[0, 2^53)`; any other integer is
 /// outside the kept range.
 pub fn parse_timestamp(bytes: &[u8]) -> Result<i64> {
-    let t = parse_i64(bytes).map_err(|_| Error::IntegerArg(TIMESTAMP_FORM))?;
+    let t = parse_i64(bytes)?;
     if !(0..TIMESTAMP_LIMIT).contains(&t) {
         return Err(Error::OutsideKeptRange);
     }

@@ -8,10 +8,7 @@ fn key_counts_are_one_to_max() {
     assert_eq!(parse_key_count(b"1001", 1000), Err(Error::Syntax));
     assert_eq!(parse_key_count(b"0", 1000), Err(Error::Syntax));
     assert_eq!(parse_key_count(b"-1", 1000), Err(Error::Syntax));
-    assert_eq!(
-        parse_key_count(b"x", 1000),
-        Err(Error::IntegerArg(NUMKEYS_FORM))
-    );
+    assert_eq!(parse_key_count(b"x", 1000), Err(Error::NotInteger));
 }
 
 use super::*;
@@ -180,8 +177,8 @@ fn edges_of_time() {
             "{outside:?}"
         );
     }
-    assert_eq!(parse_timestamp(b"1.5"), Err(Error::IntegerArg(TIMESTAMP_FORM)));
-    assert_eq!(parse_timestamp(b"x"), Err(Error::IntegerArg(TIMESTAMP_FORM)));
+    assert_eq!(parse_timestamp(b"1.5"), Err(Error::NotInteger));
+    assert_eq!(parse_timestamp(b"x"), Err(Error::NotInteger));
     let items: Vec<&[u8]> = vec![b"12", b"-12"];
     let mut args = Args::new(&items);
     assert_eq!(args.next_timestamp(), Ok(12));

@@ -58,7 +58,7 @@ def test_counter_limit(t: tally.Tally, key) -> None:
     assert not refused
     assert c.limit(10, {"1h": 5}, at=T + HOUR) == tally.Decision(False, -1, [3])
     assert c.limit(0, {"1h": 5, "1d": 100}, at=T + HOUR) == tally.Decision(True, 0, [3, 6])
-    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range: increment is an integer >= 0$"):
         c.limit(-1, {"1h": 5})
     # Now, with the default resolutions of an auto-created key.
     fresh = t.counter(key("fresh"))
@@ -331,7 +331,7 @@ def test_mlimit(t: tally.Tally, r: redis.Redis, key) -> None:
     with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
         t.mlimit({key("{m}:new"): {"1m": 5}, key("{m}:s"): {"1m": 5}})
     assert r.exists(key("{m}:new")) == 0
-    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range: increment is an integer >= 0$"):
         t.mlimit({user: {"1m": 5}}, increment=-1)
 
 

@@ -148,7 +148,7 @@ const INCRBY_DOC: Doc = Doc {
 /// TSCOUNTER.INCRBY key increment [AT ts]
 pub fn incrby(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let increment = args.next_i64_in(.., "increment is an integer")?;
+    let increment = args.next_i64()?;
     add(ctx, name, increment, &mut args)
 }
 

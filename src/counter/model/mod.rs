@@ -108,17 +108,14 @@ pub fn finest_covering(resolutions: &[Resolution], window: i64) -> Result<Resolu
             return Ok(resolution);
         }
     }
-    let longest = resolutions.iter().map(|r| r.span()).max().unwrap_or(0);
-    Err(window_too_long(window, longest))
+    Err(window_too_long(window))
 }
 
-/// The error of a window no resolution spans; says the longest one spans.
 #[cold]
-fn window_too_long(window: i64, longest: i64) -> Error {
+fn window_too_long(window: i64) -> Error {
     Error::Invalid(format!(
-        "window '{}' is longer than any resolution keeps (at most {})",
-        crate::args::format_duration(window),
-        crate::args::format_duration(longest)
+        "window '{}' is longer than any resolution keeps",
+        crate::args::format_duration(window)
     ))
 }
 
