@@ -279,7 +279,14 @@ pub fn invalid_duration(bytes: &[u8]) -> Error {
     let too_long = !digits.is_empty()
         && digits.iter().all(u8::is_ascii_digit)
         && digits.iter().any(|&d| d != b'0');
-    Error::DurationHint(text, if too_long { DURATION_MOST } else { DURATION_FORM })
+    Error::DurationHint(
+        text,
+        if too_long {
+            DURATION_MOST
+        } else {
+            DURATION_FORM
+        },
+    )
 }
 
 /// [`parse_duration`] without the error (kept apart: this runs for every window of every

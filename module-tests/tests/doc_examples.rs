@@ -615,11 +615,19 @@ fn the_errors_table_replies_as_documented(kind: &ServerKind) {
         for step in &block.steps {
             let args = split_args(&step.command).unwrap_or_else(|e| panic!("{e}"));
             let reply = srv.cmd_value(&args);
-            assert!(error_text(&reply).is_none(), "setup: {}: {reply:?}", step.command);
+            assert!(
+                error_text(&reply).is_none(),
+                "setup: {}: {reply:?}",
+                step.command
+            );
         }
     }
     let rows = error_rows(&text);
-    assert!(rows.len() >= 40, "only {} rows in docs/errors.md", rows.len());
+    assert!(
+        rows.len() >= 40,
+        "only {} rows in docs/errors.md",
+        rows.len()
+    );
     let before = srv.dump_keyspace();
     let mut failures = Vec::new();
     for (line, want, example) in &rows {
@@ -645,7 +653,12 @@ fn the_errors_table_replies_as_documented(kind: &ServerKind) {
         failures.len(),
         failures.join("\n\n")
     );
-    assert_eq!(srv.dump_keyspace(), before, "{}: an error wrote something", kind.name);
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{}: an error wrote something",
+        kind.name
+    );
     srv.assert_alive();
 }
 

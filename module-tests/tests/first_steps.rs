@@ -80,7 +80,10 @@ fn deps_checks_rust_first_and_the_readme_names_the_version() {
         .find("bash scripts/check-rust.sh")
         .expect("deps.sh runs scripts/check-rust.sh");
     let first_install = deps.find("apt-get").expect("deps.sh installs with apt-get");
-    assert!(check < first_install, "the Rust check comes before any install");
+    assert!(
+        check < first_install,
+        "the Rust check comes before any install"
+    );
     let readme = fs::read_to_string(repo_root().join("README.md")).expect("README.md");
     assert!(
         readme.contains(&format!("You need Rust {} or later", required_rust())),

@@ -308,7 +308,6 @@ fn refused_and_checking_calls_write_nothing(kind: &ServerKind) {
 per_server!(limit_rejects_bad_arguments_with_the_contract_errors);
 fn limit_rejects_bad_arguments_with_the_contract_errors(kind: &ServerKind) {
     let srv = Server::start(kind);
-    let not_int = v_err("ERR value is not an integer or out of range");
     let syntax = v_err("ERR syntax error");
     let cases: Vec<(Vec<&str>, Value)> = vec![
         (

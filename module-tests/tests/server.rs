@@ -346,5 +346,9 @@ fn a_plain_load_logs_no_warning(kind: &ServerKind) {
         kind.name,
         warnings.join("\n")
     );
-    assert!(log.contains("Module 'tally' loaded"), "{}: {log}", kind.name);
+    assert!(
+        log.contains("Module 'tally' loaded"),
+        "{}: {log}",
+        kind.name
+    );
 }

@@ -131,7 +131,10 @@ fn durations_with_and_without_units() {
     );
     assert_eq!(
         parse_duration(b"999999999999999999w"),
-        Err(Error::DurationHint("999999999999999999w".into(), DURATION_MOST))
+        Err(Error::DurationHint(
+            "999999999999999999w".into(),
+            DURATION_MOST
+        ))
     );
 }
 
@@ -194,7 +197,11 @@ fn letter_units_match_the_table() {
             continue;
         };
         assert_eq!(letter_unit_ms(letter), Some(ms), "{suffix}");
-        assert_eq!(letter_unit_ms(letter.to_ascii_uppercase()), None, "{suffix}");
+        assert_eq!(
+            letter_unit_ms(letter.to_ascii_uppercase()),
+            None,
+            "{suffix}"
+        );
         assert_eq!(parse_duration(format!("3{suffix}").as_bytes()), Ok(3 * ms));
     }
     let letters = UNITS.iter().filter(|(suffix, _)| suffix.len() == 1).count();

@@ -80,7 +80,11 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
                 (1m:60, 1h:24)";
     let duplicate = "duplicate resolution: each resolution is given once";
     for (cmd, text, hint) in [
-        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s"][..], "1s", form),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s"][..],
+            "1s",
+            form,
+        ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:60", "1h"],
             "1h",
@@ -91,7 +95,11 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
             "FOO",
             form,
         ),
-        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:x"], "1s:x", form),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:x"],
+            "1s:x",
+            form,
+        ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "1000:3"],
             "1000:3",
@@ -109,14 +117,23 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
             "60s:5",
             duplicate,
         ),
-        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"], "1s:0", form),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"],
+            "1s:0",
+            form,
+        ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"],
             "1s:-1",
             form,
         ),
     ] {
-        assert_refused(&srv, c, cmd, &format!("ERR invalid duration '{text}': {hint}"));
+        assert_refused(
+            &srv,
+            c,
+            cmd,
+            &format!("ERR invalid duration '{text}': {hint}"),
+        );
         assert!(!exists(&srv, b"n"), "{k}");
     }
 

@@ -19,8 +19,7 @@ use super::{cluster_node, seeded_board, NO_HASH_TAG};
 use std::time::Duration;
 
 const HOUR: i64 = 3_600_000;
-const WINDOW_ERR: &str =
-    "ERR WINDOW must be a multiple of the slot (1h) of at most 24 slots (1d)";
+const WINDOW_ERR: &str = "ERR WINDOW must be a multiple of the slot (1h) of at most 24 slots (1d)";
 
 /// A HISTORY reply as `(slot_start, count)` rows (nested arrays in RESP2 and RESP3).
 fn rows(v: &Value) -> Vec<(i64, i64)> {

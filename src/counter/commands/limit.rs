@@ -178,7 +178,8 @@ fn key_count(numkeys: &[u8]) -> Result<usize> {
 }
 
 /// What MLIMIT's `npairs` is (MAX_LIMITS pairs at most), said when it is not.
-const NPAIRS_FORM: &str = "npairs (the window/max pairs of the next key) is an integer from 1 to 16";
+const NPAIRS_FORM: &str =
+    "npairs (the window/max pairs of the next key) is an integer from 1 to 16";
 
 /// The increment: an integer >= 0.
 fn parse_increment(args: &mut Args) -> Result<i64> {

@@ -21,8 +21,7 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
         let token = token.as_ref();
         // Any bad token (duration, samples, duplicate) is a bad resolution, reported with
         // the contract's text for bad durations and resolutions and what is wrong in it.
-        let invalid =
-            |hint| Error::DurationHint(String::from_utf8_lossy(token).into_owned(), hint);
+        let invalid = |hint| Error::DurationHint(String::from_utf8_lossy(token).into_owned(), hint);
         let colon = token
             .iter()
             .position(|&b| b == b':')
@@ -37,7 +36,9 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
             .checked_mul(samples)
             .is_some_and(|s| s <= MAX_DURATION_MS);
         if out.iter().any(|r| r.ms == ms) {
-            return Err(invalid("duplicate resolution: each resolution is given once"));
+            return Err(invalid(
+                "duplicate resolution: each resolution is given once",
+            ));
         }
         // Too many samples, in one resolution or in several, is the counter's size, not
         // a typo in the duration: it gets its own error.

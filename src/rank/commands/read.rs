@@ -48,7 +48,10 @@ pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let (mut offset, mut withscores, mut window) = (None, None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "OFFSET" => set_once(&mut offset, args.next_i64_in(0.., "OFFSET is an integer >= 0")?)?,
+            "OFFSET" => set_once(
+                &mut offset,
+                args.next_i64_in(0.., "OFFSET is an integer >= 0")?,
+            )?,
             "WITHSCORES" => set_once(&mut withscores, true)?,
             "WINDOW" => set_once(&mut window, args.next_duration()?)?,
             _ => return Err(Error::Syntax),

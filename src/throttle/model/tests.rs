@@ -306,12 +306,17 @@ fn periods_need_a_unit() {
     assert_eq!(parse_period(b"500ms"), Ok(500));
     assert_eq!(
         parse_period(b"60").map_err(|e| e.to_string()),
-        Err("ERR invalid duration '60': TSTHROTTLE.ALLOW's period needs a unit (60s, 1m, \
+        Err(
+            "ERR invalid duration '60': TSTHROTTLE.ALLOW's period needs a unit (60s, 1m, \
              500ms): CL.THROTTLE takes seconds, so a bare number here is refused rather than \
              read as ms"
-            .into())
+                .into()
+        )
     );
-    assert!(matches!(parse_period(b"0"), Err(Error::DurationHint(_, PERIOD_FORM))));
+    assert!(matches!(
+        parse_period(b"0"),
+        Err(Error::DurationHint(_, PERIOD_FORM))
+    ));
     assert!(matches!(
         parse_period(b"1M"),
         Err(Error::DurationHint(_, crate::args::DURATION_FORM))

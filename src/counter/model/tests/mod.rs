@@ -83,14 +83,18 @@ fn resolution_lists_parse_sort_and_refuse() {
     // What is wrong is said: the form of a resolution, a duplicate.
     assert_eq!(
         parse_resolution_text("1m:60 1h").map_err(|e| e.to_string()),
-        Err("ERR invalid duration '1h': a resolution is res:samples, a duration and how \
+        Err(
+            "ERR invalid duration '1h': a resolution is res:samples, a duration and how \
              many slots of it to keep (1m:60, 1h:24)"
-            .into())
+                .into()
+        )
     );
     assert_eq!(
         parse_resolution_text("1m:60 1m:30").map_err(|e| e.to_string()),
-        Err("ERR invalid duration '1m:30': duplicate resolution: each resolution is given once"
-            .into())
+        Err(
+            "ERR invalid duration '1m:30': duplicate resolution: each resolution is given once"
+                .into()
+        )
     );
     // One resolution of more samples than a counter keeps is refused for its size, as
     // several are: the duration is fine.
