@@ -353,7 +353,7 @@ fn limit_rejects_bad_arguments_with_the_contract_errors(kind: &ServerKind) {
         // A window no resolution spans: SUM's error.
         (
             vec!["TSCOUNTER.LIMIT", "k", "1", "1000d", "5"],
-            v_err("ERR window '1000d' is longer than any resolution keeps"),
+            v_err("ERR window '1000d' is longer than any resolution keeps (at most 120d)"),
         ),
     ];
     for (args, want) in cases {

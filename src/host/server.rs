@@ -144,7 +144,15 @@ pub static DEFRAG_NOTICE: DefragNotice = DefragNotice;
 
 impl DefragNotice {
     /// The hook `redis_module!` calls for a data type; creates none.
-    pub fn create_data_type(&self, ctx: *mut raw::RedisModuleCtx) -> Result<(), &'static str> {
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the context of the module's load (`RedisModule_OnLoad`), called on the main
+    /// thread after `RedisModule_Init`.
+    pub unsafe fn create_data_type(
+        &self,
+        ctx: *mut raw::RedisModuleCtx,
+    ) -> Result<(), &'static str> {
         // SAFETY: a function-pointer static `RedisModule_Init` has just set; the load runs
         // on the main thread and nothing else reads or writes it meanwhile.
         if unsafe { raw::RedisModule_RegisterDefragCallbacks }.is_none() {

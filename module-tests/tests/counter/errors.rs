@@ -321,23 +321,23 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
     for (cmd, err) in [
         (
             &["TSCOUNTER.SUM", "c", "2h"][..],
-            "ERR window '2h' is longer than any resolution keeps",
+            "ERR window '2h' is longer than any resolution keeps (at most 1h)",
         ),
         (
             &["TSCOUNTER.SUM", "c", "1m", "3600001"],
-            "ERR window '3600001ms' is longer than any resolution keeps",
+            "ERR window '3600001ms' is longer than any resolution keeps (at most 1h)",
         ),
         (
             &["TSCOUNTER.SUM", "missing", "1000d"],
-            "ERR window '1000d' is longer than any resolution keeps",
+            "ERR window '1000d' is longer than any resolution keeps (at most 120d)",
         ),
         (
             &["TSCOUNTER.RANGE", "c", "5s"],
-            "ERR the counter has no resolution '5s'",
+            "ERR the counter has no resolution '5s' (it has 1s, 1m)",
         ),
         (
             &["TSCOUNTER.RANGE", "c", "2000", "EMPTY"],
-            "ERR the counter has no resolution '2s'",
+            "ERR the counter has no resolution '2s' (it has 1s, 1m)",
         ),
     ] {
         assert_refused(&srv, cmd[1].as_bytes(), cmd, err);

@@ -272,7 +272,7 @@ fn mlimit_rejects_bad_arguments_and_writes_nothing(kind: &ServerKind) {
                 "1000d",
                 "5",
             ],
-            v_err("ERR window '1000d' is longer than any resolution keeps"),
+            v_err("ERR window '1000d' is longer than any resolution keeps (at most 120d)"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "1", "5s", "5", "NOPE"],
