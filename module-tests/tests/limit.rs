@@ -179,12 +179,25 @@ fn limit_agrees_with_the_model_under_random_traffic(kind: &ServerKind) {
         refused_with_wait > 20,
         "only {refused_with_wait} refusals with a wait: the test does not reach retry_after"
     );
-    // The stored slots are the model's.
+    // The stored slots are the model's (as RANGE lists them: the timer packs the runs of
+    // seconds older than the two newest into one field each).
     let mut stored: BTreeMap<(i64, i64), i64> = BTreeMap::new();
-    for (field, value) in slot_fields(&srv, "rl") {
-        let (res, index) = field.split_once(':').expect("slot field");
-        let res = if res == "1s" { 1_000 } else { 60_000 };
-        stored.insert((res, index.parse().unwrap()), value.parse().unwrap());
+    for (label, res) in [("1s", 1_000), ("1m", 60_000)] {
+        let range = srv.cmd_value(&["TSCOUNTER.RANGE", "rl", label, "FROM", &base.to_string()]);
+        let Value::Array(pairs) = range else {
+            panic!("{range:?}")
+        };
+        for pair in pairs {
+            match pair {
+                Value::Array(p) => match (&p[0], &p[1]) {
+                    (Value::Int(start), Value::Int(count)) => {
+                        stored.insert((res, start / res), *count);
+                    }
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            }
+        }
     }
     assert_eq!(stored, model.slots);
     srv.assert_alive();

@@ -153,22 +153,34 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
         ),
         (args(&create17), "ERR a counter has 1 to 16 resolutions"),
         (
-            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5000", "1m:5001"]),
-            "ERR a counter keeps at most 10000 samples over all its resolutions",
+            args(&[
+                "TSCOUNTER.CREATE",
+                "n",
+                "RESOLUTIONS",
+                "1s:524288",
+                "1m:524289",
+            ]),
+            "ERR a counter keeps at most 1048576 samples over all its resolutions",
         ),
         // Too many samples in one resolution is the counter's size too, never a bad
         // duration.
         (
-            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:10001"]),
-            "ERR a counter keeps at most 10000 samples over all its resolutions",
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:1048577"]),
+            "ERR a counter keeps at most 1048576 samples over all its resolutions",
         ),
         (
-            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:10080"]),
-            "ERR a counter keeps at most 10000 samples over all its resolutions",
+            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:2000000"]),
+            "ERR a counter keeps at most 1048576 samples over all its resolutions",
         ),
         (
-            args(&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:6000", "1m:6000"]),
-            "ERR a counter keeps at most 10000 samples over all its resolutions",
+            args(&[
+                "TSCOUNTER.CREATE",
+                "n",
+                "RESOLUTIONS",
+                "1s:600000",
+                "1m:600000",
+            ]),
+            "ERR a counter keeps at most 1048576 samples over all its resolutions",
         ),
         (args(&["TSCOUNTER.CREATE", "n", "FOO"]), "ERR syntax error"),
     ] {
@@ -183,7 +195,19 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
     create16.extend(sixteen);
     assert_eq!(srv.cmd_value(&create16), v_ok(), "{k}");
     assert_eq!(
-        srv.cmd_value(&["TSCOUNTER.CREATE", "n1", "resolutions", "1s:10000"]),
+        srv.cmd_value(&["TSCOUNTER.CREATE", "n1", "resolutions", "1s:1048576"]),
+        v_ok(),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&[
+            "TSCOUNTER.CREATE",
+            "year",
+            "RESOLUTIONS",
+            "1s:86400",
+            "1m:525600",
+            "1h:87600"
+        ]),
         v_ok(),
         "{k}"
     );

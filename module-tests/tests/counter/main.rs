@@ -19,7 +19,7 @@
 //! the reply helpers.
 
 use module_tests::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 const OUTSIDE: &str = "ERR timestamp is outside the kept range";
@@ -36,8 +36,10 @@ mod errors;
 mod in_place;
 mod keyspace;
 mod model;
+mod packed;
 mod replies;
 mod trimming;
+mod upgrade;
 
 // ================================================================= helpers
 

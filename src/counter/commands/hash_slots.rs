@@ -10,11 +10,12 @@ use std::cell::{Cell, RefMut};
 use redis_module::Context;
 
 use super::counter_memory::memory;
-use crate::args::parse_i64;
 use crate::counter::model::mirrors::{
     Mirror, MirrorAt, Mirrors, HASHTABLE_MIN_FIELDS, MAX_SLOTS_PER_MIRROR,
 };
-use crate::counter::model::{parse_slot_field, push_slot_field, Counter, OrderedSlots, SlotStore};
+use crate::counter::model::packed::{self, RUN};
+use crate::counter::model::packed_slots::{self, may_be_packed, RawFields};
+use crate::counter::model::{push_slot_field, Counter, OrderedSlots, SlotStore};
 use crate::host::replicate::HashEffects;
 use crate::host::server::{now_ms, selected_db};
 use crate::host::store::{Key, KeyKind, RStr};
@@ -63,6 +64,39 @@ pub(super) struct HashSlots<'a> {
     next_name: usize,
     /// Slot fields looked up in the hash so far (added to the family's count at the end).
     lookups: u64,
+    /// The server's clock when first needed: which runs may be packed (see
+    /// `packed_slots`), the same for the whole command.
+    now: Option<i64>,
+}
+
+/// The hash field by field, for a slot whose run may be packed (`packed_slots`): reads and
+/// writes of the key, each write recorded as an effect.
+struct Raw<'s, 'k> {
+    key: &'k Key,
+    effects: &'s mut HashEffects,
+    lookups: &'s mut u64,
+}
+
+impl RawFields for Raw<'_, '_> {
+    fn read(&mut self, name: &[u8]) -> Option<Vec<u8>> {
+        *self.lookups += 1;
+        self.key.hget(name)
+    }
+
+    fn write(&mut self, name: &[u8], value: &[u8]) {
+        *self.lookups += 1;
+        self.key.hset(name, value);
+        self.effects.set(name, value);
+    }
+
+    fn delete(&mut self, name: &[u8]) -> bool {
+        *self.lookups += 1;
+        let existed = self.key.hdel(name);
+        if existed {
+            self.effects.del(name);
+        }
+        existed
+    }
 }
 
 /// The key's mirror as a command holds it.
@@ -123,6 +157,7 @@ impl<'a> HashSlots<'a> {
             names: Vec::new(),
             next_name: 0,
             lookups: 0,
+            now: None,
         };
         let Some(mirrors) = slots.mirrors.as_deref_mut() else {
             return slots;
@@ -152,6 +187,29 @@ impl<'a> HashSlots<'a> {
             in_step: true,
         });
         slots
+    }
+
+    /// The server's clock, read once per command.
+    #[inline]
+    fn now(&mut self) -> i64 {
+        *self.now.get_or_insert_with(now_ms)
+    }
+
+    /// True if slot `index` of `res_ms` lies in a run that may be packed: it is then read
+    /// and written through `packed_slots`.
+    #[inline]
+    fn in_old_run(&mut self, res_ms: i64, index: i64) -> bool {
+        let now = self.now();
+        may_be_packed(res_ms, index, now)
+    }
+
+    /// The hash field by field (see [`Raw`]).
+    fn raw(&mut self) -> Raw<'_, 'a> {
+        Raw {
+            key: self.key,
+            effects: &mut self.effects,
+            lookups: &mut self.lookups,
+        }
     }
 
     /// The key's mirror, if it has one in step with the hash.
@@ -311,6 +369,12 @@ impl<'a> HashSlots<'a> {
     pub(super) fn add_in_place(&mut self, now: i64, ts: i64, increment: i64) -> Option<i64> {
         let mirror = self.mirror()?;
         let counter = mirror.counter.as_ref()?;
+        // Only into the newest runs, which are never packed: `ts` less than RUN slots of
+        // the finest resolution (so of every resolution) before `now`.
+        let finest = counter.resolutions.first()?.ms;
+        if now.saturating_sub(ts) >= RUN.saturating_mul(finest) {
+            return None;
+        }
         let mut writes = [(0, 0, 0); crate::counter::model::MAX_RESOLUTIONS];
         let (len, reply) =
             counter.add_to_stored(&mut mirror.slots, now, ts, increment, &mut writes)?;
@@ -342,6 +406,9 @@ impl SlotStore for HashSlots<'_> {
         if self.missing {
             return None;
         }
+        if self.in_old_run(res_ms, index) {
+            return packed_slots::get(&mut self.raw(), res_ms, index);
+        }
         // A value that is not an integer (a user's HSET) is a stored slot holding nothing:
         // a write overwrites it without counting a new slot.
         self.lookups += 1;
@@ -351,6 +418,14 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn put(&mut self, res_ms: i64, index: i64, count: i64) {
+        if self.in_old_run(res_ms, index) {
+            packed_slots::put(&mut self.raw(), res_ms, index, count);
+            self.missing = false;
+            if let Some(mirror) = self.mirror() {
+                mirror.slots.insert((res_ms, index), count);
+            }
+            return;
+        }
         let key = self.key;
         let Some(name) = self
             .field_at(res_ms, index)
@@ -374,7 +449,7 @@ impl SlotStore for HashSlots<'_> {
         if let Some(mirror) = self.mirror() {
             return mirror.slots.get_many(slots, out);
         }
-        if self.missing {
+        if self.missing || slots.iter().any(|&(r, i)| self.in_old_run(r, i)) {
             return self.get_each(slots, out);
         }
         // The names first (made in `names` without clearing it midway), then one batch of
@@ -405,6 +480,12 @@ impl SlotStore for HashSlots<'_> {
     }
 
     fn put_many(&mut self, slots: &[(i64, i64, i64)]) {
+        if slots.iter().any(|&(r, i, _)| self.in_old_run(r, i)) {
+            for &(res_ms, index, count) in slots {
+                self.put(res_ms, index, count);
+            }
+            return;
+        }
         let (written, len) = self.write_fields(slots);
         // The mirror follows the hash: only the slots written there.
         if let Some(mirror) = self.mirror() {
@@ -420,6 +501,9 @@ impl SlotStore for HashSlots<'_> {
             if mirror.slots.remove(&(res_ms, index)).is_none() {
                 return false;
             }
+        }
+        if self.in_old_run(res_ms, index) {
+            return packed_slots::remove(&mut self.raw(), res_ms, index);
         }
         let mut text = Vec::with_capacity(24);
         push_slot_field(&mut text, res_ms, index);
@@ -449,11 +533,9 @@ impl SlotStore for HashSlots<'_> {
             }
             return;
         }
-        self.key.hscan(|field, value| {
-            if let Some((res_ms, index)) = parse_slot_field(field) {
-                f(res_ms, index, parse_i64(value).unwrap_or(0));
-            }
-        });
+        let now = self.now();
+        self.key
+            .hscan(|field, value| packed_slots::each_in_field(field, value, now, f));
     }
 
     fn ordered_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) {
@@ -466,11 +548,96 @@ impl SlotStore for HashSlots<'_> {
         }
         let mut index = lo;
         while index <= hi {
+            if !self.missing && self.in_old_run(res_ms, index) {
+                // One run at a time: its packed field read once, its slots' own fields
+                // probed as before.
+                let end = packed::run_first(index)
+                    .and_then(|first| first.checked_add(RUN - 1))
+                    .map_or(hi, |end| end.min(hi));
+                packed_slots::ordered_in_run(&mut self.raw(), res_ms, index, end, out);
+                index = end.saturating_add(1);
+                if end == i64::MAX {
+                    break;
+                }
+                continue;
+            }
             if let Some(count) = self.get(res_ms, index) {
                 out.push((index, count));
             }
             index += 1;
         }
+    }
+
+    fn seal_run(&mut self, res_ms: i64, first: i64) -> bool {
+        // The mirror holds every slot by its count, whichever form: it stays as it is.
+        let packed = packed_slots::seal(&mut self.raw(), res_ms, first);
+        if packed {
+            self.missing = false;
+        }
+        packed
+    }
+
+    fn sealed_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
+        if self.has_mirror() {
+            return None;
+        }
+        if self.missing {
+            return Some(0);
+        }
+        let mut unpacked = Vec::new();
+        let mut sum = packed_slots::sealed_sum(&mut self.raw(), res_ms, lo, hi, &mut unpacked);
+        // Runs without a packed field are usually empty (a sparse counter): their slot
+        // fields are probed while that costs less than one walk of the hash, and found by
+        // the walk otherwise.
+        let probes = unpacked
+            .iter()
+            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
+        if probes <= self.key.len() as i64 {
+            sum += packed_slots::probed_sum(&mut self.raw(), res_ms, &unpacked);
+        } else {
+            self.key.hscan(|field, value| {
+                if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
+                    if ms == res_ms && in_spans(&unpacked, index) {
+                        sum += i128::from(crate::args::parse_i64(value).unwrap_or(0));
+                    }
+                }
+            });
+        }
+        Some(sum)
+    }
+
+    fn sealed_slots(&mut self, res_ms: i64, lo: i64, hi: i64, out: &mut Vec<(i64, i64)>) -> bool {
+        if self.has_mirror() {
+            return false;
+        }
+        if self.missing {
+            return true;
+        }
+        let mut unpacked = Vec::new();
+        let from = out.len();
+        packed_slots::sealed_slots(&mut self.raw(), res_ms, lo, hi, out, &mut unpacked);
+        if unpacked.is_empty() {
+            return true;
+        }
+        // As for sums: probed while cheaper than one walk of the hash.
+        let probes = unpacked
+            .iter()
+            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
+        if probes <= self.key.len() as i64 {
+            packed_slots::probed_slots(&mut self.raw(), res_ms, &unpacked, out);
+        } else {
+            self.key.hscan(|field, value| {
+                if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
+                    if ms == res_ms && in_spans(&unpacked, index) {
+                        out.push((index, crate::args::parse_i64(value).unwrap_or(0)));
+                    }
+                }
+            });
+        }
+        if let Some(added) = out.get_mut(from..) {
+            added.sort_unstable();
+        }
+        true
     }
 
     fn range_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
@@ -571,12 +738,34 @@ fn build_mirror(
     if !is_counter(key) || key.has_field_ttls(ctx, name, TTL_QUESTION_MAX_FIELDS) {
         return None;
     }
+    // Packed runs are mirrored slot by slot; a counter whose slots would pass what one
+    // mirror holds is read from its hash. Its `_state` tells, before any walk (a hot
+    // counter with a long history would otherwise walk its hash and decode every packed
+    // run on each write, to find it too large again).
+    let state_slots = memory()
+        .field_names()
+        .and_then(|(_, state_field)| key.hget_with(state_field, Counter::state_slots))
+        .flatten();
+    if state_slots.is_some_and(|n| n > MAX_SLOTS_PER_MIRROR as i64) {
+        return None;
+    }
     let mut slots = Vec::with_capacity(fields);
+    let now = now_ms();
+    let mut too_many = false;
     key.hscan(|field, value| {
-        if let Some(slot) = parse_slot_field(field) {
-            slots.push((slot, parse_i64(value).unwrap_or(0)));
+        if too_many {
+            return;
         }
+        packed_slots::each_in_field(field, value, now, &mut |res_ms, index, count| {
+            slots.push(((res_ms, index), count));
+        });
+        too_many = slots.len() > MAX_SLOTS_PER_MIRROR;
     });
+    if too_many {
+        return None;
+    }
+    slots.sort_unstable();
+    packed_slots::merge_duplicates(&mut slots);
     let mut mirror = Mirror::of_fields(fields);
     mirror.slots = OrderedSlots::from_unordered(slots);
     mirrors.insert(db, name, mirror, budget)
@@ -585,4 +774,19 @@ fn build_mirror(
 /// What the mirrors may hold now: the counters' share of the read caches' budget.
 fn budget() -> usize {
     crate::family::cache_budget::budget_of(crate::layout::COUNTER)
+}
+
+/// True if `index` lies in one of `spans` (`(from, to)`, sorted, not overlapping).
+fn in_spans(spans: &[(i64, i64)], index: i64) -> bool {
+    spans
+        .binary_search_by(|&(from, to)| {
+            if to < index {
+                std::cmp::Ordering::Less
+            } else if from > index {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }

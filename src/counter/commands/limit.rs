@@ -12,7 +12,7 @@ use super::write;
 use crate::args::{parse_duration, parse_i64_in, parse_key_count, set_once, Args};
 use crate::cmddocs::{block, integer, pure_token, string, Doc, AT, KEY, KEYS, NUMKEYS};
 use crate::counter::model::limit::{
-    check, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
+    check, check_sums_only, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
 };
 use crate::counter::model::Counter;
 use crate::error::{Error, Result};
@@ -58,7 +58,17 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
     if increment == 0 || key.kind() != KeyKind::Hash {
         // A check only, or a key that may not exist: decide without writing (a refusal
         // must not create the key).
-        let read = check_read_only(ctx, &key, name.as_slice(), now, ts, increment, &limits)?;
+        let only = Some(details);
+        let read = check_read_only(
+            ctx,
+            &key,
+            name.as_slice(),
+            now,
+            ts,
+            increment,
+            &limits,
+            only,
+        )?;
         let decision = decide_all(&[read], details)?;
         if !decision.allowed || increment == 0 {
             return Ok(reply(decision, false));
@@ -72,7 +82,11 @@ pub fn limit(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply>
         (name.as_slice(), Some(name)),
         now,
         |counter, slots| {
-            let read = check(counter, slots, now, ts, increment, &limits, false)?;
+            let read = match check_sums_only(counter, slots, now, ts, increment, &limits, details)?
+            {
+                Some(read) => read,
+                None => check(counter, slots, now, ts, increment, &limits, false)?,
+            };
             let decision = decide_all(&[read], details)?;
             if decision.allowed {
                 counter.incrby(slots, now, ts, increment)?;
@@ -153,7 +167,9 @@ pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Re
     let mut checks: Vec<Check> = Vec::with_capacity(count);
     for (&name, pairs) in names.iter().zip(&limits) {
         let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
-        checks.push(check_read_only(ctx, &key, name, now, ts, increment, pairs)?);
+        checks.push(check_read_only(
+            ctx, &key, name, now, ts, increment, pairs, None,
+        )?);
     }
     let decision = decide_all(&checks, details)?;
     drop(checks);
@@ -228,7 +244,9 @@ fn parse_options(args: &mut Args, now: i64) -> Result<(i64, bool)> {
 /// One key's pairs read from its stored counter (or an empty one with the default
 /// resolutions for a missing key), without writing anything. The increment's dry run is
 /// included: a call over several keys must know before its first write that every key
-/// takes it.
+/// takes it. `alone` is `Some(details)` for a call of one key, which may then be answered
+/// from the sums when its increment is 0 (a check only; see `check_sums_only`).
+#[allow(clippy::too_many_arguments)]
 fn check_read_only(
     ctx: &Context,
     key: &Key,
@@ -237,8 +255,14 @@ fn check_read_only(
     ts: i64,
     increment: i64,
     limits: &[(i64, i64)],
+    alone: Option<bool>,
 ) -> Result<Check> {
     let read = read_counter(ctx, key, name, now, |counter, slots| {
+        if let (Some(details), 0) = (alone, increment) {
+            if let Some(read) = check_sums_only(counter, slots, now, ts, 0, limits, details)? {
+                return Ok(read);
+            }
+        }
         check(counter, slots, now, ts, increment, limits, true)
     })?;
     match read {

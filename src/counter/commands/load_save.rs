@@ -10,7 +10,8 @@ use redis_module::{Context, RedisString};
 
 use super::counter_memory::memory;
 use super::hash_slots::{Build, HashSlots};
-use crate::counter::model::{parse_slot_field, Counter, Resolution, SlotStore, Track, STATE_FIELD};
+use crate::counter::model::packed_slots;
+use crate::counter::model::{Counter, Resolution, SlotStore, Track, STATE_FIELD};
 use crate::error::{Error, Result};
 use crate::expiry;
 use crate::host::server::{now_ms, selected_db};
@@ -37,10 +38,10 @@ pub(super) fn rebuild(
 ) -> Counter {
     let mut counter = Counter::new(resolutions);
     if key.len() <= scan_limit {
-        key.hscan(|field, _| {
-            if let Some((res_ms, index)) = parse_slot_field(field) {
+        key.hscan(|field, value| {
+            packed_slots::each_in_field(field, value, now, &mut |res_ms, index, _| {
                 counter.note_stored_slot(res_ms, index);
-            }
+            });
         });
     } else {
         let stored = key.len() as i64;

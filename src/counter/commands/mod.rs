@@ -10,7 +10,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use crate::args::{parse_duration, set_once, Args};
 use crate::cmddocs::{integer, pure_token, string, Doc, AT, FROM, KEY, TO};
 use crate::counter::model::{
-    finest_covering, parse_resolutions, parse_slot_field, Counter, Extent, STATE_FIELD,
+    finest_covering, packed_slots, parse_resolutions, Counter, Extent, STATE_FIELD,
 };
 use crate::error::{Error, Result};
 use crate::expiry::{self, Visit};
@@ -338,13 +338,10 @@ pub fn info(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> 
         })
         .flatten();
     let Extent { slots, first, last } = probed.unwrap_or_else(|| {
-        let mut extent = Extent::default();
-        key.hscan(|field, _| {
-            if let Some((res_ms, index)) = parse_slot_field(field) {
-                extent.add_slot(res_ms, index);
-            }
-        });
-        extent
+        // Packed fields count by their headers; a few are decoded (see `InfoWalk`).
+        let mut walk = packed_slots::InfoWalk::default();
+        key.hscan(|field, value| walk.field(field, value, now));
+        walk.finish(&mut |name| key.hget(name))
     });
     drop(key);
     let opt = |v: Option<i64>| v.map_or(Reply::Nil, Reply::Int);
@@ -387,10 +384,11 @@ pub fn expire(
     else {
         return Visit::Done;
     };
-    let has_work = counter.has_trim_work(
-        &mut HashSlots::open(ctx, &read_key, name, Build::Never),
-        now,
-    );
+    let has_work = counter.has_seal_work(now)
+        || counter.has_trim_work(
+            &mut HashSlots::open(ctx, &read_key, name, Build::Never),
+            now,
+        );
     if !has_work && !state_rebuilt {
         return due_visit(&counter);
     }
@@ -401,8 +399,13 @@ pub fn expire(
     let old_tracks = (!state_rebuilt).then(|| counter.tracks.clone());
     let mut slots = HashSlots::open(ctx, &key, name, Build::Never);
     let mut within_budget = || monotonic_us() < deadline_us;
-    let trimmed = counter.trim_within(&mut slots, now, &mut within_budget);
+    let mut trimmed = counter.trim_within(&mut slots, now, &mut within_budget);
     expiry::count_expired(trimmed.removed as u64);
+    // Old runs are packed once trimming is done (the runs trimming removes are not).
+    if trimmed.finished && counter.has_seal_work(now) {
+        counter.seal_within(&mut slots, now, &mut within_budget);
+        trimmed.finished = !counter.has_seal_work(now);
+    }
     let changed =
         !slots.effects.is_empty() || old_tracks.as_deref() != Some(counter.tracks.as_slice());
     let deleted = changed

@@ -10,6 +10,10 @@
 //!   encoding only while every value is at most 64 bytes. Invariant: every stored slot of
 //!   a resolution lies in `lo .. lo + samples`. It lets trimming find old slots without
 //!   scanning the hash: at most `samples` probes, and usually one;
+//!   A resolution that has packed runs adds `:<s>`, `s` the runs from the one holding
+//!   `lo` to the first whose slots may still be fields of their own (`d:n:s`); without it
+//!   that is the run holding `lo` (what a counter of 0.1.0 stores);
+//! * `<res>:p<first index>`: a packed run of old slots (see `packed.rs`, `packed_slots.rs`);
 //! * `<res>:<slot index>`: the count of one slot, e.g. `1m:29396160` for the minute that
 //!   starts at 29396160 × 60000 ms. Only non-zero counts are stored. The index, not the
 //!   start in ms, keeps fields short: a sparse ring counter fits in under 400 bytes.
@@ -28,13 +32,11 @@ pub use crate::layout::COUNTER_STATE_FIELD as STATE_FIELD;
 
 pub const MAX_RESOLUTIONS: usize = 16;
 
-/// Most slots a counter keeps: the samples of its resolutions added up. Every read that
-/// cannot use a mirror (a counter too large for one, or just after a native edit) probes
-/// or walks at most this many slot fields, a few milliseconds at most: the long windows
-/// of a full counter answer within the 10 ms every command keeps to without stored
-/// running totals (which every write would pay for and a native edit of a slot would
-/// make wrong).
-pub const MAX_SAMPLES: i64 = 10_000;
+/// Most slots a counter keeps: the samples of its resolutions added up (2^20: a day of
+/// seconds, a year of minutes and ten years of hours fit together). Old slots are packed
+/// 240 to a field (`packed`), so a full counter is a few thousand fields, and a window's
+/// whole runs are summed from their headers.
+pub const MAX_SAMPLES: i64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resolution {
@@ -54,6 +56,10 @@ impl Resolution {
 pub struct Track {
     pub lo: i64,
     pub n: i64,
+    /// The first slot index whose run may still hold slots in fields of their own: every
+    /// run before `max(sealed, run_first(lo))` that may be packed has been packed (see
+    /// `seal.rs`).
+    pub sealed: i64,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -151,8 +157,10 @@ pub mod limit;
 pub mod mirrors;
 mod ordered;
 pub mod packed;
+pub mod packed_slots;
 mod reads;
 mod recent_writes;
+mod seal;
 mod slot_store;
 mod state;
 mod trim;
@@ -164,7 +172,7 @@ pub use fields::{
 pub use ordered::OrderedSlots;
 pub use reads::Extent;
 pub use recent_writes::{HotWrites, RecentWrites, HOT_WRITES_PER_SECOND};
-pub use slot_store::{collect_ordered, SlotStore};
+pub use slot_store::{collect_ordered, collect_ordered_sealed, SlotStore};
 pub use trim::Trimmed;
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //!
 //! Owns: the read arithmetic. May not touch: Redis (pure).
 
-use super::{collect_ordered, Counter, SlotStore};
+use super::{collect_ordered, collect_ordered_sealed, Counter, SlotStore};
 use crate::args::format_duration;
 use crate::error::{Error, Result};
 use crate::window::{first_kept, slot_index, slot_start, slots_covering};
@@ -18,7 +18,7 @@ pub struct Extent {
 
 impl Extent {
     /// Widens `first ..= last` to include a slot starting at `start`.
-    fn include(&mut self, start: i64) {
+    pub(super) fn include(&mut self, start: i64) {
         self.first = Some(self.first.map_or(start, |f| f.min(start)));
         self.last = Some(self.last.map_or(start, |l| l.max(start)));
     }
@@ -108,10 +108,13 @@ impl Counter {
         if direct == windows.len() {
             return Ok(());
         }
-        let ranges = windows
+        let mut ranges = windows
             .iter()
             .map(|&window| range_of(window))
             .collect::<Result<Vec<_>>>()?;
+        // The parts of the windows in sealed runs are summed from the runs' packed fields
+        // (a header each for whole runs); the rest, the newest runs, slot by slot below.
+        let sealed = self.sum_sealed_parts(store, &mut ranges);
         // Every window of one resolution ends with the same slot, so the widest of them
         // covers the others: one ordered list of its stored slots and their prefix sums
         // answer every window with two binary searches.
@@ -139,7 +142,7 @@ impl Counter {
                 prefix
             })
             .collect();
-        let mut sums = vec![0i128; ranges.len()];
+        let mut sums = sealed;
         for (sum, &(res_ms, lo, hi)) in sums.iter_mut().zip(&ranges) {
             let Some(at) = spans.iter().position(|span| span.0 == res_ms) else {
                 continue;
@@ -153,13 +156,68 @@ impl Counter {
             let from = slots.partition_point(|&(index, _)| index < lo);
             let to = slots.partition_point(|&(index, _)| index <= hi);
             if let (Some(a), Some(b)) = (prefix.get(from), prefix.get(to)) {
-                *sum = b - a;
+                *sum += b - a;
             }
         }
         for (out, sum) in out.iter_mut().zip(sums) {
             *out = i64::try_from(sum).map_err(|_| Error::Overflow)?;
         }
         Ok(())
+    }
+
+    /// Sums the parts of `ranges` (`(res_ms, lo, hi)`, one per window) that lie in runs the
+    /// timer has sealed, with [`SlotStore::sealed_sum`], and moves each range's `lo` past
+    /// them. The windows of one resolution all end with the same slot, so their sealed parts
+    /// nest: each run's packed field is read once however many windows cover it. All zero
+    /// (ranges unchanged) for a store that keeps no packed runs.
+    fn sum_sealed_parts(
+        &self,
+        store: &mut dyn SlotStore,
+        ranges: &mut [(i64, i64, i64)],
+    ) -> Vec<i128> {
+        let mut sums = vec![0i128; ranges.len()];
+        // (window, its new lo) applied once every part is summed: a store without packed
+        // runs answers `None` and then every range stays as it was.
+        let mut moved = Vec::new();
+        for (r, t) in self.resolutions.iter().zip(&self.tracks) {
+            if t.n == 0 {
+                continue;
+            }
+            let sealed_end = t.unsealed_from();
+            // This resolution's windows reaching into sealed runs, narrowest first.
+            let mut at: Vec<(i64, i64, usize)> = ranges
+                .iter()
+                .enumerate()
+                .filter(|(_, &(ms, lo, hi))| ms == r.ms && lo <= hi && lo < sealed_end)
+                // Nothing is stored before the track's oldest slot.
+                .map(|(i, &(_, lo, hi))| (lo.max(t.lo), hi.min(sealed_end - 1), i))
+                .collect();
+            at.sort_unstable_by(|a, b| b.cmp(a));
+            // From the narrowest window's start backwards, each step adding the runs
+            // between one window's start and the previous one's.
+            let mut total = 0i128;
+            let mut upto: Option<i64> = None;
+            for (lo, hi, i) in at {
+                let part_hi = upto.map_or(hi, |u| (u - 1).min(hi));
+                if lo <= part_hi {
+                    match store.sealed_sum(r.ms, lo, part_hi) {
+                        Some(part) => total += part,
+                        None => return vec![0i128; ranges.len()],
+                    }
+                }
+                upto = Some(upto.map_or(lo, |u| u.min(lo)));
+                if let Some(sum) = sums.get_mut(i) {
+                    *sum = total;
+                }
+                moved.push((i, sealed_end));
+            }
+        }
+        for (i, sealed_end) in moved {
+            if let Some(range) = ranges.get_mut(i) {
+                range.1 = range.1.max(sealed_end);
+            }
+        }
+        sums
     }
 
     /// `(slot start, count)` of resolution `res_ms` for the slots from the one containing
@@ -198,11 +256,12 @@ impl Counter {
         if lo > hi {
             return Ok(Vec::new());
         }
-        let counts: Vec<(i64, i64)> = collect_ordered(store, &[(res.ms, lo, hi)])
-            .into_iter()
-            .flatten()
-            .filter(|&(_, count)| count != 0)
-            .collect();
+        let counts: Vec<(i64, i64)> =
+            collect_ordered_sealed(store, &[(res.ms, lo, hi)], &self.sealed_bounds())
+                .into_iter()
+                .flatten()
+                .filter(|&(_, count)| count != 0)
+                .collect();
         let start = |index: i64| slot_start(index, res.ms);
         if !empty {
             return Ok(counts.into_iter().map(|(i, c)| (start(i), c)).collect());

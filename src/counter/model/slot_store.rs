@@ -52,11 +52,68 @@ pub trait SlotStore {
     fn walk_is_cheaper(&mut self, probes: i64) -> bool {
         !self.probes_are_cheap(probes)
     }
+    /// Packs the run of resolution `res_ms` starting at `first`: its slots' own fields
+    /// merged into its packed field (see `packed_slots::seal`). True if it packed any.
+    /// Stores that keep no packed runs (a plain map) leave every slot as it is.
+    fn seal_run(&mut self, _res_ms: i64, _first: i64) -> bool {
+        false
+    }
+    /// The sum of slots `lo ..= hi` of one resolution, all in runs the timer has sealed,
+    /// from the runs' packed fields (see `packed_slots::sealed_sum`); `None` for a store
+    /// that keeps no packed runs (or answers ranges from memory).
+    fn sealed_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {
+        None
+    }
+    /// Appends the slots `lo ..= hi` of one resolution, all in runs the timer has sealed,
+    /// to `out`, oldest first, from the runs' packed fields (see
+    /// `packed_slots::sealed_slots`); false (nothing appended) for a store that keeps no
+    /// packed runs (or lists ranges from memory).
+    fn sealed_slots(
+        &mut self,
+        _res_ms: i64,
+        _lo: i64,
+        _hi: i64,
+        _out: &mut Vec<(i64, i64)>,
+    ) -> bool {
+        false
+    }
     /// The sum of the stored slots `lo ..= hi` of one resolution, if the store can give it
     /// without listing them (an ordered in-memory copy); `None` otherwise.
     fn range_sum(&mut self, _res_ms: i64, _lo: i64, _hi: i64) -> Option<i128> {
         None
     }
+}
+
+/// [`collect_ordered`], with the part of each span below its resolution's sealing bound
+/// (`sealed`: `(res_ms, oldest stored slot, first slot not sealed)`) read from the sealed
+/// runs' packed fields ([`SlotStore::sealed_slots`]): a long window costs a decode per
+/// run, not a probe per slot. Spans of a store without packed runs are read as
+/// [`collect_ordered`] reads them.
+pub fn collect_ordered_sealed(
+    store: &mut dyn SlotStore,
+    spans: &[(i64, i64, i64)],
+    sealed: &[(i64, i64, i64)],
+) -> Vec<Vec<(i64, i64)>> {
+    let mut out: Vec<Vec<(i64, i64)>> = vec![Vec::new(); spans.len()];
+    let mut rest = spans.to_vec();
+    for ((slots, span), &(res_ms, lo, hi)) in out.iter_mut().zip(rest.iter_mut()).zip(spans) {
+        let Some(&(_, oldest, end)) = sealed.iter().find(|&&(ms, _, _)| ms == res_ms) else {
+            continue;
+        };
+        if lo >= end || lo > hi {
+            continue;
+        }
+        // Nothing is stored before the oldest slot.
+        let from = lo.max(oldest);
+        let to = hi.min(end - 1);
+        if from > to || store.sealed_slots(res_ms, from, to, slots) {
+            span.1 = end;
+        }
+    }
+    for (slots, more) in out.iter_mut().zip(collect_ordered(store, &rest)) {
+        slots.extend(more);
+    }
+    out
 }
 
 /// Stored slots of several `(res_ms, lo, hi)` spans, each oldest first: by probing when
@@ -83,7 +140,12 @@ pub fn collect_ordered(
                 slots.push((index, count));
             }
         });
-        out.iter_mut().for_each(|slots| slots.sort_unstable());
+        // A slot stored in both forms (a user's edit of a packed run) is listed once, with
+        // the two counts added.
+        out.iter_mut().for_each(|slots| {
+            slots.sort_unstable();
+            super::packed_slots::merge_duplicates(slots);
+        });
     }
     out
 }

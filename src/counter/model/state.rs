@@ -65,6 +65,11 @@ impl Counter {
             push_i64(text, offset);
             text.push(b':');
             push_i64(text, t.n);
+            let runs = t.sealed_runs();
+            if t.n > 0 && runs > 0 {
+                text.push(b':');
+                push_i64(text, runs);
+            }
         }
     }
 
@@ -91,6 +96,18 @@ impl Counter {
         })
     }
 
+    /// The slots a state field counts, all resolutions together, read without the
+    /// resolutions (to decide whether a counter is worth mirroring before walking its
+    /// hash); `None` when the text is not a state.
+    pub fn state_slots(state: &[u8]) -> Option<i64> {
+        let mut items = state.split(|&b| b == b' ').filter(|item| !item.is_empty());
+        parse_i64(items.next()?).ok()?;
+        items.try_fold(0i64, |total, item| {
+            let n = item.split(|&b| b == b':').nth(1)?;
+            Some(total.saturating_add(parse_i64(n).ok()?))
+        })
+    }
+
     /// The reference time and tracks of a state field for these resolutions.
     pub fn parse_state(resolutions: &[Resolution], state: &[u8]) -> Option<(i64, Vec<Track>)> {
         // `reference offset:n offset:n ...`, one item per resolution, separated by spaces
@@ -101,11 +118,23 @@ impl Counter {
         for r in resolutions {
             let item = items.next()?;
             let colon = item.iter().position(|&b| b == b':')?;
-            let (offset, n) = (item.get(..colon)?, item.get(colon + 1..)?);
-            let track = Track {
+            let (offset, rest) = (item.get(..colon)?, item.get(colon + 1..)?);
+            // `n`, or `n:s` once runs are packed.
+            let (n, runs) = match rest.iter().position(|&b| b == b':') {
+                Some(at) => (rest.get(..at)?, Some(parse_i64(rest.get(at + 1..)?).ok()?)),
+                None => (rest, None),
+            };
+            let mut track = Track {
                 lo: slot_index(reference, r.ms).checked_sub(parse_i64(offset).ok()?)?,
                 n: parse_i64(n).ok()?,
+                sealed: 0,
             };
+            if let Some(runs) = runs {
+                if !(1..=r.samples).contains(&runs) {
+                    return None;
+                }
+                track.set_sealed_runs(runs);
+            }
             // More stored slots than a resolution keeps is not a counter's state.
             if !(0..=r.samples).contains(&track.n) {
                 return None;

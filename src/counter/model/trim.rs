@@ -51,7 +51,7 @@ impl Counter {
     /// counts more slots than the store holds and a track's lower bound is not a stored
     /// slot (see [`Counter::trim_within`]). Only reads the store.
     pub fn has_trim_work(&self, store: &mut dyn SlotStore, now: i64) -> bool {
-        let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        let overcounted = self.overcounts(store);
         self.resolutions.iter().zip(&self.tracks).any(|(r, t)| {
             t.n > 0
                 && (t.lo < first_kept(now, r.ms, r.samples)
@@ -73,7 +73,7 @@ impl Counter {
         may_continue: &mut dyn FnMut() -> bool,
     ) -> Trimmed {
         let mut removed = 0;
-        let overcounted = self.stored_slots() > store.stored_slots() as i64;
+        let overcounted = self.overcounts(store);
         if !overcounted && !self.has_left(now) {
             // The usual write: no slot has left and the bookkeeping is exact, so the walk
             // below would change nothing (checked without a division per resolution).
@@ -177,6 +177,23 @@ impl Counter {
         }
     }
 
+    /// True if the bookkeeping counts more slots than the store can hold: a user's `HDEL`
+    /// took some. The store counts fields, and a packed field holds up to a run of slots:
+    /// the slots below each resolution's sealing bound may all be inside packed fields, so
+    /// they are not held against the store (a counter written steadily, its old runs
+    /// packed, must not look overcounted on every write: the healing walk would then probe,
+    /// and decode, its oldest packed run each time).
+    fn overcounts(&self, store: &mut dyn SlotStore) -> bool {
+        let maybe_packed = self
+            .resolutions
+            .iter()
+            .zip(&self.tracks)
+            .fold(0i64, |total, (_, t)| {
+                total.saturating_add(t.packed_at_most())
+            });
+        self.stored_slots().saturating_sub(maybe_packed) > store.stored_slots() as i64
+    }
+
     /// Positions a trim at `now` would probe for slots that have left, all resolutions
     /// together.
     fn positions_left(&self, now: i64) -> i64 {
@@ -235,13 +252,20 @@ impl Counter {
         })
     }
 
-    /// When the oldest stored slot stops being kept: the next time trimming has work.
+    /// When the oldest stored slot stops being kept, or a run of recent slots becomes old
+    /// enough to pack: the next time a timer visit has work.
     pub fn next_due(&self) -> Option<i64> {
         self.resolutions
             .iter()
             .zip(&self.tracks)
             .filter(|(_, t)| t.n > 0)
-            .map(|(r, t)| leaves_at(t.lo, r.ms, r.samples))
+            .map(|(r, t)| {
+                let leaves = leaves_at(t.lo, r.ms, r.samples);
+                match t.seal_due(r) {
+                    Some(due) => leaves.min(due),
+                    None => leaves,
+                }
+            })
             .min()
     }
 }

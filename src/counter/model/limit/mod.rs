@@ -14,7 +14,7 @@
 //! largest of the keys' own waits is not the answer: a key that passes at `at` may fail
 //! later, when a slot written after `at` enters its window.)
 
-use crate::counter::model::{collect_ordered, Counter, SlotStore};
+use crate::counter::model::{collect_ordered_sealed, Counter, SlotStore};
 use crate::error::{Error, Result};
 use crate::window::{first_kept, slot_index, slots_covering};
 
@@ -152,7 +152,7 @@ pub fn check(
             None => spans.push((w.res_ms, w.first, slot_index(now, w.res_ms))),
         }
     }
-    let stored = collect_ordered(store, &spans);
+    let stored = collect_ordered_sealed(store, &spans, &counter.sealed_bounds());
     // Per resolution, the running totals of its slots (`prefix[k]`: the first `k` slots),
     // and whether no count is negative: every window's sum is then two lookups, and a
     // refused window's wait a binary search (a walk of 99000 slots per window otherwise).
@@ -200,6 +200,60 @@ pub fn check(
         sums,
         unwritable,
     })
+}
+
+/// [`check`] of one key for a call that needs its windows' sums alone: without `DETAILS`,
+/// an allowed call, and a call refused because the increment is above a `max` (no wait
+/// helps), answer from the sums. The sums come from [`Counter::sum`], which reads a sealed
+/// run's packed field once (a header for a whole run) where `check` lists every slot: a
+/// week-long window over a long counter costs its packed fields, not its slots. `None`
+/// when the call needs the slots (`DETAILS`, or a refusal whose wait must be found): then
+/// call [`check`].
+pub fn check_sums_only(
+    counter: &Counter,
+    store: &mut dyn SlotStore,
+    now: i64,
+    at: i64,
+    increment: i64,
+    limits: &[(i64, i64)],
+    details: bool,
+) -> Result<Option<Check>> {
+    if details || increment < 0 || limits.iter().any(|&(_, max)| max < 0) {
+        return Ok(None);
+    }
+    let now = now.max(at);
+    let mut windows = Vec::with_capacity(limits.len());
+    for &(window, max) in limits {
+        let res = counter.resolution_for(window)?;
+        let slots = slots_covering(window, res.ms).max(0);
+        let last = slot_index(at, res.ms);
+        let kept_from = first_kept(now, res.ms, res.samples);
+        windows.push(Window {
+            res_ms: res.ms,
+            slots,
+            first: last.saturating_sub(slots.saturating_sub(1)).max(kept_from),
+            last,
+            max,
+            receives_increment: last >= kept_from,
+        });
+    }
+    let lengths: Vec<i64> = limits.iter().map(|&(window, _)| window).collect();
+    let sums = counter.sum(store, now, at, &lengths)?;
+    let kept_somewhere = counter
+        .resolutions
+        .iter()
+        .any(|r| slot_index(at, r.ms) >= first_kept(now, r.ms, r.samples));
+    let read = Check {
+        at,
+        increment,
+        windows,
+        stored: Vec::new(),
+        prefixes: Vec::new(),
+        ranges: Vec::new(),
+        sums,
+        unwritable: (increment != 0 && !kept_somewhere).then_some(Error::OutsideKeptRange),
+    };
+    Ok((read.passes() || read.exceeds_a_max()).then_some(read))
 }
 
 /// True if adding `increment` at `at` to every resolution that keeps it leaves every count

@@ -98,23 +98,27 @@ fn resolution_lists_parse_sort_and_refuse() {
     );
     // One resolution of more samples than a counter keeps is refused for its size, as
     // several are: the duration is fine.
-    let too_many =
-        || Error::Invalid("a counter keeps at most 10000 samples over all its resolutions".into());
-    assert_eq!(parse_resolution_text("1s:10001"), Err(too_many()));
-    assert_eq!(parse_resolution_text("1m:10080"), Err(too_many()));
-    assert_eq!(parse_resolution_text("1s:10 1m:10080"), Err(too_many()));
-    assert_eq!(parse_resolution_text("1s:6000 1m:6000"), Err(too_many()));
+    let too_many = || {
+        Error::Invalid("a counter keeps at most 1048576 samples over all its resolutions".into())
+    };
+    assert_eq!(parse_resolution_text("1s:1048577"), Err(too_many()));
+    assert_eq!(parse_resolution_text("1m:2000000"), Err(too_many()));
+    assert_eq!(parse_resolution_text("1s:10 1m:1048570"), Err(too_many()));
+    assert_eq!(
+        parse_resolution_text("1s:600000 1m:600000"),
+        Err(too_many())
+    );
     assert_eq!(
         parse_resolution_text("1m:-5").map_err(|e| named(&e)),
         Err("1m:-5".to_string())
     );
-    // The samples of all resolutions add up to at most MAX_SAMPLES.
-    assert_eq!(res("1s:5000 1m:5000").len(), 2);
+    // The samples of all resolutions add up to at most MAX_SAMPLES: a day of seconds, a
+    // year of minutes and ten years of hours fit.
+    assert_eq!(res("1s:86400 1m:525600 1h:87600").len(), 3);
+    assert_eq!(res("1s:524288 1m:524288").len(), 2);
     assert_eq!(
-        parse_resolution_text("1s:5000 1m:5001"),
-        Err(Error::Invalid(
-            "a counter keeps at most 10000 samples over all its resolutions".into()
-        ))
+        parse_resolution_text("1s:524288 1m:524289"),
+        Err(too_many())
     );
     assert!(parse_resolution_text("").is_err());
     let seventeen: Vec<String> = (1..=17).map(|i| format!("{i}s:1")).collect();
@@ -172,7 +176,11 @@ fn fields_round_trip() {
 #[test]
 fn stored_form_round_trips_and_rejects_garbage() {
     let mut c = Counter::new(res("1s:10 1m:5"));
-    c.tracks[0] = Track { lo: 17, n: 3 };
+    c.tracks[0] = Track {
+        lo: 17,
+        n: 3,
+        sealed: 0,
+    };
     let state = c.state(20_000);
     assert_eq!(state, "0 -17:3 0:0");
     let back = Counter::from_stored(c.marker().as_bytes(), Some(state.as_bytes()));

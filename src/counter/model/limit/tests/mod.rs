@@ -418,3 +418,42 @@ fn details_give_room_and_when_the_sum_next_falls() {
         }])
     );
 }
+
+/// A call answered from the sums alone decides as the full check does, on random counters
+/// (negative counts, `AT` in the past, windows beyond the kept span, maxima around the sums).
+#[test]
+fn sums_only_decides_as_the_full_check() {
+    let mut answered = 0;
+    for seed in 0..300u64 {
+        let mut rng = Rng(seed);
+        let now = T0 + rng.below(60_000);
+        let events: Vec<(i64, i64)> = (0..rng.below(40))
+            .map(|_| (now - rng.below(600_000), rng.below(20) - 3))
+            .collect();
+        let (c, mut s) = counter_with("1s:60 10s:30 1m:20", now, &events);
+        let at = now - rng.below(30_000);
+        let increment = rng.below(5);
+        let limits: Vec<(i64, i64)> = (0..1 + rng.below(4))
+            .map(|_| {
+                let window = [1_000, 5_000, 60_000, 300_000, 1_200_000][rng.below(5) as usize];
+                (window, rng.below(60))
+            })
+            .collect();
+        let full = check(&c, &mut s, now, at, increment, &limits, false)
+            .and_then(|read| decide_all(&[read], false));
+        match check_sums_only(&c, &mut s, now, at, increment, &limits, false) {
+            Ok(Some(read)) => {
+                answered += 1;
+                assert_eq!(decide_all(&[read], false), full, "seed {seed}");
+            }
+            Ok(None) => assert!(full.is_ok_and(|d| !d.allowed && d.retry_after_ms >= 0)),
+            Err(e) => assert_eq!(Err(e), full, "seed {seed}"),
+        }
+        // DETAILS always needs the slots.
+        assert!(matches!(
+            check_sums_only(&c, &mut s, now, at, increment, &limits, true),
+            Ok(None) | Err(_)
+        ));
+    }
+    assert!(answered > 100, "{answered}");
+}
