@@ -75,7 +75,7 @@ rnd = random.Random(7)
 for _ in range(calls):
     subject = "route.%d" % (rnd.randrange(spread) if spread > 1 else 0)
     if kind == "tally":
-        out.write(resp("TSTHROTTLE.ALLOW", "tally_rate_limiter.{%s}" % subject, "19", "10", "1000", "QUANTITY", "1"))
+        out.write(resp("TSTHROTTLE.ALLOW", "tally_rate_limiter.{%s}" % subject, "19", "10", "1000ms", "QUANTITY", "1"))
     else:
         keys = ("request_rate_limiter.{%s}.tokens" % subject, "request_rate_limiter.{%s}.timestamp" % subject)
         head = ("EVALSHA", sha) if kind == "evalsha" else ("EVAL", script)

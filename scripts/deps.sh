@@ -2,6 +2,8 @@
 # Installs what building and testing `tally` needs. Idempotent and fast when
 # everything is already present.
 #
+#  * Rust is not installed here: scripts/check-rust.sh stops with what to do when it is
+#    missing or older than Cargo.toml's rust-version (rustup installs it for a user).
 #  * Debian packages: libclang-dev (bindgen for redis-module), redis-server,
 #    redis-tools (redis-cli, redis-benchmark; redis-cli is also used to create
 #    test clusters for every server kind), python3-venv (the Python client's
@@ -19,6 +21,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
 
 log() { printf 'deps: %s\n' "$*" >&2; }
+
+# Rust first: without the version Cargo.toml names, nothing below is of use.
+bash scripts/check-rust.sh
 
 # ---------------------------------------------------------------- Debian ----
 need_apt=0

@@ -76,6 +76,17 @@ impl<'a> Args<'a> {
         parse_i64(self.next_bytes()?)
     }
 
+    /// The next argument as an integer in `range`; a value that is not one is
+    /// [`Error::IntegerArg`] with `what` (the argument's name and range: `count is an
+    /// integer >= 0`), so a swapped or forgotten argument is found at once.
+    pub fn next_i64_in(
+        &mut self,
+        range: impl std::ops::RangeBounds<i64>,
+        what: &'static str,
+    ) -> Result<i64> {
+        parse_i64_in(self.next_bytes()?, range, what)
+    }
+
     pub fn next_f64(&mut self) -> Result<f64> {
         parse_finite_f64(self.next_bytes()?)
     }
@@ -123,6 +134,19 @@ pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
     } else {
         Ok(value)
     }
+}
+
+/// Parses an integer in `range`, else [`Error::IntegerArg`] naming it (see
+/// [`Args::next_i64_in`]).
+pub fn parse_i64_in(
+    bytes: &[u8],
+    range: impl std::ops::RangeBounds<i64>,
+    what: &'static str,
+) -> Result<i64> {
+    parse_i64(bytes)
+        .ok()
+        .filter(|v| range.contains(v))
+        .ok_or(Error::IntegerArg(what))
 }
 
 /// Most keys one read over several keys (MSUM, MGET, MQUANTILE) takes: its work is this
@@ -182,10 +206,11 @@ const UNITS: [(&str, i64); 6] = [
     ("w", 604_800_000),
 ];
 
-/// The length of the one-letter unit `letter` (any case) in [`UNITS`], by a `match` (a
-/// unit test keeps the two equal).
+/// The length of the one-letter unit `letter` in [`UNITS`], by a `match` (a unit test keeps
+/// the two equal). Units are lower case only: `M` would read as a month to some and a
+/// minute to others, so no upper-case letter is a unit.
 fn letter_unit_ms(letter: u8) -> Option<i64> {
-    match letter.to_ascii_lowercase() {
+    match letter {
         b's' => Some(1_000),
         b'm' => Some(60_000),
         b'h' => Some(3_600_000),
@@ -229,15 +254,39 @@ impl Keyword {
 }
 
 /// Parses a positive duration: bare milliseconds (`1500`) or an integer with a unit
-/// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`), at most [`MAX_DURATION_MS`]. Units are
-/// case-insensitive.
+/// (`500ms`, `5s`, `5m`, `24h`, `180d`, `2w`), at most [`MAX_DURATION_MS`]. Units are lower
+/// case (`5M` is refused, not read as minutes or months).
 pub fn parse_duration(bytes: &[u8]) -> Result<i64> {
     duration_ms(bytes).ok_or_else(|| invalid_duration(bytes))
 }
 
+/// What a duration is, said by every error about one's form.
+pub const DURATION_FORM: &str = "a duration is a positive integer of milliseconds or with \
+     a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)";
+
+/// What a duration at most is, said when one is too long.
+pub const DURATION_MOST: &str = "a duration is at most 10000 years (315576000000000ms)";
+
+/// A duration's error, with the accepted form, or the limit when only the length is wrong.
 #[cold]
-fn invalid_duration(bytes: &[u8]) -> Error {
-    Error::InvalidDuration(String::from_utf8_lossy(bytes).into_owned())
+pub fn invalid_duration(bytes: &[u8]) -> Error {
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    let digits = bytes.strip_suffix(b"ms").unwrap_or(bytes);
+    let digits = match digits {
+        [digits @ .., unit] if letter_unit_ms(*unit).is_some() => digits,
+        _ => digits,
+    };
+    let too_long = !digits.is_empty()
+        && digits.iter().all(u8::is_ascii_digit)
+        && digits.iter().any(|&d| d != b'0');
+    Error::DurationHint(
+        text,
+        if too_long {
+            DURATION_MOST
+        } else {
+            DURATION_FORM
+        },
+    )
 }
 
 /// [`parse_duration`] without the error (kept apart: this runs for every window of every
@@ -245,9 +294,7 @@ fn invalid_duration(bytes: &[u8]) -> Error {
 fn duration_ms(bytes: &[u8]) -> Option<i64> {
     // The unit is the last letter (or `ms`): picked without a search.
     let (digits, unit_ms) = match bytes {
-        [digits @ .., m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => {
-            (digits, 1)
-        }
+        [digits @ .., b'm', b's'] => (digits, 1),
         [digits @ .., unit] if !unit.is_ascii_digit() => (digits, letter_unit_ms(*unit)?),
         _ => (bytes, 1),
     };

@@ -87,16 +87,20 @@ proptest! {
     fn durations_with_units_parse(n in 1i64..1_000_000, unit in 0usize..6) {
         let (suffix, factor) = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000),
             ("d", 86_400_000), ("w", 604_800_000)][unit];
-        // Up to 10,000 years; beyond, an invalid duration naming the text.
-        let want = |text: String| if n * factor <= MAX_DURATION_MS {
+        // Up to 10,000 years; beyond, an invalid duration naming the text and the limit.
+        let text = format!("{n}{suffix}");
+        let want = if n * factor <= MAX_DURATION_MS {
             Ok(n * factor)
         } else {
-            Err(Error::InvalidDuration(text))
+            Err(Error::DurationHint(text.clone(), crate::args::DURATION_MOST))
         };
-        let text = format!("{n}{suffix}");
-        prop_assert_eq!(parse_duration(text.as_bytes()), want(text.clone()));
+        prop_assert_eq!(parse_duration(text.as_bytes()), want);
+        // Units are lower case only.
         let upper = format!("{n}{}", suffix.to_ascii_uppercase());
-        prop_assert_eq!(parse_duration(upper.as_bytes()), want(upper.clone()));
+        prop_assert_eq!(
+            parse_duration(upper.as_bytes()),
+            Err(Error::DurationHint(upper.clone(), crate::args::DURATION_FORM))
+        );
     }
 
     #[test]
@@ -106,10 +110,10 @@ proptest! {
         match parse_duration(&bytes) {
             Ok(ms) => prop_assert!((1..=MAX_DURATION_MS).contains(&ms)),
             // The error names the user's text, lossily decoded.
-            Err(e) => prop_assert_eq!(
+            Err(e) => prop_assert!(matches!(
                 e,
-                Error::InvalidDuration(String::from_utf8_lossy(&bytes).into_owned())
-            ),
+                Error::DurationHint(text, _) if text == String::from_utf8_lossy(&bytes)
+            )),
         }
         if let Ok(f) = parse_finite_f64(&bytes) {
             prop_assert!(f.is_finite());

@@ -50,7 +50,7 @@ func TestCounter(t *testing.T) {
 
 		// Errors: the server's text; a key of another type; what the client refuses
 		// before sending.
-		fails(t, c.Sum(ctx, []time.Duration{240 * time.Hour}, at).Err(), "ERR window '10d' is longer than any resolution keeps")
+		fails(t, c.Sum(ctx, []time.Duration{240 * time.Hour}, at).Err(), "ERR window '10d' is longer than any resolution keeps (at most 1d)")
 		rdb.Set(ctx, key("str"), "x", 0)
 		fails(t, tl.Counter(key("str")).Incr(ctx).Err(), "WRONGTYPE Operation against a key holding the wrong kind of value")
 		fails(t, c.Sum(ctx, []time.Duration{1500 * time.Microsecond}).Err(),

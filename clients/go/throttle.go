@@ -2,6 +2,7 @@ package tally
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -51,7 +52,10 @@ func parseThrottle(v interface{}) (ThrottleDecision, error) {
 // by the generic cell rate algorithm. A refused request writes nothing. Options:
 // Quantity (default 1; 0 only checks), At.
 func (th *Throttle) Allow(ctx context.Context, maxBurst, count int64, period time.Duration, opts ...Option) *Cmd[ThrottleDecision] {
-	call := newCall("TSTHROTTLE.ALLOW", th.key, maxBurst, count).duration(period)
+	// The period goes with its unit: the server refuses a bare number there.
+	ms, err := millis(period)
+	call := newCall("TSTHROTTLE.ALLOW", th.key, maxBurst, count, strconv.FormatInt(ms, 10)+"ms")
+	call.fail(err)
 	o := call.options(opts, "Quantity", "At")
 	if o.quantity != nil {
 		call.add("QUANTITY", *o.quantity)

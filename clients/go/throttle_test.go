@@ -39,7 +39,7 @@ func TestThrottle(t *testing.T) {
 			t.Fatalf("PTTL %v after %v", ttl, elapsed)
 		}
 
-		fails(t, th.Allow(ctx, 15, 0, time.Minute).Err(), "ERR value is not an integer or out of range")
+		fails(t, th.Allow(ctx, 15, 0, time.Minute).Err(), "ERR value is not an integer or out of range: count is an integer >= 1")
 		fails(t, th.Allow(ctx, 0, 2000000, time.Millisecond).Err(), "ERR rate is too high")
 		rdb.Set(ctx, key("name"), "alice", 0)
 		fails(t, tl.Throttle(key("name")).Allow(ctx, 15, 30, time.Minute).Err(), "WRONGTYPE Operation against a key holding the wrong kind of value")

@@ -192,3 +192,20 @@ pub(crate) fn q(conn: &mut redis::Connection, args: &[&[u8]]) -> Value {
         Err(e) => panic!("dump_keyspace: connection error: {e}"),
     }
 }
+
+/// What an error about a duration's form says after `ERR invalid duration '<text>': `.
+pub const DURATION_FORM: &str = "a duration is a positive integer of milliseconds or with a \
+     unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)";
+
+/// What an error about a duration's length says after `ERR invalid duration '<text>': `.
+pub const DURATION_MOST: &str = "a duration is at most 10000 years (315576000000000ms)";
+
+/// The error of a duration whose form is wrong (`5x`, `0`, `5M`).
+pub fn bad_duration(text: &str) -> String {
+    format!("ERR invalid duration '{text}': {DURATION_FORM}")
+}
+
+/// The error of a duration longer than 10,000 years.
+pub fn long_duration(text: &str) -> String {
+    format!("ERR invalid duration '{text}': {DURATION_MOST}")
+}

@@ -483,6 +483,185 @@ fn every_example_block_replies_as_documented(kind: &ServerKind) {
     );
 }
 
+/// The pause between two commands of the tour in `the_tour_replies_as_shown_at_typing_speed`:
+/// a person typing at their own pace. Longer than a 1-second slot and than a 5-second window,
+/// so a reply that depends on either differs from the README.
+const TYPING_PAUSE: std::time::Duration = std::time::Duration::from_secs(6);
+
+/// The README's quick tour: its `redis-cli` blocks, from its heading to the next section.
+fn tour_blocks() -> Vec<Block> {
+    let path = repo_root().join("README.md");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("README.md: {e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == "## Quick tour")
+        .expect("README.md has a '## Quick tour' section")
+        + 1;
+    let end = lines[start..]
+        .iter()
+        .position(|l| l.starts_with("## "))
+        .map_or(lines.len(), |i| start + i);
+    let blocks = parse_blocks(&text, "README.md").unwrap_or_else(|e| panic!("{e}"));
+    blocks
+        .into_iter()
+        .filter(|b| b.steps.iter().all(|s| (start..end).contains(&s.line)))
+        .filter(|b| b.steps.first().is_some_and(|s| s.line > start))
+        .collect()
+}
+
+per_server!(the_tour_replies_as_shown_at_typing_speed);
+/// The README's tour replies as shown to a person typing it: each of its blocks (they use
+/// distinct keys) runs on its own connection, all at once, with `TYPING_PAUSE` between
+/// two commands. The tour says that a reply of its hourly counter restarts at the top of
+/// an hour, so the run starts where no hour ends before it is done.
+fn the_tour_replies_as_shown_at_typing_speed(kind: &ServerKind) {
+    let blocks = tour_blocks();
+    assert!(blocks.len() >= 4, "the tour has {} blocks", blocks.len());
+    let longest = blocks.iter().map(|b| b.steps.len()).max().unwrap_or(0) as u32;
+    let srv = Server::start(kind);
+    let mut clock = srv.conn();
+    let run_ms = i64::from(longest) * TYPING_PAUSE.as_millis() as i64 + 10_000;
+    let to_hour = 3_600_000 - server_clock(&mut clock).rem_euclid(3_600_000);
+    if to_hour < run_ms {
+        std::thread::sleep(std::time::Duration::from_millis(to_hour as u64 + 500));
+    }
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let runs: Vec<_> = blocks
+            .iter()
+            .map(|block| {
+                let mut conn = if block.resp3 { srv.conn_resp3() } else { srv.conn() };
+                scope.spawn(move || {
+                    let mut failures = Vec::new();
+                    for (i, step) in block.steps.iter().enumerate() {
+                        if i > 0 {
+                            std::thread::sleep(TYPING_PAUSE);
+                        }
+                        let args = split_args(&step.command).unwrap_or_else(|e| panic!("{e}"));
+                        let mut cmd = redis::Cmd::new();
+                        for a in &args {
+                            cmd.arg(&a[..]);
+                        }
+                        let reply = conn
+                            .req_command(&cmd)
+                            .unwrap_or_else(|e| panic!("README.md:{}: {e}", step.line));
+                        let printed = render(&reply, "");
+                        let actual: Vec<&str> = printed.lines().collect();
+                        let same = actual.len() == step.expected.len()
+                            && actual
+                                .iter()
+                                .zip(&step.expected)
+                                .all(|(a, e)| line_matches(e, a));
+                        if !same {
+                            failures.push(format!(
+                                "README.md:{}: {PROMPT}{}\n--- shown:\n{}\n--- typed, {} s apart:\n{}",
+                                step.line,
+                                step.command,
+                                step.expected.join("\n"),
+                                TYPING_PAUSE.as_secs(),
+                                actual.join("\n")
+                            ));
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|run| run.join().expect("a tour block's thread"))
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{}: the tour at typing speed differs from the README:\n\n{}",
+        kind.name,
+        failures.join("\n\n")
+    );
+    srv.assert_alive();
+}
+
+/// The rows of docs/errors.md's table: (line, exact reply, example command).
+fn error_rows(text: &str) -> Vec<(usize, String, String)> {
+    let code = |cell: &str| {
+        let cell = cell.trim();
+        cell.strip_prefix('`')
+            .and_then(|c| c.strip_suffix('`'))
+            .unwrap_or_else(|| panic!("docs/errors.md: a cell that is not code: {cell}"))
+            .to_string()
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("| `"))
+        .map(|(i, line)| {
+            let cells: Vec<&str> = line
+                .trim_start_matches('|')
+                .trim_end_matches('|')
+                .split(" | ")
+                .collect();
+            assert_eq!(cells.len(), 4, "docs/errors.md:{}: four cells", i + 1);
+            (i + 1, code(cells[0]), code(cells[3]))
+        })
+        .collect()
+}
+
+per_server!(the_errors_table_replies_as_documented);
+/// Every row of docs/errors.md's table: its example, on a server holding the page's keys
+/// (its `redis-cli` block), answers exactly the row's reply and changes nothing.
+fn the_errors_table_replies_as_documented(kind: &ServerKind) {
+    let path = repo_root().join("docs/errors.md");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("docs/errors.md: {e}"));
+    let srv = Server::start(kind);
+    for block in parse_blocks(&text, "docs/errors.md").unwrap_or_else(|e| panic!("{e}")) {
+        for step in &block.steps {
+            let args = split_args(&step.command).unwrap_or_else(|e| panic!("{e}"));
+            let reply = srv.cmd_value(&args);
+            assert!(
+                error_text(&reply).is_none(),
+                "setup: {}: {reply:?}",
+                step.command
+            );
+        }
+    }
+    let rows = error_rows(&text);
+    assert!(
+        rows.len() >= 40,
+        "only {} rows in docs/errors.md",
+        rows.len()
+    );
+    let before = srv.dump_keyspace();
+    let mut failures = Vec::new();
+    for (line, want, example) in &rows {
+        let args = split_args(example).unwrap_or_else(|e| panic!("{e}"));
+        let got = error_text(&srv.cmd_value(&args)).unwrap_or_else(|| "(no error)".into());
+        // The server words its arity error with the command's name in its own case.
+        let same = if want.contains("wrong number of arguments") {
+            got.eq_ignore_ascii_case(want)
+        } else {
+            got == *want
+        };
+        if !same {
+            failures.push(format!(
+                "docs/errors.md:{line}: {example}\n--- shown: {want}\n--- {}: {got}",
+                kind.name
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}: {} error(s) differ from docs/errors.md:\n\n{}",
+        kind.name,
+        failures.len(),
+        failures.join("\n\n")
+    );
+    assert_eq!(
+        srv.dump_keyspace(),
+        before,
+        "{}: an error wrote something",
+        kind.name
+    );
+    srv.assert_alive();
+}
+
 per_server!(printer_matches_redis_cli);
 /// The reply printer above prints what `redis-cli --no-raw` prints, for every shape the
 /// docs show: integers, strings, nil, errors, empty and nested arrays, RESP3 maps and

@@ -321,7 +321,6 @@ fn refused_and_checking_calls_write_nothing(kind: &ServerKind) {
 per_server!(limit_rejects_bad_arguments_with_the_contract_errors);
 fn limit_rejects_bad_arguments_with_the_contract_errors(kind: &ServerKind) {
     let srv = Server::start(kind);
-    let not_int = v_err("ERR value is not an integer or out of range");
     let syntax = v_err("ERR syntax error");
     let cases: Vec<(Vec<&str>, Value)> = vec![
         (
@@ -330,19 +329,19 @@ fn limit_rejects_bad_arguments_with_the_contract_errors(kind: &ServerKind) {
         ),
         (
             vec!["TSCOUNTER.LIMIT", "k", "-1", "5s", "5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: increment is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.LIMIT", "k", "x", "5s", "5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: increment is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.LIMIT", "k", "1", "5s", "-5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: max (of a window max pair) is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.LIMIT", "k", "1", "5s", "five"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: max (of a window max pair) is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.LIMIT", "k", "1", "5s", "5", "1m"],
@@ -362,12 +361,12 @@ fn limit_rejects_bad_arguments_with_the_contract_errors(kind: &ServerKind) {
         ),
         (
             vec!["TSCOUNTER.LIMIT", "k", "1", "5x", "5"],
-            v_err("ERR invalid duration '5x'"),
+            v_err("ERR invalid duration '5x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)"),
         ),
         // A window no resolution spans: SUM's error.
         (
             vec!["TSCOUNTER.LIMIT", "k", "1", "1000d", "5"],
-            v_err("ERR window '1000d' is longer than any resolution keeps"),
+            v_err("ERR window '1000d' is longer than any resolution keeps (at most 120d)"),
         ),
     ];
     for (args, want) in cases {

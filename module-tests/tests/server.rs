@@ -328,3 +328,27 @@ fn writes_are_refused_under_maxmemory_while_reads_work(kind: &ServerKind) {
         "{k}: writes work again: {v:?}"
     );
 }
+
+per_server!(a_plain_load_logs_no_warning);
+/// Loading the module logs nothing at warning level (`#`): on Redis 7.0, which lacks defrag
+/// callbacks, the line that says so is a verbose one.
+fn a_plain_load_logs_no_warning(kind: &ServerKind) {
+    let srv = Server::start(kind);
+    srv.assert_alive();
+    let log = std::fs::read_to_string(srv.log_path()).unwrap_or_default();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" # <tally>") || (l.contains(" # ") && l.contains("tally:")))
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "{}: tally logged warnings at load:\n{}",
+        kind.name,
+        warnings.join("\n")
+    );
+    assert!(
+        log.contains("Module 'tally' loaded"),
+        "{}: {log}",
+        kind.name
+    );
+}

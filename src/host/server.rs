@@ -128,6 +128,65 @@ pub fn check_api() -> Result<(), String> {
     }
 }
 
+// -------------------------------------------------------------------- defrag callbacks
+
+/// Whether [`DefragNotice`] stood in for `RedisModule_RegisterDefragCallbacks`.
+static DEFRAG_STAND_IN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A step of the load for servers without defrag callbacks (Redis 7.0 and 7.1). The crate's
+/// load step logs their absence as a warning, though tally registers no defrag callback
+/// and loses nothing: this says it at verbose level instead and stands in for the missing
+/// function until `init` ([`restore_defrag_api`]). Named in `redis_module!`'s data types,
+/// the only hook that runs between `RedisModule_Init` and that check.
+pub struct DefragNotice;
+
+pub static DEFRAG_NOTICE: DefragNotice = DefragNotice;
+
+impl DefragNotice {
+    /// The hook `redis_module!` calls for a data type; creates none.
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is the context of the module's load (`RedisModule_OnLoad`), called on the main
+    /// thread after `RedisModule_Init`.
+    pub unsafe fn create_data_type(
+        &self,
+        ctx: *mut raw::RedisModuleCtx,
+    ) -> Result<(), &'static str> {
+        // SAFETY: a function-pointer static `RedisModule_Init` has just set; the load runs
+        // on the main thread and nothing else reads or writes it meanwhile.
+        if unsafe { raw::RedisModule_RegisterDefragCallbacks }.is_none() {
+            Context::new(ctx).log_verbose(
+                "tally: this server has no defrag callbacks (before Redis 7.2); tally \
+                 registers none, so nothing is lost",
+            );
+            // SAFETY: as above. The stand-in is never called: tally registers no defrag
+            // start or end function, so the crate skips the registration, and `init` puts
+            // the original `None` back before anything else runs.
+            unsafe { raw::RedisModule_RegisterDefragCallbacks = Some(no_defrag_callbacks) };
+            DEFRAG_STAND_IN.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// The stand-in: refuses, as a server without the function would.
+unsafe extern "C" fn no_defrag_callbacks(
+    _ctx: *mut raw::RedisModuleCtx,
+    _start: raw::RedisModuleDefragFunc,
+    _end: raw::RedisModuleDefragFunc,
+) -> c_int {
+    raw::REDISMODULE_ERR as c_int
+}
+
+/// Puts back the API table as the server gave it (first thing in `init`).
+pub fn restore_defrag_api() {
+    if DEFRAG_STAND_IN.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        // SAFETY: the load runs on the main thread; the static held the stand-in set above.
+        unsafe { raw::RedisModule_RegisterDefragCallbacks = None };
+    }
+}
+
 // ---------------------------------------------------------------------------- strings
 
 /// The bytes of a module string the server lends for a call (a callback argument, an

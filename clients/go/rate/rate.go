@@ -22,6 +22,7 @@ package rate
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -260,7 +261,7 @@ type reply struct {
 
 func (l Limiter) allow(ctx context.Context, key string, g gcra, n int) (reply, error) {
 	cmd := redis.NewIntSliceCmd(ctx, "TSTHROTTLE.ALLOW", redisPrefix+key,
-		g.maxBurst, g.count, g.periodMs, "QUANTITY", n)
+		g.maxBurst, g.count, strconv.FormatInt(g.periodMs, 10)+"ms", "QUANTITY", n)
 	cmd.SetFirstKeyPos(1)
 	_ = l.rdb.Process(ctx, cmd)
 	v, err := cmd.Result()

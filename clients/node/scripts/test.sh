@@ -23,6 +23,27 @@ printf '{ "name": "tally-redis-scratch", "private": true, "type": "module" }\n' 
 # shellcheck disable=SC2086
 npm install --no-audit --no-fund --loglevel=error --prefer-offline "./$tarball" $deps
 cp -r "$here/test" ./test
+
+# The README's install, as written, in a project made by `npm init -y` (CommonJS): the
+# tarball and its peer dependency (redis at the lockfile's version, from npm's cache), then
+# the quick start saved as quickstart.mjs must parse and find both packages, and a
+# CommonJS require must find the package too.
+readme="$scratch/readme-install"
+mkdir -p "$readme"
+(
+  cd "$readme"
+  npm init -y >/dev/null
+  redis_dep="$(printf '%s\n' $deps | grep '^redis@')"
+  npm install --no-audit --no-fund --loglevel=error --prefer-offline "../$tarball" "$redis_dep"
+  grep -q 'npm install /path/to/tally/clients/node/tally-redis-[0-9.]*\.tgz redis$' "$here/README.md" \
+    || { echo "README: the install line is not the tarball and redis" >&2; exit 1; }
+  awk '/^## Quick start/{q=1} q&&/^```js$/{c=1;next} c&&/^```$/{exit} c' "$here/README.md" > quickstart.mjs
+  test -s quickstart.mjs || { echo "README: no quick start" >&2; exit 1; }
+  node --check quickstart.mjs
+  node --input-type=module -e 'await import("tally-redis"); await import("redis");'
+  node -e 'const { Tally } = require("tally-redis"); if (typeof Tally !== "function") process.exit(1);'
+  echo "node-test: the README's install and quick start work from a fresh npm init -y project"
+)
 # The declarations as TypeScript users see them, from ESM and from CommonJS.
 npx --no-install tsc --noEmit --strict --skipLibCheck --types node --target es2022 \
   --module nodenext --moduleResolution nodenext test/types.check.ts test/types.check.cts

@@ -475,7 +475,7 @@ export class Throttle {
    */
   async allow(maxBurst: number, count: number, period: Duration, options: AllowOptions = {}): Promise<ThrottleDecision> {
     const reply = (await this.tally.send([
-      "TSTHROTTLE.ALLOW", this.key, p.integer(maxBurst), p.integer(count), p.duration(period),
+      "TSTHROTTLE.ALLOW", this.key, p.integer(maxBurst), p.integer(count), p.period(period),
       "QUANTITY", p.integer(options.quantity ?? 1), ...p.at(options.at),
     ], this.key)) as unknown[];
     const [allowed, limit, remaining, retry, reset] = reply;

@@ -91,6 +91,15 @@ export function keySlot(key: string | Buffer): number {
 
 // ---------------------------------------------------------------- arguments ----
 
+/**
+ * TSTHROTTLE.ALLOW's period: a duration with its unit (milliseconds are sent as `<n>ms`),
+ * since the server refuses a bare number there.
+ */
+export function period(value: Duration): Arg {
+  const d = duration(value);
+  return typeof d === "number" ? `${d}ms` : d;
+}
+
 export function duration(value: Duration): Arg {
   if (typeof value === "number") {
     if (!Number.isInteger(value)) throw new TypeError(`a duration is an integer of ms or a text like "5s", not ${value}`);

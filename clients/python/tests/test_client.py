@@ -58,7 +58,7 @@ def test_counter_limit(t: tally.Tally, key) -> None:
     assert not refused
     assert c.limit(10, {"1h": 5}, at=T + HOUR) == tally.Decision(False, -1, [3])
     assert c.limit(0, {"1h": 5, "1d": 100}, at=T + HOUR) == tally.Decision(True, 0, [3, 6])
-    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range: increment is an integer >= 0$"):
         c.limit(-1, {"1h": 5})
     # Now, with the default resolutions of an auto-created key.
     fresh = t.counter(key("fresh"))
@@ -69,7 +69,7 @@ def test_counter_errors_and_keys(t: tally.Tally, r: redis.Redis, key) -> None:
     r.set(key("s"), "x")
     with pytest.raises(redis.ResponseError, match="^WRONGTYPE Operation against a key holding the wrong kind of value$"):
         t.counter(key("s")).incr()
-    with pytest.raises(redis.ResponseError, match="^window '365d' is longer than any resolution keeps$"):
+    with pytest.raises(redis.ResponseError, match=r"^window '365d' is longer than any resolution keeps \(at most 120d\)$"):
         t.counter(key("c")).sum("365d")
     with pytest.raises(redis.ResponseError, match="^timestamp is too far in the future$"):
         t.counter(key("c")).incr(at=99999999999999)
@@ -225,7 +225,7 @@ def test_reads_across_keys(t: tally.Tally, r: redis.Redis, key) -> None:
     # Each window summed over the keys; a missing key counts 0.
     assert t.msum([login, search, key("{svc}:/none")], "1h", "1d", at=T) == [8, 18]
     assert t.msum([login], "1h", at=T) == [3]
-    with pytest.raises(redis.ResponseError, match="^window '5000d' is longer than any resolution keeps$"):
+    with pytest.raises(redis.ResponseError, match=r"^window '5000d' is longer than any resolution keeps \(at most 1000d\)$"):
         t.msum([login, search], "5000d")
     with pytest.raises(redis.ResponseError, match="^syntax error$"):
         t.msum([], "1h", "2h")
@@ -331,7 +331,7 @@ def test_mlimit(t: tally.Tally, r: redis.Redis, key) -> None:
     with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
         t.mlimit({key("{m}:new"): {"1m": 5}, key("{m}:s"): {"1m": 5}})
     assert r.exists(key("{m}:new")) == 0
-    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range: increment is an integer >= 0$"):
         t.mlimit({user: {"1m": 5}}, increment=-1)
 
 

@@ -62,7 +62,7 @@ fn auto_create_uses_the_configured_resolutions(kind: &ServerKind) {
     );
     assert_eq!(
         srv.cmd_value(&["TSCOUNTER.SUM", "none", "6m"]),
-        v_err("ERR window '6m' is longer than any resolution keeps"),
+        v_err("ERR window '6m' is longer than any resolution keeps (at most 5m)"),
         "{k}"
     );
 

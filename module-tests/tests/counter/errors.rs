@@ -58,26 +58,52 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
         assert_refused(&srv, c, cmd, not_int);
     }
 
-    // Bad durations.
+    // Bad durations: the error says what a duration is.
     for (cmd, text) in [
         (&["TSCOUNTER.SUM", "c", "5x"][..], "5x"),
         (&["TSCOUNTER.SUM", "c", "1m", "5x"], "5x"),
         (&["TSCOUNTER.SUM", "c", "0"], "0"),
         (&["TSCOUNTER.SUM", "c", "-5s"], "-5s"),
         (&["TSCOUNTER.SUM", "c", "1m", "FOO"], "FOO"),
+        (&["TSCOUNTER.SUM", "c", "1M"], "1M"),
+        (&["TSCOUNTER.SUM", "c", "5mins"], "5mins"),
         (&["TSCOUNTER.RANGE", "c", "5x"], "5x"),
         (&["TSCOUNTER.RANGE", "c", "0"], "0"),
         (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "5x:10"], "5x"),
-        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s"], "1s"),
+    ] {
+        assert_refused(&srv, c, cmd, &bad_duration(text));
+        assert!(!exists(&srv, b"n"), "{k}");
+    }
+    // A bad resolution is reported like a bad duration, naming the token and what is
+    // wrong in it: its form, or a duplicate.
+    let form = "a resolution is res:samples, a duration and how many slots of it to keep \
+                (1m:60, 1h:24)";
+    let duplicate = "duplicate resolution: each resolution is given once";
+    for (cmd, text, hint) in [
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s"][..],
+            "1s",
+            form,
+        ),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:60", "1h"],
+            "1h",
+            form,
+        ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "FOO"],
             "FOO",
+            form,
         ),
-        // A bad resolution is reported like a bad duration, naming the token.
-        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:x"], "1s:x"),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:x"],
+            "1s:x",
+            form,
+        ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:5", "1000:3"],
             "1000:3",
+            duplicate,
         ),
         (
             &[
@@ -89,14 +115,25 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
                 "60s:5",
             ],
             "60s:5",
+            duplicate,
         ),
-        (&["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"], "1s:0"),
+        (
+            &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1s:0"],
+            "1s:0",
+            form,
+        ),
         (
             &["TSCOUNTER.CREATE", "n", "RESOLUTIONS", "1m:5", "1s:-1"],
             "1s:-1",
+            form,
         ),
     ] {
-        assert_refused(&srv, c, cmd, &format!("ERR invalid duration '{text}'"));
+        assert_refused(
+            &srv,
+            c,
+            cmd,
+            &format!("ERR invalid duration '{text}': {hint}"),
+        );
         assert!(!exists(&srv, b"n"), "{k}");
     }
 
@@ -308,23 +345,23 @@ fn errors_have_exact_text_and_change_nothing(kind: &ServerKind) {
     for (cmd, err) in [
         (
             &["TSCOUNTER.SUM", "c", "2h"][..],
-            "ERR window '2h' is longer than any resolution keeps",
+            "ERR window '2h' is longer than any resolution keeps (at most 1h)",
         ),
         (
             &["TSCOUNTER.SUM", "c", "1m", "3600001"],
-            "ERR window '3600001ms' is longer than any resolution keeps",
+            "ERR window '3600001ms' is longer than any resolution keeps (at most 1h)",
         ),
         (
             &["TSCOUNTER.SUM", "missing", "1000d"],
-            "ERR window '1000d' is longer than any resolution keeps",
+            "ERR window '1000d' is longer than any resolution keeps (at most 120d)",
         ),
         (
             &["TSCOUNTER.RANGE", "c", "5s"],
-            "ERR the counter has no resolution '5s'",
+            "ERR the counter has no resolution '5s' (it has 1s, 1m)",
         ),
         (
             &["TSCOUNTER.RANGE", "c", "2000", "EMPTY"],
-            "ERR the counter has no resolution '2s'",
+            "ERR the counter has no resolution '2s' (it has 1s, 1m)",
         ),
     ] {
         assert_refused(&srv, cmd[1].as_bytes(), cmd, err);
@@ -414,7 +451,13 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
         v_ok()
     );
     assert_eq!(srv.cmd_value(&["TSCOUNTER.INCR", "long"]), v_int(1));
-    let invalid = |text: &str| format!("ERR invalid duration '{text}'");
+    let invalid = |text: &str| long_duration(text);
+    let span = |text: &str| {
+        format!(
+            "ERR invalid duration '{text}': a resolution's span (res x samples) is at most \
+             10000 years"
+        )
+    };
     let (neg, day_before_epoch) = ("-100000000000000", "-86400000");
     let limit = TIMESTAMP_LIMIT.to_string();
     let max_ts = (TIMESTAMP_LIMIT - 1).to_string();
@@ -495,11 +538,11 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
     for (spec, err) in [
         ("106751991167d:100000", invalid("106751991167d")),
         (&format!("{over_days}:1"), invalid(&over_days)),
-        (&format!("{max_d}:2"), invalid(&format!("{max_d}:2"))),
-        ("1000d:10000", invalid("1000d:10000")),
+        (&format!("{max_d}:2"), span(&format!("{max_d}:2"))),
+        ("1000d:10000", span("1000d:10000")),
         (
             &format!("{}ms:10000", MAX_DURATION_MS / 10_000 + 1),
-            invalid(&format!("{}ms:10000", MAX_DURATION_MS / 10_000 + 1)),
+            span(&format!("{}ms:10000", MAX_DURATION_MS / 10_000 + 1)),
         ),
     ] {
         assert_refused(

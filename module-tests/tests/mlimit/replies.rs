@@ -207,23 +207,23 @@ fn mlimit_rejects_bad_arguments_and_writes_nothing(kind: &ServerKind) {
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "-1", "1", "5s", "5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: increment is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "y", "1", "5s", "5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: increment is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "0", "5s", "5"],
-            syntax.clone(),
+            v_err("ERR value is not an integer or out of range: npairs (the window/max pairs of the next key) is an integer from 1 to 16"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "17", "5s", "5"],
-            syntax.clone(),
+            v_err("ERR value is not an integer or out of range: npairs (the window/max pairs of the next key) is an integer from 1 to 16"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "z", "5s", "5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: npairs (the window/max pairs of the next key) is an integer from 1 to 16"),
         ),
         // npairs larger than the pairs given; a pair without its max.
         (
@@ -252,11 +252,11 @@ fn mlimit_rejects_bad_arguments_and_writes_nothing(kind: &ServerKind) {
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "1", "5s", "-5"],
-            not_int.clone(),
+            v_err("ERR value is not an integer or out of range: max (of a window max pair) is an integer >= 0"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "1", "5x", "5"],
-            v_err("ERR invalid duration '5x'"),
+            v_err("ERR invalid duration '5x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)"),
         ),
         (
             vec![
@@ -272,7 +272,7 @@ fn mlimit_rejects_bad_arguments_and_writes_nothing(kind: &ServerKind) {
                 "1000d",
                 "5",
             ],
-            v_err("ERR window '1000d' is longer than any resolution keeps"),
+            v_err("ERR window '1000d' is longer than any resolution keeps (at most 120d)"),
         ),
         (
             vec!["TSCOUNTER.MLIMIT", "1", "a", "1", "1", "5s", "5", "NOPE"],

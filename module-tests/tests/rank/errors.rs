@@ -58,15 +58,15 @@ fn errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
         ),
         (
             strings(&["TSRANK.CREATE", "n", "WINDOW", "5x"]),
-            "ERR invalid duration '5x'",
+            "ERR invalid duration '5x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)",
         ),
         (
             strings(&["TSRANK.CREATE", "n", "SLOT", "0"]),
-            "ERR invalid duration '0'",
+            "ERR invalid duration '0': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)",
         ),
         (
             strings(&["TSRANK.CREATE", "n", "WINDOW", "1h", "SLOT", "7m"]),
-            "ERR WINDOW must be a whole multiple of SLOT",
+            "ERR WINDOW (1h) must be a whole multiple of SLOT (7m)",
         ),
         (
             strings(&["TSRANK.CREATE", "n", "WINDOW", "10001s", "SLOT", "1s"]),
@@ -150,15 +150,15 @@ fn errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
         (strings(&["TSRANK.INFO", "plainz"]), WRONGTYPE),
         (
             strings(&["TSRANK.TOP", "b", "x"]),
-            "ERR value is not an integer or out of range",
+            "ERR value is not an integer or out of range: count is an integer >= 0",
         ),
         (
             strings(&["TSRANK.TOP", "b", "-1"]),
-            "ERR value is not an integer or out of range",
+            "ERR value is not an integer or out of range: count is an integer >= 0",
         ),
         (
             strings(&["TSRANK.TOP", "b", "1", "OFFSET", "-1"]),
-            "ERR value is not an integer or out of range",
+            "ERR value is not an integer or out of range: OFFSET is an integer >= 0",
         ),
         (
             strings(&["TSRANK.TOP", "b", "1", "OFFSET"]),
@@ -174,15 +174,15 @@ fn errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
         ),
         (
             strings(&["TSRANK.TOP", "b", "1", "WINDOW", "1x"]),
-            "ERR invalid duration '1x'",
+            "ERR invalid duration '1x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)",
         ),
         (
             strings(&["TSRANK.TOP", "b", "1", "WINDOW", "90m"]),
-            "ERR WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW",
+            "ERR WINDOW must be a multiple of the slot (1h) of at most 24 slots (1d)",
         ),
         (
             strings(&["TSRANK.TOP", "b", "1", "WINDOW", "48h"]),
-            "ERR WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW",
+            "ERR WINDOW must be a multiple of the slot (1h) of at most 24 slots (1d)",
         ),
     ];
     for (cmd, want) in &cases {
@@ -194,7 +194,7 @@ fn errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
         .expect("config");
     assert_eq!(
         srv.cmd_value(&["TSRANK.INCRBY", "fresh", "1", "a"]),
-        v_err("ERR WINDOW must be a whole multiple of SLOT")
+        v_err("ERR WINDOW (1d) must be a whole multiple of SLOT (7m)")
     );
     assert_eq!(srv.dump_keyspace(), before, "{k}");
     srv.assert_alive();
@@ -221,7 +221,7 @@ fn edges_of_time_are_refused(kind: &ServerKind) {
         v_int(1)
     );
     let before = srv.dump_keyspace();
-    let invalid = |text: &str| format!("ERR invalid duration '{text}'");
+    let invalid = |text: &str| long_duration(text);
     let cases: Vec<(Vec<String>, String)> = vec![
         (
             strings(&["TSRANK.INCRBY", "long", "1", "m", "AT", "-1"]),

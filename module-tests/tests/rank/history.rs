@@ -19,8 +19,7 @@ use super::{cluster_node, seeded_board, NO_HASH_TAG};
 use std::time::Duration;
 
 const HOUR: i64 = 3_600_000;
-const WINDOW_ERR: &str =
-    "ERR WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW";
+const WINDOW_ERR: &str = "ERR WINDOW must be a multiple of the slot (1h) of at most 24 slots (1d)";
 
 /// A HISTORY reply as `(slot_start, count)` rows (nested arrays in RESP2 and RESP3).
 fn rows(v: &Value) -> Vec<(i64, i64)> {
@@ -219,7 +218,7 @@ fn history_errors_have_exact_texts_and_write_nothing(kind: &ServerKind) {
         ),
         (
             strings(&["TSRANK.HISTORY", "b", "a", "WINDOW", "1x"]),
-            "ERR invalid duration '1x'",
+            "ERR invalid duration '1x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)",
         ),
         (
             strings(&["TSRANK.HISTORY", "b", "a", "WINDOW", "90m"]),

@@ -197,7 +197,7 @@ fn mget_and_mquantile_replies_and_errors(kind: &ServerKind) {
         ),
         (
             vec!["STATS.MGET", "1", "a", "WINDOW", "1x"],
-            "ERR invalid duration '1x'",
+            "ERR invalid duration '1x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)",
         ),
         (vec!["STATS.MGET", "2", "a", "str"], wrongtype),
         (vec!["STATS.MQUANTILE", "2", "a", "str", "0.5"], wrongtype),

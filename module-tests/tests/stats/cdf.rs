@@ -241,7 +241,7 @@ fn cdf_errors_are_exact_and_missing_or_empty_is_nil(kind: &ServerKind) {
         (vec!["STATS.CDF", "s", "1", "FOO"], not_float),
         (
             vec!["STATS.CDF", "s", "1", "WINDOW", "x"],
-            "ERR invalid duration 'x'",
+            "ERR invalid duration 'x': a duration is a positive integer of milliseconds or with a unit ms, s, m, h, d or w in lower case (500ms, 5s, 5m, 24h, 7d, 2w)",
         ),
         (
             vec!["STATS.CDF", "s", "1", "WINDOW", "90m"],

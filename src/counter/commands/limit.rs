@@ -9,7 +9,7 @@ use redis_module::{Context, NotifyEvent, RedisString};
 use super::hash_slots::{Build, HashSlots};
 use super::load_save::read_counter;
 use super::write;
-use crate::args::{parse_duration, parse_i64, parse_key_count, set_once, Args};
+use crate::args::{parse_duration, parse_i64_in, parse_key_count, set_once, Args};
 use crate::cmddocs::{block, integer, pure_token, string, Doc, AT, KEY, KEYS, NUMKEYS};
 use crate::counter::model::limit::{
     check, check_sums_only, decide_all, Check, Decision, Outcome, MAX_KEYS, MAX_LIMITS,
@@ -155,10 +155,10 @@ pub fn mlimit(ctx: &Context, numkeys: &RedisString, rest: &[&[u8]]) -> Result<Re
     let increment = parse_increment(&mut args)?;
     let mut limits = Vec::with_capacity(count);
     for _ in names {
-        let npairs = usize::try_from(args.next_i64()?)
+        let npairs = usize::try_from(args.next_i64_in(1..=16, NPAIRS_FORM)?)
             .ok()
             .filter(|n| (1..=MAX_LIMITS).contains(n))
-            .ok_or(Error::Syntax)?;
+            .ok_or(Error::IntegerArg(NPAIRS_FORM))?;
         limits.push(parse_pairs(npairs, &mut args)?);
     }
     let now = command_now_ms();
@@ -193,13 +193,13 @@ fn key_count(numkeys: &[u8]) -> Result<usize> {
     parse_key_count(numkeys, MAX_KEYS)
 }
 
+/// What MLIMIT's `npairs` is (MAX_LIMITS pairs at most), said when it is not.
+const NPAIRS_FORM: &str =
+    "npairs (the window/max pairs of the next key) is an integer from 1 to 16";
+
 /// The increment: an integer >= 0.
 fn parse_increment(args: &mut Args) -> Result<i64> {
-    let increment = args.next_i64()?;
-    if increment < 0 {
-        return Err(Error::NotInteger);
-    }
-    Ok(increment)
+    args.next_i64_in(0.., "increment is an integer >= 0")
 }
 
 /// `npairs` pairs `window max` from `args`: 1 to [`MAX_LIMITS`] of them; a missing value,
@@ -220,10 +220,7 @@ fn parse_pairs(npairs: usize, args: &mut Args) -> Result<Vec<(i64, i64)>> {
             return Err(Error::Syntax);
         }
         let window = parse_duration(window)?;
-        let max = parse_i64(max)?;
-        if max < 0 {
-            return Err(Error::NotInteger);
-        }
+        let max = parse_i64_in(max, 0.., "max (of a window max pair) is an integer >= 0")?;
         limits.push((window, max));
     }
     Ok(limits)

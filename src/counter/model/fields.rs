@@ -20,17 +20,25 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
     for token in tokens {
         let token = token.as_ref();
         // Any bad token (duration, samples, duplicate) is a bad resolution, reported with
-        // the contract's text for bad durations and resolutions.
-        let invalid = || Error::InvalidDuration(String::from_utf8_lossy(token).into_owned());
-        let colon = token.iter().position(|&b| b == b':').ok_or_else(invalid)?;
+        // the contract's text for bad durations and resolutions and what is wrong in it.
+        let invalid = |hint| Error::DurationHint(String::from_utf8_lossy(token).into_owned(), hint);
+        let colon = token
+            .iter()
+            .position(|&b| b == b':')
+            .ok_or_else(|| invalid(RESOLUTION_FORM))?;
         let (res, samples) = (&token[..colon], &token[colon + 1..]);
         let ms = parse_duration(res)?;
-        let samples = parse_i64(samples).map_err(|_| invalid())?;
+        let samples = parse_i64(samples)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| invalid(RESOLUTION_FORM))?;
         let span_fits = ms
             .checked_mul(samples)
             .is_some_and(|s| s <= MAX_DURATION_MS);
-        if samples < 1 || out.iter().any(|r| r.ms == ms) {
-            return Err(invalid());
+        if out.iter().any(|r| r.ms == ms) {
+            return Err(invalid(
+                "duplicate resolution: each resolution is given once",
+            ));
         }
         // Too many samples, in one resolution or in several, is the counter's size, not
         // a typo in the duration: it gets its own error.
@@ -38,7 +46,9 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
             return Err(too_many_samples());
         }
         if !span_fits {
-            return Err(invalid());
+            return Err(invalid(
+                "a resolution's span (res x samples) is at most 10000 years",
+            ));
         }
         out.push(Resolution { ms, samples });
     }
@@ -51,6 +61,10 @@ pub fn parse_resolutions<T: AsRef<[u8]>>(tokens: &[T]) -> Result<Vec<Resolution>
     out.sort_by_key(|r| r.ms);
     Ok(out)
 }
+
+/// What a resolution is, said when one is malformed.
+const RESOLUTION_FORM: &str =
+    "a resolution is res:samples, a duration and how many slots of it to keep (1m:60, 1h:24)";
 
 #[cold]
 fn too_many_samples() -> Error {

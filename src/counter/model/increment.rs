@@ -64,7 +64,7 @@ impl Counter {
         let reply = changes
             .first()
             .map(|c| c.new)
-            .ok_or(Error::OutsideKeptRange)?;
+            .ok_or_else(|| crate::error::outside_kept_range(ts))?;
         if increment == 0 {
             return Ok(reply);
         }

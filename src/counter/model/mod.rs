@@ -114,14 +114,17 @@ pub fn finest_covering(resolutions: &[Resolution], window: i64) -> Result<Resolu
             return Ok(resolution);
         }
     }
-    Err(window_too_long(window))
+    let longest = resolutions.iter().map(|r| r.span()).max().unwrap_or(0);
+    Err(window_too_long(window, longest))
 }
 
+/// The error of a window no resolution spans; says how long a window may be.
 #[cold]
-fn window_too_long(window: i64) -> Error {
+fn window_too_long(window: i64, longest: i64) -> Error {
     Error::Invalid(format!(
-        "window '{}' is longer than any resolution keeps",
-        crate::args::format_duration(window)
+        "window '{}' is longer than any resolution keeps (at most {})",
+        crate::args::format_duration(window),
+        crate::args::format_duration(longest)
     ))
 }
 

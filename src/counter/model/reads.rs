@@ -238,9 +238,15 @@ impl Counter {
             .copied()
             .find(|r| r.ms == res_ms)
             .ok_or_else(|| {
+                let kept: Vec<String> = self
+                    .resolutions
+                    .iter()
+                    .map(|r| format_duration(r.ms))
+                    .collect();
                 Error::Invalid(format!(
-                    "the counter has no resolution '{}'",
-                    format_duration(res_ms)
+                    "the counter has no resolution '{}' (it has {})",
+                    format_duration(res_ms),
+                    kept.join(", ")
                 ))
             })?;
         let kept_lo = first_kept(now, res.ms, res.samples);

@@ -263,7 +263,7 @@ fn open(
     };
     let index = slot_index(ts, meta.slot);
     if index < meta.first_kept(now) {
-        return Err(Error::OutsideKeptRange);
+        return Err(crate::error::outside_kept_range(ts));
     }
     let slot_name = RStr::try_new(&slot_key(base, index))?;
     let slot = acl.open_str(ctx, &slot_name, true)?;

@@ -44,11 +44,14 @@ const TOP_DOC: Doc = Doc {
 /// TSRANK.TOP key count [OFFSET offset] [WITHSCORES] [WINDOW dur]
 pub fn top(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let count = args.next_i64()?;
+    let count = args.next_i64_in(0.., "count is an integer >= 0")?;
     let (mut offset, mut withscores, mut window) = (None, None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "OFFSET" => set_once(&mut offset, args.next_i64()?)?,
+            "OFFSET" => set_once(
+                &mut offset,
+                args.next_i64_in(0.., "OFFSET is an integer >= 0")?,
+            )?,
             "WITHSCORES" => set_once(&mut withscores, true)?,
             "WINDOW" => set_once(&mut window, args.next_duration()?)?,
             _ => return Err(Error::Syntax),

@@ -47,9 +47,11 @@ pub fn validate_settings(window: i64, slot: i64) -> Result<()> {
         return Err(Error::InvalidDuration(format_duration(too_long)));
     }
     if window <= 0 || slot <= 0 || window % slot != 0 {
-        return Err(Error::Invalid(
-            "WINDOW must be a whole multiple of SLOT".into(),
-        ));
+        return Err(Error::Invalid(format!(
+            "WINDOW ({}) must be a whole multiple of SLOT ({})",
+            format_duration(window),
+            format_duration(slot)
+        )));
     }
     if window / slot > MAX_SLOTS {
         return Err(Error::Invalid(format!(
@@ -214,9 +216,12 @@ impl Meta {
     /// Number of slots in `TOP ... WINDOW dur`: a multiple of SLOT, at most WINDOW.
     pub fn sub_window_slots(&self, dur: i64) -> Result<i64> {
         if dur % self.slot != 0 || dur > self.window {
-            return Err(Error::Invalid(
-                "WINDOW must be a multiple of the leaderboard's SLOT, at most its WINDOW".into(),
-            ));
+            return Err(Error::Invalid(format!(
+                "WINDOW must be a multiple of the slot ({}) of at most {} slots ({})",
+                format_duration(self.slot),
+                self.slots(),
+                format_duration(self.window)
+            )));
         }
         Ok(dur / self.slot)
     }

@@ -135,7 +135,7 @@ fn settings_are_checked() {
     assert!(validate_settings(86_400_000, 3_600_000).is_ok());
     assert_eq!(
         validate_settings(1000, 300).unwrap_err().to_string(),
-        "ERR WINDOW must be a whole multiple of SLOT"
+        "ERR WINDOW (1s) must be a whole multiple of SLOT (300ms)"
     );
     assert_eq!(
         validate_settings(10_001, 1).unwrap_err().to_string(),

@@ -186,7 +186,7 @@ impl Settings {
     pub fn write_index(&self, ts: i64, now: i64) -> Result<i64> {
         let index = self.index(ts);
         if index < self.first_kept(now) {
-            return Err(Error::OutsideKeptRange);
+            return Err(crate::error::outside_kept_range(ts));
         }
         Ok(index)
     }

@@ -25,8 +25,8 @@ use crate::host::server::command_now_us;
 use crate::host::store::string::StringValue;
 use crate::host::store::{notify, Key};
 use crate::throttle::model::{
-    cell, decide, expires_at_ms, parse_tat, reply, request_time, Decision, Rate, NS_PER_MS,
-    NS_PER_US,
+    cell, decide, expires_at_ms, parse_period, parse_tat, reply, request_time, Decision, Rate,
+    NS_PER_MS, NS_PER_US,
 };
 
 pub const COMMANDS: &[Command] = &[ALLOW];
@@ -58,13 +58,16 @@ const ALLOW_DOC: Doc = Doc {
 /// TSTHROTTLE.ALLOW key max_burst count period [QUANTITY q] [AT ts]
 pub fn allow(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let mut args = Args::new(rest);
-    let max_burst = args.next_i64()?;
-    let count = args.next_i64()?;
-    let period_ms = args.next_duration()?;
+    let max_burst = args.next_i64_in(0.., "max_burst is an integer >= 0")?;
+    let count = args.next_i64_in(1.., "count is an integer >= 1")?;
+    let period_ms = parse_period(args.next_bytes()?)?;
     let (mut quantity, mut at) = (None, None);
     while !args.is_done() {
         match args.next_keyword()?.as_str() {
-            "QUANTITY" => set_once(&mut quantity, args.next_i64()?)?,
+            "QUANTITY" => set_once(
+                &mut quantity,
+                args.next_i64_in(0.., "QUANTITY is an integer >= 0")?,
+            )?,
             "AT" => set_once(&mut at, args.next_timestamp()?)?,
             _ => return Err(Error::Syntax),
         }

@@ -37,6 +37,23 @@ pub fn burst_too_long() -> Error {
     Error::Invalid("burst window is too long".into())
 }
 
+/// What TSTHROTTLE.ALLOW's period is, said when it has no unit.
+pub const PERIOD_FORM: &str = "TSTHROTTLE.ALLOW's period needs a unit (60s, 1m, 500ms): \
+     CL.THROTTLE takes seconds, so a bare number here is refused rather than read as ms";
+
+/// Parses TSTHROTTLE.ALLOW's `period`: a duration with its unit. A bare number is refused:
+/// redis-cell users type the period in seconds (`CL.THROTTLE k 15 30 60`), and as tally's
+/// bare milliseconds it would mean a rate 1000 times higher without a word.
+pub fn parse_period(bytes: &[u8]) -> Result<i64> {
+    if !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit) {
+        return Err(Error::DurationHint(
+            String::from_utf8_lossy(bytes).into_owned(),
+            PERIOD_FORM,
+        ));
+    }
+    crate::args::parse_duration(bytes)
+}
+
 /// A rate with its burst allowance, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rate {

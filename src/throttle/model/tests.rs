@@ -296,3 +296,29 @@ proptest! {
         let _ = cell::rate(max_burst, count, period as i64);
     }
 }
+
+/// TSTHROTTLE.ALLOW's period takes a unit: a bare number (redis-cell's seconds) is refused,
+/// saying why, instead of being read as milliseconds.
+#[test]
+fn periods_need_a_unit() {
+    assert_eq!(parse_period(b"60s"), Ok(60_000));
+    assert_eq!(parse_period(b"1m"), Ok(60_000));
+    assert_eq!(parse_period(b"500ms"), Ok(500));
+    assert_eq!(
+        parse_period(b"60").map_err(|e| e.to_string()),
+        Err(
+            "ERR invalid duration '60': TSTHROTTLE.ALLOW's period needs a unit (60s, 1m, \
+             500ms): CL.THROTTLE takes seconds, so a bare number here is refused rather than \
+             read as ms"
+                .into()
+        )
+    );
+    assert!(matches!(
+        parse_period(b"0"),
+        Err(Error::DurationHint(_, PERIOD_FORM))
+    ));
+    assert!(matches!(
+        parse_period(b"1M"),
+        Err(Error::DurationHint(_, crate::args::DURATION_FORM))
+    ));
+}

@@ -109,6 +109,13 @@ def duration(value: Duration) -> Any:
     return value
 
 
+def period(value: Duration) -> Any:
+    """TSTHROTTLE.ALLOW's period: a duration with its unit (milliseconds are sent as
+    `<n>ms`), since the server refuses a bare number there."""
+    d = duration(value)
+    return f"{d}ms" if isinstance(d, int) else d
+
+
 def timestamp(value: Timestamp) -> int:
     """A timestamp argument: Unix milliseconds, or an aware `datetime`."""
     if isinstance(value, datetime.datetime):

@@ -406,7 +406,7 @@ class Throttle(_Handle):
             "TSTHROTTLE.ALLOW",
             int(max_burst),
             int(count),
-            p.duration(period),
+            p.period(period),
             "QUANTITY",
             int(quantity),
             *p.at(at),

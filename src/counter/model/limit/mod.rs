@@ -184,7 +184,7 @@ pub fn check(
     let unwritable = if increment == 0 {
         None
     } else if !kept_somewhere {
-        Some(Error::OutsideKeptRange)
+        Some(crate::error::outside_kept_range(at))
     } else if dry_run && !increment_fits(counter, store, now, at, increment) {
         Some(Error::Overflow)
     } else {

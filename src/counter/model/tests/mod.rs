@@ -38,6 +38,14 @@ impl Model {
     }
 }
 
+/// The text a duration or resolution error names (the hint after it aside).
+fn named(e: &Error) -> String {
+    match e {
+        Error::InvalidDuration(text) | Error::DurationHint(text, _) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 #[test]
 fn resolution_lists_parse_sort_and_refuse() {
     let rs = res("1m:60 1s:120");
@@ -56,22 +64,38 @@ fn resolution_lists_parse_sort_and_refuse() {
     );
     assert_eq!(format_resolutions(&rs), "1s:120 1m:60");
     assert_eq!(
-        parse_resolution_text("1s:1 1000:5"),
-        Err(Error::InvalidDuration("1000:5".into()))
+        parse_resolution_text("1s:1 1000:5").map_err(|e| named(&e)),
+        Err("1000:5".to_string())
     );
     assert_eq!(
-        parse_resolution_text("1x:5"),
-        Err(Error::InvalidDuration("1x".into()))
+        parse_resolution_text("1x:5").map_err(|e| named(&e)),
+        Err("1x".to_string())
     );
     assert_eq!(
-        parse_resolution_text("1s"),
-        Err(Error::InvalidDuration("1s".into()))
+        parse_resolution_text("1s").map_err(|e| named(&e)),
+        Err("1s".to_string())
     );
     assert_eq!(
-        parse_resolution_text("1s:a"),
-        Err(Error::InvalidDuration("1s:a".into()))
+        parse_resolution_text("1s:a").map_err(|e| named(&e)),
+        Err("1s:a".to_string())
     );
     assert!(parse_resolution_text("1s:0").is_err());
+    // What is wrong is said: the form of a resolution, a duplicate.
+    assert_eq!(
+        parse_resolution_text("1m:60 1h").map_err(|e| e.to_string()),
+        Err(
+            "ERR invalid duration '1h': a resolution is res:samples, a duration and how \
+             many slots of it to keep (1m:60, 1h:24)"
+                .into()
+        )
+    );
+    assert_eq!(
+        parse_resolution_text("1m:60 1m:30").map_err(|e| e.to_string()),
+        Err(
+            "ERR invalid duration '1m:30': duplicate resolution: each resolution is given once"
+                .into()
+        )
+    );
     // One resolution of more samples than a counter keeps is refused for its size, as
     // several are: the duration is fine.
     let too_many = || {
@@ -85,8 +109,8 @@ fn resolution_lists_parse_sort_and_refuse() {
         Err(too_many())
     );
     assert_eq!(
-        parse_resolution_text("1m:-5"),
-        Err(Error::InvalidDuration("1m:-5".into()))
+        parse_resolution_text("1m:-5").map_err(|e| named(&e)),
+        Err("1m:-5".to_string())
     );
     // The samples of all resolutions add up to at most MAX_SAMPLES: a day of seconds, a
     // year of minutes and ten years of hours fit.
@@ -132,8 +156,8 @@ fn resolution_spans_stop_at_ten_thousand_years() {
         ("1s:1 1000d:10000", "1000d:10000"),
     ] {
         assert_eq!(
-            parse_resolution_text(text),
-            Err(Error::InvalidDuration(named.into())),
+            parse_resolution_text(text).map_err(|e| self::named(&e)),
+            Err(named.to_string()),
             "{text}"
         );
     }

@@ -52,7 +52,7 @@ fn windows_pick_the_finest_covering_resolution() {
     );
     assert_eq!(
         c.resolution_for(366 * 86_400_000).unwrap_err().to_string(),
-        "ERR window '366d' is longer than any resolution keeps"
+        "ERR window '366d' is longer than any resolution keeps (at most 365d)"
     );
 }
 

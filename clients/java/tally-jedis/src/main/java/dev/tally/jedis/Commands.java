@@ -344,7 +344,7 @@ public final class Commands {
   public CommandObject<ThrottleDecision> throttleAllow(
       String key, long maxBurst, long count, Duration period, long quantity, Instant at) {
     CommandArguments a =
-        args(TSTHROTTLE_ALLOW, key).add(maxBurst).add(count).add(ms(period)).add("QUANTITY").add(quantity);
+        args(TSTHROTTLE_ALLOW, key).add(maxBurst).add(count).add(ms(period) + "ms").add("QUANTITY").add(quantity);
     at(a, at);
     return cmd(a, Replies::throttle);
   }

@@ -54,7 +54,7 @@ class ClientTest {
 
       j.set(keys.k("s"), "x");
       serverError("WRONGTYPE Operation against a key holding the wrong kind of value", t.counter(keys.k("s"))::incr);
-      serverError("ERR window '365d' is longer than any resolution keeps",
+      serverError("ERR window '365d' is longer than any resolution keeps (at most 120d)",
           () -> t.counter(keys.k("c2")).sum(Duration.ofDays(365)));
       serverError("ERR timestamp is too far in the future", () -> t.counter(keys.k("c2")).incr(at(99999999999999L)));
       assertThrows(IllegalArgumentException.class, () -> c.sum(Duration.ofNanos(1500)));
@@ -81,7 +81,7 @@ class ClientTest {
       assertFalse(never.canEverPass());
       assertEquals(new Decision(true, Duration.ZERO, List.of(3L, 6L), List.of()),
           c.limit(0, List.of(h5, WindowLimit.of(Duration.ofDays(1), 100)), at(T + HOUR), false));
-      serverError("ERR value is not an integer or out of range", () -> c.limit(-1, h5));
+      serverError("ERR value is not an integer or out of range: increment is an integer >= 0", () -> c.limit(-1, h5));
 
       // Details: at T+2h the 1h window holds the 2 of T+2h (gone at T+3h); the 4h window
       // also holds the 3 of T, which leaves it at T+4h.
@@ -135,7 +135,7 @@ class ClientTest {
       assertEquals(List.of(user, ip), new ArrayList<>(refused.sums().keySet()));
       assertEquals(List.of(4L), t.counter(user).sum(List.of(Duration.ofHours(1)), at(T)));
       assertEquals(ms(-1), t.mlimit(limits, 10, at(T), false).retryAfter());
-      serverError("ERR value is not an integer or out of range", () -> t.mlimit(limits, -1));
+      serverError("ERR value is not an integer or out of range: increment is an integer >= 0", () -> t.mlimit(limits, -1));
       j.set(keys.k("{m}:s"), "x");
       Map<String, List<WindowLimit>> bad = new LinkedHashMap<>();
       bad.put(keys.k("{m}:new"), List.of(WindowLimit.of(Duration.ofMinutes(1), 5)));
@@ -155,7 +155,7 @@ class ClientTest {
       assertEquals(List.of(8L, 18L), t.msum(List.of(login, search, keys.k("{svc}:/none")),
           List.of(Duration.ofHours(1), Duration.ofDays(1)), at(T)));
       assertEquals(List.of(3L), t.msum(List.of(login), List.of(Duration.ofHours(1)), at(T)));
-      serverError("ERR window '5000d' is longer than any resolution keeps",
+      serverError("ERR window '5000d' is longer than any resolution keeps (at most 1000d)",
           () -> t.msum(List.of(login, search), Duration.ofDays(5000)));
     }
   }
@@ -349,7 +349,7 @@ class ClientTest {
       long pttl = j.pttl(keys.k("now"));
       assertTrue(pttl > 0 && pttl <= 10_001, "pttl " + pttl);
       serverError("ERR rate is too high", () -> th.allow(0, 2_000_000, Duration.ofMillis(1)));
-      serverError("ERR value is not an integer or out of range", () -> th.allow(1, 0, Duration.ofSeconds(1)));
+      serverError("ERR value is not an integer or out of range: count is an integer >= 1", () -> th.allow(1, 0, Duration.ofSeconds(1)));
       j.set(keys.k("s"), "text");
       serverError("WRONGTYPE Operation against a key holding the wrong kind of value",
           () -> t.throttle(keys.k("s")).allow(1, 1, Duration.ofSeconds(1)));
