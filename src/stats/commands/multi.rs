@@ -107,11 +107,12 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
         let cached = memory()
             .windows(|w| w.merge(db, name, &settings, (lo, hi), Span::Whole))
             .flatten();
+        memory().count_read(cached.is_some());
         let merged = match cached {
             Some(merged) => merged,
             None => {
                 let mut admission = Admission::new(ctx, db, name);
-                let merged = Rc::new(window_record(&key, &settings, (lo, hi), &mut admission));
+                let merged = Rc::new(window_record(&key, &settings, (lo, hi), &mut admission).0);
                 let admit = admission.admit(&key);
                 let stored = Rc::clone(&merged);
                 memory().windows(|w| {

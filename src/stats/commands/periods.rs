@@ -201,8 +201,9 @@ fn merge_stored(key: &Key, settings: &Settings, lo: i64, hi: i64) -> Record {
     Record::merge_encoded(raw.iter().map(|(_, m, q)| (m.as_slice(), q.as_slice())))
 }
 
-/// The merged record of periods `lo..=hi` of the key `admission` is about (`key`, open).
-/// One period is decoded as is; a window is the merge of its closed periods `lo..hi`
+/// The merged record of periods `lo..=hi` of the key `admission` is about (`key`, open),
+/// and whether the cache held its closed periods' merge (a window of one period has
+/// none: it is decoded as is). A window is the merge of its closed periods `lo..hi`
 /// (from the read cache, else merged straight from their encodings and offered to the
 /// cache under `admission`) plus its current period `hi`.
 pub(super) fn window_record(
@@ -210,14 +211,15 @@ pub(super) fn window_record(
     settings: &Settings,
     (lo, hi): (i64, i64),
     admission: &mut super::Admission,
-) -> Record {
+) -> (Record, bool) {
     let (db, name) = (admission.db, admission.name);
     if lo >= hi {
-        return get_record(key, settings, hi).unwrap_or_default();
+        return (get_record(key, settings, hi).unwrap_or_default(), false);
     }
     let cached = memory()
         .windows(|w| w.merge(db, name, settings, (lo, hi), Span::Closed))
         .flatten();
+    let hit = cached.is_some();
     let closed = match cached {
         Some(closed) => closed,
         None => {
@@ -236,7 +238,7 @@ pub(super) fn window_record(
             record.merge_encoded_period(m, q);
         }
     });
-    record
+    (record, hit)
 }
 
 /// What one scan of the hash found about its periods at `now`.
