@@ -11,7 +11,7 @@ use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
 use crate::cmddocs::{double, Doc, KEYS, NUMKEYS, WINDOW};
 use crate::stats::model::window_cache::Span;
-use crate::stats::model::KeysMerge;
+use crate::stats::model::{distinct_names, KeysMerge};
 
 /// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
 const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
@@ -86,14 +86,19 @@ fn split_keys<'a>(
 
 /// The union of the keys' windows: each key's `WINDOW` resolved by its own period (a
 /// missing key by the defaults, as GET resolves it, and adds nothing); the first error a
-/// key's GET would give is the reply. Each key's window comes from the read cache of
-/// windows when it holds it (a repeated read of unchanged keys decodes nothing), else
-/// from the hash, and is cached for the next read.
+/// key's GET would give is the reply. Each distinct key is opened and read once: a key
+/// named several times adds its window again at each place it is named (its values
+/// count as often as it is named), merged in the order the keys are named, so the
+/// answer is the one every name read on its own would give. Each key's window comes
+/// from the read cache of windows when it holds it (a repeated read of unchanged keys
+/// decodes nothing), else from the hash, and is cached for the next read.
 fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<Record> {
     let now = command_now_ms();
     let db = selected_db(ctx);
-    let mut windows: Vec<Rc<Record>> = Vec::with_capacity(names.len());
-    for &name in names {
+    let (distinct, at) = distinct_names(names);
+    // The window of each distinct key (`None`: a missing key).
+    let mut windows: Vec<Option<Rc<Record>>> = Vec::with_capacity(distinct.len());
+    for &name in &distinct {
         // Each handle is closed before the next key opens.
         let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
         let settings = load(&key)?;
@@ -101,6 +106,7 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             .unwrap_or_else(default_settings)
             .window_periods(window)?;
         let Some(settings) = settings else {
+            windows.push(None);
             continue;
         };
         let (lo, hi) = settings.window_range(now, periods);
@@ -121,10 +127,10 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
                 merged
             }
         };
-        windows.push(merged);
+        windows.push(Some(merged));
     }
     let mut merge = KeysMerge::default();
-    for window in &windows {
+    for window in at.iter().filter_map(|&i| windows.get(i)).flatten() {
         merge.add(window);
     }
     Ok(merge.finish())

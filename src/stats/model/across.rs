@@ -5,9 +5,29 @@
 //!
 //! Owns: merging the windows of several keys. May not touch: Redis (pure).
 
+use std::collections::HashMap;
+
 use super::Record;
 use crate::moments::Moments;
 use crate::sketch::Sketch;
+
+/// The distinct names of `names` in the order they first appear, and for each name of
+/// `names` the position of its distinct name: a read across keys opens and reads each
+/// key once, then merges its window at every place it is named.
+pub fn distinct_names<'a>(names: &[&'a [u8]]) -> (Vec<&'a [u8]>, Vec<usize>) {
+    let mut distinct: Vec<&'a [u8]> = Vec::with_capacity(names.len());
+    let mut seen: HashMap<&'a [u8], usize> = HashMap::with_capacity(names.len());
+    let at = names
+        .iter()
+        .map(|&name| {
+            *seen.entry(name).or_insert_with(|| {
+                distinct.push(name);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    (distinct, at)
+}
 
 /// Merges the windows of keys in the order given: the moments one after another (the
 /// keys' order fixes their rounding, so every call over the same keys answers the same
@@ -106,6 +126,36 @@ mod tests {
         let got = merge.finish().summary().unwrap().stddev;
         let want = stddev(&all);
         assert!((got - want).abs() <= 1e-6 * want, "{got} {want}");
+    }
+
+    #[test]
+    fn distinct_names_keep_the_first_order_and_map_every_name() {
+        let names: [&[u8]; 6] = [b"b", b"a", b"b", b"c", b"a", b"b"];
+        let (distinct, at) = distinct_names(&names);
+        assert_eq!(distinct, vec![b"b".as_slice(), b"a", b"c"]);
+        assert_eq!(at, vec![0, 1, 0, 2, 1, 0]);
+        for (name, i) in names.iter().zip(&at) {
+            assert_eq!(distinct[*i], *name);
+        }
+        assert_eq!(distinct_names(&[]), (Vec::<&[u8]>::new(), vec![]));
+    }
+
+    /// A key named twice counts twice: the merge over the distinct windows placed at
+    /// every name is the merge of every name's window read on its own.
+    #[test]
+    fn a_repeated_window_counts_again() {
+        let (a, b) = (of(&[1.0, 2.0, 3.0]), of(&[10.0, 20.0]));
+        let names: [&[u8]; 4] = [b"a", b"b", b"a", b"a"];
+        let (distinct, at) = distinct_names(&names);
+        let windows = [&a, &b];
+        assert_eq!(distinct.len(), 2);
+        let mut once = KeysMerge::default();
+        at.iter().for_each(|&i| once.add(windows[i]));
+        let mut each = KeysMerge::default();
+        [&a, &b, &a, &a].into_iter().for_each(|w| each.add(w));
+        let (once, each) = (once.finish(), each.finish());
+        assert_eq!(once, each);
+        assert_eq!(once.count(), 11);
     }
 
     #[test]

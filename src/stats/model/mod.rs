@@ -35,7 +35,7 @@ mod field;
 mod report;
 pub mod window_cache;
 
-pub use across::KeysMerge;
+pub use across::{distinct_names, KeysMerge};
 pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};
 pub use report::ReportStat;
 
