@@ -11,12 +11,15 @@
 //! Owns: that question. May not touch: command logic.
 
 use std::cell::Cell;
+use std::ffi::{CStr, CString};
+use std::ptr;
 
 use redis_module::{CallOptionsBuilder, CallReply, CallResult, Context};
 
 use crate::layout::MARKER_FIELD;
 
 use super::Key;
+use crate::host::server::api;
 
 thread_local! {
     /// Whether the server has field TTLs at all: unknown until first asked (Redis 7.0 has
@@ -72,8 +75,25 @@ fn server_has_field_ttls(ctx: &Context, name: &[u8]) -> bool {
 /// cached there (a `STATS.GET` of a 2000-period window merged every period on every call).
 fn db_has_field_ttls(ctx: &Context) -> Option<bool> {
     let db = crate::host::server::selected_db(ctx);
-    let line = ctx.server_info("keyspace").field(&format!("db{db}"))?;
-    let line = line.try_as_str().ok()?;
+    let field = CString::new(format!("db{db}")).ok()?;
+    // NULL context: the data is not tied to the command's automatic memory (the commands
+    // do not enable it, so anything made through it would outlive the call); it is freed
+    // below. `ServerInfoGetFieldC` makes no string: it points into the data.
+    // SAFETY: the section is a NUL-terminated literal; the server returns fresh data or
+    // NULL.
+    let data = unsafe { api!(RedisModule_GetServerInfo)(ptr::null_mut(), c"keyspace".as_ptr()) };
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` is live until freed below; `field` is NUL-terminated. The value (or
+    // NULL) points into `data` and is copied before the free.
+    let line = unsafe {
+        let value = api!(RedisModule_ServerInfoGetFieldC)(data, field.as_ptr());
+        (!value.is_null()).then(|| CStr::from_ptr(value).to_bytes().to_vec())
+    };
+    // SAFETY: `data` came from `GetServerInfo` with a NULL context and is freed once.
+    unsafe { api!(RedisModule_FreeServerInfo)(ptr::null_mut(), data) };
+    let line = String::from_utf8(line?).ok()?;
     line.split(',').find_map(|kv| {
         let (name, count) = kv.split_once('=')?;
         matches!(name, "keys_with_volatile_items" | "subexpiry")
