@@ -10,7 +10,7 @@ use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
 use crate::cmddocs::{double, Doc, KEYS, NUMKEYS, WINDOW};
-use crate::stats::model::window_cache::Span;
+use crate::stats::model::window_cache::{PackedRecord, Span};
 use crate::stats::model::{distinct_names, KeysMerge};
 
 /// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
@@ -97,7 +97,7 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
     let db = selected_db(ctx);
     let (distinct, at) = distinct_names(names);
     // The window of each distinct key (`None`: a missing key).
-    let mut windows: Vec<Option<Rc<Record>>> = Vec::with_capacity(distinct.len());
+    let mut windows: Vec<Option<Rc<PackedRecord>>> = Vec::with_capacity(distinct.len());
     for &name in &distinct {
         // Each handle is closed before the next key opens.
         let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
@@ -118,7 +118,8 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             Some(merged) => merged,
             None => {
                 let mut admission = Admission::new(ctx, db, name);
-                let merged = Rc::new(window_record(&key, &settings, (lo, hi), &mut admission).0);
+                let record = window_record(&key, &settings, (lo, hi), &mut admission).0;
+                let merged = Rc::new(PackedRecord::pack(&record));
                 let admit = admission.admit(&key);
                 let stored = Rc::clone(&merged);
                 memory().windows(|w| {

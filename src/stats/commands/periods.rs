@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::stats_memory::memory;
 use crate::error::{Error, Result};
 use crate::host::store::{Key, KeyKind, RStr};
-use crate::stats::model::window_cache::Span;
+use crate::stats::model::window_cache::{PackedRecord, Span};
 use crate::stats::model::{
     field, parse_field, Part, PeriodMerge, Record, ScannedPeriods, Settings,
 };
@@ -252,19 +252,18 @@ pub(super) fn window_record(
         .windows(|w| w.merge(db, name, settings, (lo, hi), Span::Closed))
         .flatten();
     let hit = cached.is_some();
-    let closed = match cached {
-        Some(closed) => closed,
+    let mut record = match cached {
+        Some(closed) => closed.unpack(),
         None => {
-            let closed = Rc::new(merge_stored(key, settings, lo, hi - 1));
+            let closed = merge_stored(key, settings, lo, hi - 1);
             let admit = admission.admit(key);
-            let stored = Rc::clone(&closed);
+            let stored = Rc::new(PackedRecord::pack(&closed));
             memory().windows(|w| {
                 w.store_merge(db, name, *settings, (lo, hi), Span::Closed, stored, admit)
             });
             closed
         }
     };
-    let mut record = Record::clone(&closed);
     with_period_fields(key, settings, hi, |m, q| {
         if let (Some(m), Some(q)) = (m, q) {
             record.merge_encoded_period(m, q);

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 
+use super::window_cache::PackedRecord;
 use super::Record;
 use crate::moments::Moments;
-use crate::sketch::Sketch;
+use crate::sketch::DenseMerge;
 
 /// The distinct names of `names` in the order they first appear, and for each name of
 /// `names` the position of its distinct name: a read across keys opens and reads each
@@ -31,21 +32,20 @@ pub fn distinct_names<'a>(names: &[&'a [u8]]) -> (Vec<&'a [u8]>, Vec<usize>) {
 
 /// Merges the windows of keys in the order given: the moments one after another (the
 /// keys' order fixes their rounding, so every call over the same keys answers the same
-/// bits), the sketches all at once at the end (one dense sum of bucket counts, as a
-/// window's periods are merged, rather than a new store per key). Empty windows add
+/// bits), the sketches summed from their encodings into one dense store of bucket counts,
+/// as a window's periods are merged, rather than a new store per key. Empty windows add
 /// nothing.
 #[derive(Default)]
-pub struct KeysMerge<'a> {
+pub struct KeysMerge {
     moments: Moments,
-    sketches: Vec<&'a Sketch>,
+    dense: DenseMerge,
 }
 
-impl<'a> KeysMerge<'a> {
+impl KeysMerge {
     /// Adds the window of the next key.
-    pub fn add(&mut self, window: &'a Record) {
-        if window.count() > 0 {
+    pub fn add(&mut self, window: &PackedRecord) {
+        if window.count() > 0 && self.dense.add_encoded_if_count(&window.sketch, window.count()) {
             self.moments.merge(&window.moments);
-            self.sketches.push(&window.sketch);
         }
     }
 
@@ -53,7 +53,7 @@ impl<'a> KeysMerge<'a> {
     pub fn finish(self) -> Record {
         Record {
             moments: self.moments,
-            sketch: Sketch::merge_all(self.sketches),
+            sketch: self.dense.finish(),
         }
     }
 }
@@ -84,7 +84,7 @@ mod tests {
             all.extend(xs);
         }
         let mut merge = KeysMerge::default();
-        windows.iter().for_each(|w| merge.add(w));
+        windows.iter().for_each(|w| merge.add(&PackedRecord::pack(w)));
         let merged = merge.finish();
         // The same as merging the records one by one.
         let mut one_by_one = Record::default();
@@ -122,7 +122,7 @@ mod tests {
             all.extend(xs);
         }
         let mut merge = KeysMerge::default();
-        windows.iter().for_each(|w| merge.add(w));
+        windows.iter().for_each(|w| merge.add(&PackedRecord::pack(w)));
         let got = merge.finish().summary().unwrap().stddev;
         let want = stddev(&all);
         assert!((got - want).abs() <= 1e-6 * want, "{got} {want}");
@@ -150,9 +150,11 @@ mod tests {
         let windows = [&a, &b];
         assert_eq!(distinct.len(), 2);
         let mut once = KeysMerge::default();
-        at.iter().for_each(|&i| once.add(windows[i]));
+        at.iter().for_each(|&i| once.add(&PackedRecord::pack(windows[i])));
         let mut each = KeysMerge::default();
-        [&a, &b, &a, &a].into_iter().for_each(|w| each.add(w));
+        [&a, &b, &a, &a]
+            .into_iter()
+            .for_each(|w| each.add(&PackedRecord::pack(w)));
         let (once, each) = (once.finish(), each.finish());
         assert_eq!(once, each);
         assert_eq!(once.count(), 11);
@@ -161,6 +163,7 @@ mod tests {
     #[test]
     fn empty_windows_add_nothing() {
         let (empty, some) = (Record::default(), of(&[2.0, 4.0]));
+        let (empty, some) = (PackedRecord::pack(&empty), PackedRecord::pack(&some));
         let mut merge = KeysMerge::default();
         merge.add(&empty);
         assert_eq!(merge.finish().summary(), None);
@@ -168,6 +171,6 @@ mod tests {
         merge.add(&empty);
         merge.add(&some);
         merge.add(&empty);
-        assert_eq!(merge.finish(), some);
+        assert_eq!(PackedRecord::pack(&merge.finish()), some);
     }
 }
