@@ -295,6 +295,7 @@ fn cache_reads(srv: &Server) -> (i64, i64) {
     )
 }
 
+per_server!(a_repeated_read_of_a_long_window_is_served_from_the_cache);
 /// The second identical read of a 1990-period window on unchanged data is served from the
 /// read cache on every server: `INFO tally` counts it as a hit and no miss, and the
 /// server's time for it (`INFO commandstats`, less the time the machine took from the
@@ -302,7 +303,6 @@ fn cache_reads(srv: &Server) -> (i64, i64) {
 /// when its cache never kept such an object). The same for `MGET` and `MQUANTILE`, and
 /// for an object in a database where another key has field TTLs, where the servers that
 /// answer for a whole hash at once (Redis 8) still cache it.
-per_server!(a_repeated_read_of_a_long_window_is_served_from_the_cache);
 fn a_repeated_read_of_a_long_window_is_served_from_the_cache(kind: &ServerKind) {
     let srv = Server::start(kind);
     let k = &kind.name;
@@ -311,7 +311,15 @@ fn a_repeated_read_of_a_long_window_is_served_from_the_cache(kind: &ServerKind) 
     let reads: [&[&str]; 3] = [
         &["STATS.GET", "s", "WINDOW", "1990m"],
         &["STATS.MGET", "2", "s", "s", "WINDOW", "1990m"],
-        &["STATS.MQUANTILE", "1", "s", "0.5", "0.99", "WINDOW", "1990m"],
+        &[
+            "STATS.MQUANTILE",
+            "1",
+            "s",
+            "0.5",
+            "0.99",
+            "WINDOW",
+            "1990m",
+        ],
     ];
     // Retried when a minute boundary passes between the reads (the window moves then).
     let mut checked = false;
@@ -322,7 +330,10 @@ fn a_repeated_read_of_a_long_window_is_served_from_the_cache(kind: &ServerKind) 
         let mut timings = Vec::new();
         for read in reads {
             let first = conn_value(c, read);
-            assert!(matches!(first, Value::Array(_) | Value::Map(_)), "{k}: {first:?}");
+            assert!(
+                matches!(first, Value::Array(_) | Value::Map(_)),
+                "{k}: {first:?}"
+            );
             let before = cache_reads(&srv);
             assert_eq!(srv.cmd_value(&["CONFIG", "RESETSTAT"]), v_ok());
             let lost = Lost::start(&srv);
@@ -336,9 +347,15 @@ fn a_repeated_read_of_a_long_window_is_served_from_the_cache(kind: &ServerKind) 
             continue;
         }
         for (read, before, after, held) in timings {
-            assert_eq!(after.1, before.1, "{k}: {read:?} merged from the hash again");
+            assert_eq!(
+                after.1, before.1,
+                "{k}: {read:?} merged from the hash again"
+            );
             assert!(after.0 > before.0, "{k}: {read:?} not counted as a hit");
-            assert!(held < 1000.0, "{k}: {read:?} took {held:.0} us of server time");
+            assert!(
+                held < 1000.0,
+                "{k}: {read:?} took {held:.0} us of server time"
+            );
         }
         checked = true;
         break;
@@ -360,14 +377,14 @@ fn a_repeated_read_of_a_long_window_is_served_from_the_cache(kind: &ServerKind) 
             let Value::BulkString(dump) = conn_value(c, &["DUMP", "s"]) else {
                 panic!("{k}: DUMP");
             };
-            conn_value(
-                c,
-                &[b"RESTORE".as_slice(), b"t", b"0", dump.as_slice()],
-            );
+            conn_value(c, &[b"RESTORE".as_slice(), b"t", b"0", dump.as_slice()]);
             conn_value(c, &["STATS.GET", "t", "WINDOW", "1990m"])
         };
         if server_ms(&srv).div_euclid(60_000) == minute {
-            assert_eq!(second, cold, "{k}: with a field TTL elsewhere, against a cold read");
+            assert_eq!(
+                second, cold,
+                "{k}: with a field TTL elsewhere, against a cold read"
+            );
         }
     }
 }

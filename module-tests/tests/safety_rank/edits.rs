@@ -263,7 +263,11 @@ fn a_value_of_another_type_at_a_slot_name_is_replaced(kind: &ServerKind) {
     let hour = now / 3_600_000;
     let (at, slot) = (now.to_string(), format!("b|slot|{hour}"));
     assert_eq!(srv.cmd_value(&["SET", &slot, "leftover"]), v_ok(), "{k}");
-    assert_eq!(srv.cmd_value(&["TSRANK.TOP", "b", "10"]), v_arr(vec![]), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "10"]),
+        v_arr(vec![]),
+        "{k}"
+    );
     assert_eq!(
         srv.cmd_value(&["TSRANK.INCRBY", "b", "5", "m1", "AT", &at]),
         v_int(5),

@@ -166,14 +166,22 @@ fn mget_and_mquantile_replies_and_errors(kind: &ServerKind) {
         let before = reads();
         let repeated = srv.cmd_value(&["STATS.MGET", "5", "a", "b", "a", "missing", "a"]);
         assert_eq!(reads() - before, 2, "{k}: a and b read once each");
-        check_get(k, &repeated, &[1.0, 2.0, 3.0, 10.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+        check_get(
+            k,
+            &repeated,
+            &[1.0, 2.0, 3.0, 10.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
+        );
         let before = reads();
         assert_eq!(
             srv.cmd_value_resp3(&["STATS.MQUANTILE", "5", "b", "a", "b", "b", "b", "0.5", "1"]),
             v_arr(vec![v_double(10.0), v_double(10.0)]),
             "{k}: four b (10) and one a (1, 2, 3): the median is 10"
         );
-        assert_eq!(reads() - before, 2, "{k}: MQUANTILE reads a and b once each");
+        assert_eq!(
+            reads() - before,
+            2,
+            "{k}: MQUANTILE reads a and b once each"
+        );
         assert_eq!(
             srv.cmd_value_resp3(&["STATS.MQUANTILE", "2", "a", "b", "0", "1"]),
             v_arr(vec![v_double(1.0), v_double(10.0)]),

@@ -44,7 +44,11 @@ pub struct KeysMerge {
 impl KeysMerge {
     /// Adds the window of the next key.
     pub fn add(&mut self, window: &PackedRecord) {
-        if window.count() > 0 && self.dense.add_encoded_if_count(&window.sketch, window.count()) {
+        if window.count() > 0
+            && self
+                .dense
+                .add_encoded_if_count(&window.sketch, window.count())
+        {
             self.moments.merge(&window.moments);
         }
     }
@@ -84,7 +88,9 @@ mod tests {
             all.extend(xs);
         }
         let mut merge = KeysMerge::default();
-        windows.iter().for_each(|w| merge.add(&PackedRecord::pack(w)));
+        windows
+            .iter()
+            .for_each(|w| merge.add(&PackedRecord::pack(w)));
         let merged = merge.finish();
         // The same as merging the records one by one.
         let mut one_by_one = Record::default();
@@ -122,7 +128,9 @@ mod tests {
             all.extend(xs);
         }
         let mut merge = KeysMerge::default();
-        windows.iter().for_each(|w| merge.add(&PackedRecord::pack(w)));
+        windows
+            .iter()
+            .for_each(|w| merge.add(&PackedRecord::pack(w)));
         let got = merge.finish().summary().unwrap().stddev;
         let want = stddev(&all);
         assert!((got - want).abs() <= 1e-6 * want, "{got} {want}");
@@ -150,7 +158,8 @@ mod tests {
         let windows = [&a, &b];
         assert_eq!(distinct.len(), 2);
         let mut once = KeysMerge::default();
-        at.iter().for_each(|&i| once.add(&PackedRecord::pack(windows[i])));
+        at.iter()
+            .for_each(|&i| once.add(&PackedRecord::pack(windows[i])));
         let mut each = KeysMerge::default();
         [&a, &b, &a, &a]
             .into_iter()

@@ -280,7 +280,8 @@ impl ScannedPeriods {
     /// The merge of every period that has both fields, oldest first.
     pub fn merge(mut self) -> Record {
         // Stable: within one period and part, scan order is kept, and the last wins.
-        self.fields.sort_by_key(|&(index, sketch, _, _)| (index, sketch));
+        self.fields
+            .sort_by_key(|&(index, sketch, _, _)| (index, sketch));
         let mut merge = PeriodMerge::default();
         let value = |(_, _, start, end): (i64, bool, usize, usize)| self.bytes.get(start..end);
         let mut rest = self.fields.as_slice();

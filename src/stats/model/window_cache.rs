@@ -27,9 +27,9 @@ use std::os::raw::c_int;
 use std::rc::Rc;
 
 use super::{Record, Settings, ShownSummary};
+use crate::collections::memo_map::DbMaps;
 use crate::moments::Moments;
 use crate::sketch::Sketch;
-use crate::collections::memo_map::DbMaps;
 
 /// Windows kept per key (a client reads a few window sizes); the oldest goes first.
 const WINDOWS_PER_KEY: usize = 4;
