@@ -130,9 +130,22 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
         };
         windows.push(Some(merged));
     }
+    // Each distinct key's sketch once, times the number of its names; the moments at
+    // every name, in the order named.
+    let mut times = vec![0u64; windows.len()];
+    for &i in &at {
+        if let Some(t) = times.get_mut(i) {
+            *t += 1;
+        }
+    }
     let mut merge = KeysMerge::default();
-    for window in at.iter().filter_map(|&i| windows.get(i)).flatten() {
-        merge.add(window);
+    let added: Vec<bool> = (windows.iter().zip(&times))
+        .map(|(window, &t)| window.as_ref().is_some_and(|w| merge.add_sketch(w, t)))
+        .collect();
+    for &i in &at {
+        if let (Some(Some(window)), Some(true)) = (windows.get(i), added.get(i)) {
+            merge.add_moments(window);
+        }
     }
     Ok(merge.finish())
 }

@@ -44,13 +44,26 @@ pub struct KeysMerge {
 impl KeysMerge {
     /// Adds the window of the next key.
     pub fn add(&mut self, window: &PackedRecord) {
-        if window.count() > 0
+        if self.add_sketch(window, 1) {
+            self.add_moments(window);
+        }
+    }
+
+    /// Adds the sketch of a key's window `times` times (a key named that often), in one
+    /// walk; false if it is empty or does not decode (never expected of a packed window),
+    /// and then its moments must not be added either.
+    pub fn add_sketch(&mut self, window: &PackedRecord, times: u64) -> bool {
+        window.count() > 0
             && self
                 .dense
-                .add_encoded_if_count(&window.sketch, window.count())
-        {
-            self.moments.merge(&window.moments);
-        }
+                .add_encoded_times(&window.sketch, window.count(), times)
+    }
+
+    /// Adds the moments of the next key's window, whose sketch [`KeysMerge::add_sketch`]
+    /// added: the moments merge in the order the keys are named (it fixes their rounding),
+    /// the sketches in any order (their counts add exactly).
+    pub fn add_moments(&mut self, window: &PackedRecord) {
+        self.moments.merge(&window.moments);
     }
 
     /// The union of every window added.
@@ -164,8 +177,14 @@ mod tests {
         [&a, &b, &a, &a]
             .into_iter()
             .for_each(|w| each.add(&PackedRecord::pack(w)));
-        let (once, each) = (once.finish(), each.finish());
+        // Each distinct sketch once with its multiplicity, the moments at every name.
+        let mut times = KeysMerge::default();
+        let packed = [PackedRecord::pack(&a), PackedRecord::pack(&b)];
+        assert!(times.add_sketch(&packed[0], 3) && times.add_sketch(&packed[1], 1));
+        at.iter().for_each(|&i| times.add_moments(&packed[i]));
+        let (once, each, times) = (once.finish(), each.finish(), times.finish());
         assert_eq!(once, each);
+        assert_eq!(times, each);
         assert_eq!(once.count(), 11);
     }
 
