@@ -11,7 +11,7 @@ RUNS=${FLAKY_RUNS:-5}
 # The binaries that bound time (latency, ticks, PINGs), wait for the timer or the clock,
 # or race replicas and clusters.
 read -r -a TESTS <<<"${FLAKY_TESTS:-scale_rank scale_limits scale_schedule scale_caches \
-safety_counter safety_stats safety_rank fuzz_faults faults rank \
+safety_counter safety_stats safety_rank fuzz_faults faults rank scale_stats_across \
 replication cluster stats_cache throttle}"
 OUT=target/flaky
 mkdir -p "$OUT"

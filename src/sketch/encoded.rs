@@ -188,10 +188,16 @@ impl DenseMerge {
     /// Adds an encoded sketch if it is valid and holds `count` values (the period's
     /// moments say how many); true if it was added, false (adding nothing) otherwise.
     pub fn add_encoded_if_count(&mut self, bytes: &[u8], count: u64) -> bool {
-        self.try_add(bytes, count).is_some()
+        self.try_add(bytes, count, 1).is_some()
     }
 
-    fn try_add(&mut self, bytes: &[u8], count: u64) -> Option<()> {
+    /// [`DenseMerge::add_encoded_if_count`] of the same sketch `times` times, in one walk
+    /// (each count multiplied): a key named several times in a read across keys.
+    pub fn add_encoded_times(&mut self, bytes: &[u8], count: u64, times: u64) -> bool {
+        self.try_add(bytes, count, times).is_some()
+    }
+
+    fn try_add(&mut self, bytes: &[u8], count: u64, times: u64) -> Option<()> {
         // Validate first, so a damaged sketch adds nothing.
         let mut r = Reader { bytes, pos: 0 };
         if r.byte()? != VERSION {
@@ -212,7 +218,7 @@ impl DenseMerge {
         if r.pos != bytes.len() || total != count {
             return None;
         }
-        self.zero = self.zero.saturating_add(zero);
+        self.zero = self.zero.saturating_add(zero.saturating_mul(times));
         // Second pass: the encoding is valid, so only the counts are read.
         let mut r = Reader { bytes, pos: 1 };
         r.varint()?;
@@ -225,7 +231,7 @@ impl DenseMerge {
             walk_store(&mut r, len, |i, c, _, _, _, _| {
                 let offset = usize::try_from(i - i64::from(*base)).unwrap_or(usize::MAX);
                 if let Some(slot) = counts.get_mut(offset) {
-                    *slot = slot.saturating_add(c);
+                    *slot = slot.saturating_add(c.saturating_mul(times));
                 }
             })?;
         }

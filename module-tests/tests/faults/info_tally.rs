@@ -18,6 +18,8 @@ fn info_tally_fields_exist_and_move(kind: &ServerKind) {
         "tally_scan_in_progress",
         "tally_mirrored_slots",
         "tally_counter_hash_lookups",
+        "tally_stats_cache_hits",
+        "tally_stats_cache_misses",
     ];
     let info = srv.info("tally");
     for f in fields {

@@ -249,3 +249,69 @@ fn a_new_slot_never_counts_a_leftover_hash_of_an_edited_board(kind: &ServerKind)
     wait_replica_synced(&srv, &replica);
     assert_replica_equal(&srv, &replica, "replica");
 }
+
+per_server!(a_value_of_another_type_at_a_slot_name_is_replaced);
+/// A string (or a list) left at a board's slot-key name is no part of the board: reads
+/// count it as an empty slot and the next write replaces it, as a leftover hash is
+/// replaced, on the primary and the replica alike; before, every write there answered
+/// WRONGTYPE while reads answered empty. The slot of the current hour at a new board, then
+/// an older slot inside the range of a board that has other slots.
+fn a_value_of_another_type_at_a_slot_name_is_replaced(kind: &ServerKind) {
+    let k = kind.name.clone();
+    let (srv, replica) = start_with_replica(kind);
+    let now = server_ms(&srv);
+    let hour = now / 3_600_000;
+    let (at, slot) = (now.to_string(), format!("b|slot|{hour}"));
+    assert_eq!(srv.cmd_value(&["SET", &slot, "leftover"]), v_ok(), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "10"]),
+        v_arr(vec![]),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "b", "5", "m1", "AT", &at]),
+        v_int(5),
+        "{k}: a write over a string at the slot's name"
+    );
+    assert_eq!(slot_sum(&srv, "b", "m1"), 5, "{k}: the new slot counts");
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("m1"), v_int(5)]),
+        "{k}"
+    );
+    // An older slot of the same board, inside its range: written, then overwritten by a
+    // list; the board is recounted without it, and a write there replaces the list.
+    let older = (hour - 2) * 3_600_000;
+    let older_at = older.to_string();
+    let older_slot = format!("b|slot|{}", hour - 2);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "b", "3", "m2", "AT", &older_at]),
+        v_int(3),
+        "{k}"
+    );
+    assert_eq!(srv.cmd_value(&["DEL", &older_slot]), v_int(1), "{k}");
+    assert_eq!(
+        srv.cmd_value(&["RPUSH", &older_slot, "x", "y"]),
+        v_int(2),
+        "{k}"
+    );
+    sleep_ms(50);
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.INCRBY", "b", "2", "m2", "AT", &older_at]),
+        v_int(2),
+        "{k}: a write over a list at an older slot's name"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TYPE", &older_slot]),
+        redis::Value::SimpleString("hash".into()),
+        "{k}"
+    );
+    assert_eq!(
+        srv.cmd_value(&["TSRANK.TOP", "b", "10", "WITHSCORES"]),
+        v_arr(vec![v_bulk("m1"), v_int(5), v_bulk("m2"), v_int(2)]),
+        "{k}"
+    );
+    assert_eq!(slot_sum(&srv, "b", "m2"), 2, "{k}");
+    wait_replica_synced(&srv, &replica);
+    assert_replica_equal(&srv, &replica, "replica");
+}

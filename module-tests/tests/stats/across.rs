@@ -156,6 +156,32 @@ fn mget_and_mquantile_replies_and_errors(kind: &ServerKind) {
         // A key named twice counts twice.
         let twice = srv.cmd_value(&["STATS.MGET", "2", "b", "b"]);
         assert_eq!(field(&twice, "count"), v_int(2), "{k}");
+        // A key named several times is read once (one window read per distinct key in
+        // INFO tally's counts) and its values count at every place it is named: the
+        // answer is that of its values added as often.
+        let reads = || {
+            info_i64(&srv, "tally", "tally_stats_cache_hits")
+                + info_i64(&srv, "tally", "tally_stats_cache_misses")
+        };
+        let before = reads();
+        let repeated = srv.cmd_value(&["STATS.MGET", "5", "a", "b", "a", "missing", "a"]);
+        assert_eq!(reads() - before, 2, "{k}: a and b read once each");
+        check_get(
+            k,
+            &repeated,
+            &[1.0, 2.0, 3.0, 10.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
+        );
+        let before = reads();
+        assert_eq!(
+            srv.cmd_value_resp3(&["STATS.MQUANTILE", "5", "b", "a", "b", "b", "b", "0.5", "1"]),
+            v_arr(vec![v_double(10.0), v_double(10.0)]),
+            "{k}: four b (10) and one a (1, 2, 3): the median is 10"
+        );
+        assert_eq!(
+            reads() - before,
+            2,
+            "{k}: MQUANTILE reads a and b once each"
+        );
         assert_eq!(
             srv.cmd_value_resp3(&["STATS.MQUANTILE", "2", "a", "b", "0", "1"]),
             v_arr(vec![v_double(1.0), v_double(10.0)]),

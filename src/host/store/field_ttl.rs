@@ -11,12 +11,15 @@
 //! Owns: that question. May not touch: command logic.
 
 use std::cell::Cell;
+use std::ffi::{CStr, CString};
+use std::ptr;
 
 use redis_module::{CallOptionsBuilder, CallReply, CallResult, Context};
 
 use crate::layout::MARKER_FIELD;
 
 use super::Key;
+use crate::host::server::api;
 
 thread_local! {
     /// Whether the server has field TTLs at all: unknown until first asked (Redis 7.0 has
@@ -60,12 +63,52 @@ fn server_has_field_ttls(ctx: &Context, name: &[u8]) -> bool {
     known
 }
 
+/// Whether the selected database holds any key with a field TTL, from the server's own
+/// count in `INFO keyspace` (`keys_with_volatile_items` on Valkey 9, `subexpiry` on Redis
+/// 7.4+), read through the module API, so no command runs and nothing shows in the user's
+/// `INFO commandstats`; `None` where the server does not say. A key whose fields' time has
+/// passed but that the server has not reclaimed yet still counts, so `Some(false)` means
+/// no field anywhere in the database has a TTL: no `HPTTL` needs to name any field.
+///
+/// Why: Valkey 9 has no module call answering for a whole hash at once, and `HPTTL` of
+/// every field costs about 1 µs a field, so without this a large hash could never be
+/// cached there (a `STATS.GET` of a 2000-period window merged every period on every call).
+fn db_has_field_ttls(ctx: &Context) -> Option<bool> {
+    let db = crate::host::server::selected_db(ctx);
+    let field = CString::new(format!("db{db}")).ok()?;
+    // NULL context: the data is not tied to the command's automatic memory (the commands
+    // do not enable it, so anything made through it would outlive the call); it is freed
+    // below. `ServerInfoGetFieldC` makes no string: it points into the data.
+    // SAFETY: the section is a NUL-terminated literal; the server returns fresh data or
+    // NULL.
+    let data = unsafe { api!(RedisModule_GetServerInfo)(ptr::null_mut(), c"keyspace".as_ptr()) };
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` is live until freed below; `field` is NUL-terminated. The value (or
+    // NULL) points into `data` and is copied before the free.
+    let line = unsafe {
+        let value = api!(RedisModule_ServerInfoGetFieldC)(data, field.as_ptr());
+        (!value.is_null()).then(|| CStr::from_ptr(value).to_bytes().to_vec())
+    };
+    // SAFETY: `data` came from `GetServerInfo` with a NULL context and is freed once.
+    unsafe { api!(RedisModule_FreeServerInfo)(ptr::null_mut(), data) };
+    let line = String::from_utf8(line?).ok()?;
+    line.split(',').find_map(|kv| {
+        let (name, count) = kv.split_once('=')?;
+        matches!(name, "keys_with_volatile_items" | "subexpiry")
+            .then(|| count.trim().parse::<u64>().ok().map(|n| n > 0))
+            .flatten()
+    })
+}
+
 impl Key {
     /// True if one of `fields` of this hash (`name`) has a TTL, or that cannot be ruled
     /// out. Where the server offers `HashFieldMinExpire` (Redis 8) the key itself answers
     /// for all its fields at once, in O(1) and without a command run through
     /// `RedisModule_Call` (which shows in the user's `INFO commandstats` and `SLOWLOG`);
-    /// Valkey 9 has field TTLs but no such call: there `HPTTL` runs.
+    /// Valkey 9 has field TTLs but no such call: there the database's count of keys with
+    /// field TTLs answers when it is 0, else `HPTTL` runs.
     pub fn fields_have_ttls(&self, ctx: &Context, name: &[u8], fields: &[&[u8]]) -> bool {
         if self.ptr.is_null() {
             return false;
@@ -73,13 +116,15 @@ impl Key {
         if let Some(any) = self.any_field_expires() {
             return any;
         }
-        server_has_field_ttls(ctx, name) && any_ttl(ctx, name, fields).unwrap_or(false)
+        server_has_field_ttls(ctx, name)
+            && db_has_field_ttls(ctx) != Some(false)
+            && any_ttl(ctx, name, fields).unwrap_or(false)
     }
 
     /// True if some field of this hash has a TTL (or that cannot be ruled out), as
-    /// [`Key::fields_have_ttls`] of every field; without `HashFieldMinExpire`, a hash of
-    /// more than `max_fields_asked` fields is taken as having some: the caller bounds
-    /// what one question may cost.
+    /// [`Key::fields_have_ttls`] of every field; without `HashFieldMinExpire`, in a
+    /// database where some key has field TTLs, a hash of more than `max_fields_asked`
+    /// fields is taken as having some: the caller bounds what one question may cost.
     pub fn has_field_ttls(&self, ctx: &Context, name: &[u8], max_fields_asked: usize) -> bool {
         if self.ptr.is_null() {
             return false;
@@ -88,6 +133,9 @@ impl Key {
             return any;
         }
         if !server_has_field_ttls(ctx, name) {
+            return false;
+        }
+        if db_has_field_ttls(ctx) == Some(false) {
             return false;
         }
         if self.len() > max_fields_asked {

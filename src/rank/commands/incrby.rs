@@ -180,8 +180,8 @@ struct Target {
     /// The slot hash's name (kept for the replicated `HSET`).
     slot_name: RStr,
     slot: Key,
-    /// The slot hash exists but is not a part of the board (see `check`): the write
-    /// replaces it.
+    /// A key exists under the slot hash's name but is not a part of the board (a hash
+    /// outside its range, or a value of another type; see `check`): the write replaces it.
     slot_is_leftover: bool,
     /// Slot hashes that left the window and still hold counts (see `board`).
     pending: Vec<Key>,
@@ -358,7 +358,14 @@ fn check(
         // it is a gap or, during a reshard, on the other node.
         KeyKind::Empty if in_range => transit.missing().map(|_| true),
         KeyKind::Empty => Ok(true),
-        _ => Err(Error::WrongType),
+        // Another type under the slot's name (a user's SET, a sorted set) is no part of
+        // the board either: reads and totals count it as an empty slot, so refusing
+        // every write with WRONGTYPE would leave the board stuck while it reads empty.
+        // The write replaces it, as a leftover hash.
+        _ => {
+            target.slot_is_leftover = true;
+            Ok(true)
+        }
     }
 }
 

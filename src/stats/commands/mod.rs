@@ -78,6 +78,16 @@ pub const FAMILY: crate::family::Family = crate::family::Family {
     flushed: |_| forget_all(),
     swapped: |_, _| forget_all(),
     loading: forget_all,
+    info: || {
+        let (hits, misses) = memory().reads();
+        vec![
+            (c"stats_cache_hits", i64::try_from(hits).unwrap_or(i64::MAX)),
+            (
+                c"stats_cache_misses",
+                i64::try_from(misses).unwrap_or(i64::MAX),
+            ),
+        ]
+    },
     // Everything it keeps in memory is a cache, counted here; no other state.
     cache_bytes,
     ..crate::family::Family::new(COMMANDS, "stats.")

@@ -10,8 +10,8 @@ use super::window_reads::{parse_quantiles, quantiles_reply};
 use super::*;
 use crate::args::{parse_key_count, MAX_READ_KEYS};
 use crate::cmddocs::{double, Doc, KEYS, NUMKEYS, WINDOW};
-use crate::stats::model::window_cache::Span;
-use crate::stats::model::KeysMerge;
+use crate::stats::model::window_cache::{PackedRecord, Span};
+use crate::stats::model::{distinct_names, KeysMerge};
 
 /// `numkeys key [key ...]` of a read across keys (MGET, MQUANTILE).
 const COUNTED_READ_KEYS: &[KeySpec] = &[KeySpec {
@@ -86,14 +86,19 @@ fn split_keys<'a>(
 
 /// The union of the keys' windows: each key's `WINDOW` resolved by its own period (a
 /// missing key by the defaults, as GET resolves it, and adds nothing); the first error a
-/// key's GET would give is the reply. Each key's window comes from the read cache of
-/// windows when it holds it (a repeated read of unchanged keys decodes nothing), else
-/// from the hash, and is cached for the next read.
+/// key's GET would give is the reply. Each distinct key is opened and read once: a key
+/// named several times adds its window again at each place it is named (its values
+/// count as often as it is named), merged in the order the keys are named, so the
+/// answer is the one every name read on its own would give. Each key's window comes
+/// from the read cache of windows when it holds it (a repeated read of unchanged keys
+/// decodes nothing), else from the hash, and is cached for the next read.
 fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<Record> {
     let now = command_now_ms();
     let db = selected_db(ctx);
-    let mut windows: Vec<Rc<Record>> = Vec::with_capacity(names.len());
-    for &name in names {
+    let (distinct, at) = distinct_names(names);
+    // The window of each distinct key (`None`: a missing key).
+    let mut windows: Vec<Option<Rc<PackedRecord>>> = Vec::with_capacity(distinct.len());
+    for &name in &distinct {
         // Each handle is closed before the next key opens.
         let key = Key::open_bytes(ctx, name, false).ok_or(Error::WrongType)?;
         let settings = load(&key)?;
@@ -101,17 +106,20 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
             .unwrap_or_else(default_settings)
             .window_periods(window)?;
         let Some(settings) = settings else {
+            windows.push(None);
             continue;
         };
         let (lo, hi) = settings.window_range(now, periods);
         let cached = memory()
             .windows(|w| w.merge(db, name, &settings, (lo, hi), Span::Whole))
             .flatten();
+        memory().count_read(cached.is_some());
         let merged = match cached {
             Some(merged) => merged,
             None => {
                 let mut admission = Admission::new(ctx, db, name);
-                let merged = Rc::new(window_record(&key, &settings, (lo, hi), &mut admission));
+                let record = window_record(&key, &settings, (lo, hi), &mut admission).0;
+                let merged = Rc::new(PackedRecord::pack(&record));
                 let admit = admission.admit(&key);
                 let stored = Rc::clone(&merged);
                 memory().windows(|w| {
@@ -120,11 +128,24 @@ fn merge_windows(ctx: &Context, names: &[&[u8]], window: Option<i64>) -> Result<
                 merged
             }
         };
-        windows.push(merged);
+        windows.push(Some(merged));
+    }
+    // Each distinct key's sketch once, times the number of its names; the moments at
+    // every name, in the order named.
+    let mut times = vec![0u64; windows.len()];
+    for &i in &at {
+        if let Some(t) = times.get_mut(i) {
+            *t += 1;
+        }
     }
     let mut merge = KeysMerge::default();
-    for window in &windows {
-        merge.add(window);
+    let added: Vec<bool> = (windows.iter().zip(&times))
+        .map(|(window, &t)| window.as_ref().is_some_and(|w| merge.add_sketch(w, t)))
+        .collect();
+    for &i in &at {
+        if let (Some(Some(window)), Some(true)) = (windows.get(i), added.get(i)) {
+            merge.add_moments(window);
+        }
     }
     Ok(merge.finish())
 }

@@ -26,6 +26,11 @@ pub struct StatsMemory {
     /// Set when an invalidation could not take the window cache (it was in use):
     /// everything is dropped at its next use rather than risk a stale answer.
     clear_pending: Cell<bool>,
+    /// Reads of a key's window that the cache answered, and that merged periods from the
+    /// hash instead (`INFO tally`: `stats_cache_hits`, `stats_cache_misses`): what tells
+    /// a user, and the tests, that a repeated read is served from memory.
+    hits: Cell<u64>,
+    misses: Cell<u64>,
 }
 
 thread_local! {
@@ -36,6 +41,8 @@ thread_local! {
         last_marker: RefCell::new(None),
         windows: RefCell::new(WindowCache::default()),
         clear_pending: Cell::new(false),
+        hits: Cell::new(0),
+        misses: Cell::new(0),
     }));
 }
 
@@ -82,6 +89,18 @@ impl StatsMemory {
             *windows = WindowCache::default();
         }
         Some(f(&mut windows))
+    }
+
+    /// Counts a read of a key's window: answered by the cache (`hit`) or merged from the
+    /// hash.
+    pub fn count_read(&self, hit: bool) {
+        let counter = if hit { &self.hits } else { &self.misses };
+        counter.set(counter.get().saturating_add(1));
+    }
+
+    /// Reads answered by the cache and reads that merged from the hash, since start.
+    pub fn reads(&self) -> (u64, u64) {
+        (self.hits.get(), self.misses.get())
     }
 
     /// Runs an invalidation of the window cache; if the cache cannot be taken, it is

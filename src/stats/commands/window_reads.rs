@@ -28,11 +28,13 @@ pub fn get(ctx: &Context, name: &RedisString, rest: &[&[u8]]) -> Result<Reply> {
     let cached = memory()
         .windows(|w| w.summary(db, name, &settings, lo, hi))
         .flatten();
+    memory().count_read(cached.is_some());
     let summary = match cached {
         Some(summary) => summary,
         None => {
             let mut admission = Admission::new(ctx, db, name);
             let summary = window_record(&key, &settings, (lo, hi), &mut admission)
+                .0
                 .summary()
                 .map(|s| Rc::new(ShownSummary::new(&s)));
             let admit = admission.admit(&key);
@@ -55,12 +57,9 @@ fn merged_window(ctx: &Context, name: &RedisString, args: &mut Args) -> Result<O
     let (lo, hi) = settings.window_range(command_now_ms(), periods);
     let (db, name) = (selected_db(ctx), name.as_slice());
     let mut admission = Admission::new(ctx, db, name);
-    Ok(Some(window_record(
-        &key,
-        &settings,
-        (lo, hi),
-        &mut admission,
-    )))
+    let (record, hit) = window_record(&key, &settings, (lo, hi), &mut admission);
+    memory().count_read(hit);
+    Ok(Some(record))
 }
 
 pub const QUANTILE: Command = command! {

@@ -5,35 +5,72 @@
 //!
 //! Owns: merging the windows of several keys. May not touch: Redis (pure).
 
+use std::collections::HashMap;
+
+use super::window_cache::PackedRecord;
 use super::Record;
 use crate::moments::Moments;
-use crate::sketch::Sketch;
+use crate::sketch::DenseMerge;
+
+/// The distinct names of `names` in the order they first appear, and for each name of
+/// `names` the position of its distinct name: a read across keys opens and reads each
+/// key once, then merges its window at every place it is named.
+pub fn distinct_names<'a>(names: &[&'a [u8]]) -> (Vec<&'a [u8]>, Vec<usize>) {
+    let mut distinct: Vec<&'a [u8]> = Vec::with_capacity(names.len());
+    let mut seen: HashMap<&'a [u8], usize> = HashMap::with_capacity(names.len());
+    let at = names
+        .iter()
+        .map(|&name| {
+            *seen.entry(name).or_insert_with(|| {
+                distinct.push(name);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    (distinct, at)
+}
 
 /// Merges the windows of keys in the order given: the moments one after another (the
 /// keys' order fixes their rounding, so every call over the same keys answers the same
-/// bits), the sketches all at once at the end (one dense sum of bucket counts, as a
-/// window's periods are merged, rather than a new store per key). Empty windows add
+/// bits), the sketches summed from their encodings into one dense store of bucket counts,
+/// as a window's periods are merged, rather than a new store per key. Empty windows add
 /// nothing.
 #[derive(Default)]
-pub struct KeysMerge<'a> {
+pub struct KeysMerge {
     moments: Moments,
-    sketches: Vec<&'a Sketch>,
+    dense: DenseMerge,
 }
 
-impl<'a> KeysMerge<'a> {
+impl KeysMerge {
     /// Adds the window of the next key.
-    pub fn add(&mut self, window: &'a Record) {
-        if window.count() > 0 {
-            self.moments.merge(&window.moments);
-            self.sketches.push(&window.sketch);
+    pub fn add(&mut self, window: &PackedRecord) {
+        if self.add_sketch(window, 1) {
+            self.add_moments(window);
         }
+    }
+
+    /// Adds the sketch of a key's window `times` times (a key named that often), in one
+    /// walk; false if it is empty or does not decode (never expected of a packed window),
+    /// and then its moments must not be added either.
+    pub fn add_sketch(&mut self, window: &PackedRecord, times: u64) -> bool {
+        window.count() > 0
+            && self
+                .dense
+                .add_encoded_times(&window.sketch, window.count(), times)
+    }
+
+    /// Adds the moments of the next key's window, whose sketch [`KeysMerge::add_sketch`]
+    /// added: the moments merge in the order the keys are named (it fixes their rounding),
+    /// the sketches in any order (their counts add exactly).
+    pub fn add_moments(&mut self, window: &PackedRecord) {
+        self.moments.merge(&window.moments);
     }
 
     /// The union of every window added.
     pub fn finish(self) -> Record {
         Record {
             moments: self.moments,
-            sketch: Sketch::merge_all(self.sketches),
+            sketch: self.dense.finish(),
         }
     }
 }
@@ -64,7 +101,9 @@ mod tests {
             all.extend(xs);
         }
         let mut merge = KeysMerge::default();
-        windows.iter().for_each(|w| merge.add(w));
+        windows
+            .iter()
+            .for_each(|w| merge.add(&PackedRecord::pack(w)));
         let merged = merge.finish();
         // The same as merging the records one by one.
         let mut one_by_one = Record::default();
@@ -102,15 +141,57 @@ mod tests {
             all.extend(xs);
         }
         let mut merge = KeysMerge::default();
-        windows.iter().for_each(|w| merge.add(w));
+        windows
+            .iter()
+            .for_each(|w| merge.add(&PackedRecord::pack(w)));
         let got = merge.finish().summary().unwrap().stddev;
         let want = stddev(&all);
         assert!((got - want).abs() <= 1e-6 * want, "{got} {want}");
     }
 
     #[test]
+    fn distinct_names_keep_the_first_order_and_map_every_name() {
+        let names: [&[u8]; 6] = [b"b", b"a", b"b", b"c", b"a", b"b"];
+        let (distinct, at) = distinct_names(&names);
+        assert_eq!(distinct, vec![b"b".as_slice(), b"a", b"c"]);
+        assert_eq!(at, vec![0, 1, 0, 2, 1, 0]);
+        for (name, i) in names.iter().zip(&at) {
+            assert_eq!(distinct[*i], *name);
+        }
+        assert_eq!(distinct_names(&[]), (Vec::<&[u8]>::new(), vec![]));
+    }
+
+    /// A key named twice counts twice: the merge over the distinct windows placed at
+    /// every name is the merge of every name's window read on its own.
+    #[test]
+    fn a_repeated_window_counts_again() {
+        let (a, b) = (of(&[1.0, 2.0, 3.0]), of(&[10.0, 20.0]));
+        let names: [&[u8]; 4] = [b"a", b"b", b"a", b"a"];
+        let (distinct, at) = distinct_names(&names);
+        let windows = [&a, &b];
+        assert_eq!(distinct.len(), 2);
+        let mut once = KeysMerge::default();
+        at.iter()
+            .for_each(|&i| once.add(&PackedRecord::pack(windows[i])));
+        let mut each = KeysMerge::default();
+        [&a, &b, &a, &a]
+            .into_iter()
+            .for_each(|w| each.add(&PackedRecord::pack(w)));
+        // Each distinct sketch once with its multiplicity, the moments at every name.
+        let mut times = KeysMerge::default();
+        let packed = [PackedRecord::pack(&a), PackedRecord::pack(&b)];
+        assert!(times.add_sketch(&packed[0], 3) && times.add_sketch(&packed[1], 1));
+        at.iter().for_each(|&i| times.add_moments(&packed[i]));
+        let (once, each, times) = (once.finish(), each.finish(), times.finish());
+        assert_eq!(once, each);
+        assert_eq!(times, each);
+        assert_eq!(once.count(), 11);
+    }
+
+    #[test]
     fn empty_windows_add_nothing() {
         let (empty, some) = (Record::default(), of(&[2.0, 4.0]));
+        let (empty, some) = (PackedRecord::pack(&empty), PackedRecord::pack(&some));
         let mut merge = KeysMerge::default();
         merge.add(&empty);
         assert_eq!(merge.finish().summary(), None);
@@ -118,6 +199,6 @@ mod tests {
         merge.add(&empty);
         merge.add(&some);
         merge.add(&empty);
-        assert_eq!(merge.finish(), some);
+        assert_eq!(PackedRecord::pack(&merge.finish()), some);
     }
 }

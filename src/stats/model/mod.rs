@@ -35,7 +35,7 @@ mod field;
 mod report;
 pub mod window_cache;
 
-pub use across::KeysMerge;
+pub use across::{distinct_names, KeysMerge};
 pub use field::{field, parse_field, FieldName, Part, MOMENTS_SUFFIX, SKETCH_SUFFIX};
 pub use report::ReportStat;
 
@@ -253,6 +253,48 @@ impl PeriodMerge {
             moments: self.moments,
             sketch: self.dense.finish(),
         }
+    }
+}
+
+/// The fields of a window's periods as a scan of the hash returns them (in no order), in
+/// one buffer rather than an allocation per field, then merged oldest first by
+/// [`PeriodMerge`]: the same record [`Record::merge_encoded`] makes of the periods in
+/// order. Where a period has two fields of one part (names that parse alike), the one
+/// scanned last counts, as with a map filled in scan order.
+#[derive(Default)]
+pub struct ScannedPeriods {
+    bytes: Vec<u8>,
+    /// Per field: its period, whether it is the sketch, and its value's range in `bytes`.
+    fields: Vec<(i64, bool, usize, usize)>,
+}
+
+impl ScannedPeriods {
+    /// Keeps the value of one field of period `index`.
+    pub fn push(&mut self, index: i64, part: Part, value: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        let sketch = part == Part::Sketch;
+        self.fields.push((index, sketch, start, self.bytes.len()));
+    }
+
+    /// The merge of every period that has both fields, oldest first.
+    pub fn merge(mut self) -> Record {
+        // Stable: within one period and part, scan order is kept, and the last wins.
+        self.fields
+            .sort_by_key(|&(index, sketch, _, _)| (index, sketch));
+        let mut merge = PeriodMerge::default();
+        let value = |(_, _, start, end): (i64, bool, usize, usize)| self.bytes.get(start..end);
+        let mut rest = self.fields.as_slice();
+        while let Some(&(index, ..)) = rest.first() {
+            let count = rest.iter().take_while(|f| f.0 == index).count();
+            let (period, next) = rest.split_at(count.min(rest.len()));
+            let last = |sketch: bool| period.iter().rev().find(|f| f.1 == sketch).copied();
+            if let (Some(m), Some(q)) = (last(false).and_then(value), last(true).and_then(value)) {
+                merge.add(m, q);
+            }
+            rest = next;
+        }
+        merge.finish()
     }
 }
 

@@ -554,3 +554,41 @@ fn cdf_is_exact_at_the_ends_and_within_one_percent_between() {
         "ERR too many values, at most 1000"
     );
 }
+
+/// Fields scanned in any order, with periods lacking a field and a damaged one, merge
+/// to the same record as the periods merged oldest first.
+#[test]
+fn scanned_periods_merge_as_the_periods_in_order() {
+    let periods: Vec<Record> = (0..12)
+        .map(|p| of(&[p as f64 * 1.5 + 1e9, 3.0 - p as f64, 0.25 * p as f64]))
+        .collect();
+    let encoded: Vec<(Vec<u8>, Vec<u8>)> = periods.iter().map(Record::encode).collect();
+    // Period 3 has no sketch, period 7 a damaged one; both are skipped either way.
+    let kept = |i: usize| i != 3 && i != 7;
+    let want = Record::merge_encoded(
+        encoded
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| kept(*i))
+            .map(|(_, (m, q))| (m.as_slice(), q.as_slice())),
+    );
+    let mut scanned = ScannedPeriods::default();
+    for i in [5usize, 0, 11, 3, 7, 2, 9, 1, 10, 4, 6, 8] {
+        let (m, q) = &encoded[i];
+        let index = 100 + i as i64;
+        scanned.push(index, Part::Moments, m);
+        match i {
+            3 => {}
+            7 => scanned.push(index, Part::Sketch, b"junk"),
+            _ => scanned.push(index, Part::Sketch, q),
+        }
+    }
+    assert_eq!(scanned.merge(), want);
+    // Two fields of one part in one period: the one scanned last counts.
+    let mut scanned = ScannedPeriods::default();
+    scanned.push(1, Part::Sketch, b"junk");
+    scanned.push(1, Part::Moments, &encoded[0].0);
+    scanned.push(1, Part::Sketch, &encoded[0].1);
+    assert_eq!(scanned.merge(), periods[0]);
+    assert_eq!(ScannedPeriods::default().merge(), Record::default());
+}
