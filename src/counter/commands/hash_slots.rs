@@ -203,6 +203,32 @@ impl<'a> HashSlots<'a> {
         may_be_packed(res_ms, index, now)
     }
 
+    /// Calls `f(index, count)` for the slot fields of resolution `res_ms` in `unpacked`
+    /// (`(from, to)` spans of sealed runs without a packed field, sorted). Such runs are
+    /// usually empty (a sparse counter): probed while that costs less than one walk of the
+    /// hash, found by the walk otherwise (in no order).
+    fn each_unpacked_slot(
+        &mut self,
+        res_ms: i64,
+        unpacked: &[(i64, i64)],
+        f: &mut dyn FnMut(i64, i64),
+    ) {
+        let probes = unpacked
+            .iter()
+            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
+        if probes <= self.key.len() as i64 {
+            packed_slots::probed(&mut self.raw(), res_ms, unpacked, f);
+            return;
+        }
+        self.key.hscan(|field, value| {
+            if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
+                if ms == res_ms && in_spans(unpacked, index) {
+                    f(index, crate::args::parse_i64(value).unwrap_or(0));
+                }
+            }
+        });
+    }
+
     /// The hash field by field (see [`Raw`]).
     fn raw(&mut self) -> Raw<'_, 'a> {
         Raw {
@@ -586,23 +612,7 @@ impl SlotStore for HashSlots<'_> {
         }
         let mut unpacked = Vec::new();
         let mut sum = packed_slots::sealed_sum(&mut self.raw(), res_ms, lo, hi, &mut unpacked);
-        // Runs without a packed field are usually empty (a sparse counter): their slot
-        // fields are probed while that costs less than one walk of the hash, and found by
-        // the walk otherwise.
-        let probes = unpacked
-            .iter()
-            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
-        if probes <= self.key.len() as i64 {
-            sum += packed_slots::probed_sum(&mut self.raw(), res_ms, &unpacked);
-        } else {
-            self.key.hscan(|field, value| {
-                if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
-                    if ms == res_ms && in_spans(&unpacked, index) {
-                        sum += i128::from(crate::args::parse_i64(value).unwrap_or(0));
-                    }
-                }
-            });
-        }
+        self.each_unpacked_slot(res_ms, &unpacked, &mut |_, count| sum += i128::from(count));
         Some(sum)
     }
 
@@ -616,26 +626,13 @@ impl SlotStore for HashSlots<'_> {
         let mut unpacked = Vec::new();
         let from = out.len();
         packed_slots::sealed_slots(&mut self.raw(), res_ms, lo, hi, out, &mut unpacked);
-        if unpacked.is_empty() {
-            return true;
-        }
-        // As for sums: probed while cheaper than one walk of the hash.
-        let probes = unpacked
-            .iter()
-            .fold(0i64, |n, &(from, to)| n.saturating_add(to - from + 1));
-        if probes <= self.key.len() as i64 {
-            packed_slots::probed_slots(&mut self.raw(), res_ms, &unpacked, out);
-        } else {
-            self.key.hscan(|field, value| {
-                if let Some((ms, index)) = crate::counter::model::parse_slot_field(field) {
-                    if ms == res_ms && in_spans(&unpacked, index) {
-                        out.push((index, crate::args::parse_i64(value).unwrap_or(0)));
-                    }
-                }
+        if !unpacked.is_empty() {
+            self.each_unpacked_slot(res_ms, &unpacked, &mut |index, count| {
+                out.push((index, count))
             });
-        }
-        if let Some(added) = out.get_mut(from..) {
-            added.sort_unstable();
+            if let Some(added) = out.get_mut(from..) {
+                added.sort_unstable();
+            }
         }
         true
     }

@@ -315,39 +315,23 @@ pub fn sealed_slots(
     }
 }
 
-/// The slot fields of resolution `res_ms` in `spans` (`(from, to)`, oldest first), probed
-/// one by one, appended to `out` oldest first.
-pub fn probed_slots(
+/// Calls `f(index, count)` for the slot fields of resolution `res_ms` in `spans` (`(from,
+/// to)`, oldest first), probed one by one, oldest first.
+pub fn probed(
     fields: &mut dyn RawFields,
     res_ms: i64,
     spans: &[(i64, i64)],
-    out: &mut Vec<(i64, i64)>,
+    f: &mut dyn FnMut(i64, i64),
 ) {
     for &(from, to) in spans {
         let mut index = from;
         while index <= to {
             if let Some(value) = fields.read(&slot_name(res_ms, index)) {
-                out.push((index, parse_i64(&value).unwrap_or(0)));
+                f(index, parse_i64(&value).unwrap_or(0));
             }
             index += 1;
         }
     }
-}
-
-/// The sum of the slot fields of resolution `res_ms` in `spans` (`(from, to)`, oldest
-/// first), probed one by one.
-pub fn probed_sum(fields: &mut dyn RawFields, res_ms: i64, spans: &[(i64, i64)]) -> i128 {
-    let mut sum = 0i128;
-    for &(from, to) in spans {
-        let mut index = from;
-        while index <= to {
-            if let Some(value) = fields.read(&slot_name(res_ms, index)) {
-                sum += i128::from(parse_i64(&value).unwrap_or(0));
-            }
-            index += 1;
-        }
-    }
-    sum
 }
 
 /// Packs the run of resolution `res_ms` starting at `first` (a multiple of [`RUN`]): the

@@ -128,21 +128,7 @@ pub fn check(
         return Err(Error::NotInteger);
     }
     let now = now.max(at);
-    let mut windows = Vec::with_capacity(limits.len());
-    for &(window, max) in limits {
-        let res = counter.resolution_for(window)?;
-        let slots = slots_covering(window, res.ms).max(0);
-        let last = slot_index(at, res.ms);
-        let kept_from = first_kept(now, res.ms, res.samples);
-        windows.push(Window {
-            res_ms: res.ms,
-            slots,
-            first: last.saturating_sub(slots.saturating_sub(1)).max(kept_from),
-            last,
-            max,
-            receives_increment: last >= kept_from,
-        });
-    }
+    let windows = windows_of(counter, now, at, limits)?;
     // One ordered read per resolution, from the oldest slot any of its windows counts at
     // `at` to the slot containing `now`: at most `samples` slots, since all are kept.
     let mut spans: Vec<(i64, i64, i64)> = Vec::new();
@@ -177,10 +163,7 @@ pub fn check(
         sums.push(i64::try_from(running(to) - running(from)).map_err(|_| Error::Overflow)?);
         ranges.push((at, from, to));
     }
-    let kept_somewhere = counter
-        .resolutions
-        .iter()
-        .any(|r| slot_index(at, r.ms) >= first_kept(now, r.ms, r.samples));
+    let kept_somewhere = kept_somewhere(counter, now, at);
     let unwritable = if increment == 0 {
         None
     } else if !kept_somewhere {
@@ -222,6 +205,25 @@ pub fn check_sums_only(
         return Ok(None);
     }
     let now = now.max(at);
+    let windows = windows_of(counter, now, at, limits)?;
+    let lengths: Vec<i64> = limits.iter().map(|&(window, _)| window).collect();
+    let sums = counter.sum(store, now, at, &lengths)?;
+    let kept_somewhere = kept_somewhere(counter, now, at);
+    let read = Check {
+        at,
+        increment,
+        windows,
+        stored: Vec::new(),
+        prefixes: Vec::new(),
+        ranges: Vec::new(),
+        sums,
+        unwritable: (increment != 0 && !kept_somewhere).then_some(Error::OutsideKeptRange),
+    };
+    Ok((read.passes() || read.exceeds_a_max()).then_some(read))
+}
+
+/// The `(window, max)` pairs resolved to slot indexes at `at`, the clock at `now`.
+fn windows_of(counter: &Counter, now: i64, at: i64, limits: &[(i64, i64)]) -> Result<Vec<Window>> {
     let mut windows = Vec::with_capacity(limits.len());
     for &(window, max) in limits {
         let res = counter.resolution_for(window)?;
@@ -237,23 +239,15 @@ pub fn check_sums_only(
             receives_increment: last >= kept_from,
         });
     }
-    let lengths: Vec<i64> = limits.iter().map(|&(window, _)| window).collect();
-    let sums = counter.sum(store, now, at, &lengths)?;
-    let kept_somewhere = counter
+    Ok(windows)
+}
+
+/// True if some resolution keeps `at` at `now` (an increment there can be written).
+fn kept_somewhere(counter: &Counter, now: i64, at: i64) -> bool {
+    counter
         .resolutions
         .iter()
-        .any(|r| slot_index(at, r.ms) >= first_kept(now, r.ms, r.samples));
-    let read = Check {
-        at,
-        increment,
-        windows,
-        stored: Vec::new(),
-        prefixes: Vec::new(),
-        ranges: Vec::new(),
-        sums,
-        unwritable: (increment != 0 && !kept_somewhere).then_some(Error::OutsideKeptRange),
-    };
-    Ok((read.passes() || read.exceeds_a_max()).then_some(read))
+        .any(|r| slot_index(at, r.ms) >= first_kept(now, r.ms, r.samples))
 }
 
 /// True if adding `increment` at `at` to every resolution that keeps it leaves every count

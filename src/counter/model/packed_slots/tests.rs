@@ -62,14 +62,20 @@ impl SlotStore for FieldHash {
         let mut unpacked = Vec::new();
         let from = out.len();
         sealed_slots(self, res_ms, lo, hi, out, &mut unpacked);
-        probed_slots(self, res_ms, &unpacked, out);
+        probed(self, res_ms, &unpacked, &mut |index, count| {
+            out.push((index, count))
+        });
         out[from..].sort_unstable();
         true
     }
     fn sealed_sum(&mut self, res_ms: i64, lo: i64, hi: i64) -> Option<i128> {
         let mut unpacked = Vec::new();
         let sum = sealed_sum(self, res_ms, lo, hi, &mut unpacked);
-        Some(sum + probed_sum(self, res_ms, &unpacked))
+        let mut rest = 0i128;
+        probed(self, res_ms, &unpacked, &mut |_, count| {
+            rest += i128::from(count)
+        });
+        Some(sum + rest)
     }
     fn each_slot(&mut self, f: &mut dyn FnMut(i64, i64, i64)) {
         for (name, value) in self.fields.iter().rev() {
